@@ -1,0 +1,64 @@
+//! Generates the OpenSM bindings at build time from the installed libopensm-dev headers, and compiles
+//! the C wrappers bindgen emits for the headers' static inline helpers.
+
+use std::env;
+use std::path::{Path, PathBuf};
+
+const OPENSM_INCLUDE: &str = "/usr/include/infiniband";
+
+fn main() {
+    println!("cargo:rerun-if-changed=include/dfsssp_rs.h");
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=OPENSM_INCLUDE_DIR");
+
+    let include_dir =
+        PathBuf::from(env::var("OPENSM_INCLUDE_DIR").unwrap_or_else(|_| OPENSM_INCLUDE.to_string()));
+    let version_header = include_dir.join("opensm/osm_version.h");
+    if !version_header.exists() {
+        panic!(
+            "\n\ndfsssp-rs needs OpenSM's development headers: {} not found.\n\
+             Install them with:  sudo apt-get install libopensm-dev\n\
+             (or set OPENSM_INCLUDE_DIR to the directory holding opensm/, complib/ and iba/)\n\n",
+            version_header.display()
+        );
+    }
+
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let wrappers = out_dir.join("opensm_static_wrappers.c");
+
+    let bindings = bindgen::Builder::default()
+        .header("include/dfsssp_rs.h")
+        .clang_arg(format!("-I{}", include_dir.display()))
+        .clang_arg("-Iinclude")
+        .allowlist_function("osm_.*|cl_qmap_.*|cl_ptr_vector_.*|ib_port_info_get_.*|ib_switch_info_.*")
+        .allowlist_type("osm_.*|external_routing_engine_module_t|ib_slvl_table_t|ib_net16_t|ib_net64_t")
+        .allowlist_var("OSM_VERSION|OSM_LOG_.*|OSM_NO_PATH|IB_NODE_TYPE_.*|IB_LINK_.*|IB_MAX_NUM_VLS|OSM_EVENT_PLUGIN_INTERFACE_VER")
+        .wrap_static_fns(true)
+        .wrap_static_fns_path(&wrappers)
+        .layout_tests(false)
+        .derive_default(true)
+        .generate_comments(false)
+        .generate()
+        .unwrap_or_else(|e| {
+            panic!(
+                "\n\nbindgen could not read the OpenSM headers ({e}).\n\
+                 It needs libclang:  sudo apt-get install libclang-dev clang\n\n"
+            )
+        });
+    bindings
+        .write_to_file(out_dir.join("opensm_bindings.rs"))
+        .expect("write opensm_bindings.rs");
+
+    compile_wrappers(&wrappers, &include_dir);
+}
+
+fn compile_wrappers(wrappers: &Path, include_dir: &Path) {
+    cc::Build::new()
+        .file(wrappers)
+        .include(include_dir)
+        .include("include")
+        // bindgen's wrapper file includes the header by its path relative to the crate root.
+        .include(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+        .flag_if_supported("-w")
+        .compile("opensm_static_wrappers");
+}

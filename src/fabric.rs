@@ -1,0 +1,606 @@
+//! The fabric model: nodes (switches, channel adapters, routers), their ports, the active links between
+//! them, and the LIDs (base LID + LMC) of every LID-bearing port. It knows nothing of OpenSM; the
+//! OpenSM adapter, the file parsers and the topology generators all build one with [`FabricBuilder`].
+//!
+//! Routing works on the derived [`SwitchGraph`]: switches get dense ids `0..num_switches`, every
+//! switch-to-switch link direction is a *channel* with a dense id (parallel links are separate
+//! channels), and every LID is a [`Dest`] attached to one switch and leaving it by one port.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Highest unicast LID (IBA: 0x0001..=0xBFFF are unicast).
+pub const MAX_UNICAST_LID: u16 = 0xBFFF;
+/// Largest LMC the IBA allows.
+pub const MAX_LMC: u8 = 7;
+/// Marks "none" in the dense `u32` index tables below.
+pub const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum NodeKind {
+    Switch,
+    Ca,
+    Router,
+}
+
+impl fmt::Display for NodeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NodeKind::Switch => "Switch",
+            NodeKind::Ca => "CA",
+            NodeKind::Router => "Router",
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Node {
+    pub guid: u64,
+    pub kind: NodeKind,
+    pub description: String,
+    /// Number of physical ports; they are numbered `1..=num_ports` (a switch's port 0 is its
+    /// management port and is not counted).
+    pub num_ports: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PortRef {
+    /// Index into [`Fabric::nodes`].
+    pub node: u32,
+    pub port: u8,
+}
+
+/// An active physical link. Parallel links between the same two nodes are separate entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Link {
+    pub a: PortRef,
+    pub b: PortRef,
+}
+
+/// A LID-bearing port: a CA or router port, or a switch's port 0. It owns the LIDs
+/// `base_lid .. base_lid + 2^lmc`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub node: u32,
+    pub port: u8,
+    pub port_guid: u64,
+    pub base_lid: u16,
+    pub lmc: u8,
+}
+
+impl Endpoint {
+    pub fn lids(&self) -> std::ops::Range<u32> {
+        let base = u32::from(self.base_lid);
+        base..base + (1u32 << self.lmc)
+    }
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum FabricError {
+    #[error("node {node}: port {port} out of range (node has {num_ports} ports)")]
+    PortOutOfRange { node: String, port: u8, num_ports: u8 },
+    #[error("node {node} port {port} is linked twice")]
+    PortLinkedTwice { node: String, port: u8 },
+    #[error("node {node}: port {port} is linked to itself")]
+    SelfLink { node: String, port: u8 },
+    #[error("duplicate node GUID 0x{guid:016x} ({first} and {second})")]
+    DuplicateGuid { guid: u64, first: String, second: String },
+    #[error("node {node} port {port}: LID {lid} with LMC {lmc} is invalid ({why})")]
+    InvalidLid { node: String, port: u8, lid: u16, lmc: u8, why: &'static str },
+    #[error("LID {lid} is owned by both {first} and {second}")]
+    LidConflict { lid: u32, first: String, second: String },
+    #[error("node {node} port {port} has two LID assignments")]
+    LidAssignedTwice { node: String, port: u8 },
+    #[error("switch {node} has no LID on port 0")]
+    SwitchWithoutLid { node: String },
+    #[error("node {node}: a {kind} cannot own a LID on port 0")]
+    PortZeroOnNonSwitch { node: String, kind: NodeKind },
+    #[error("node index {0} does not exist")]
+    NoSuchNode(u32),
+    #[error("fabric has {0} switches; at most {max} are supported", max = u32::MAX - 1)]
+    TooLarge(usize),
+}
+
+/// A validated fabric. Build it with [`FabricBuilder`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Fabric {
+    pub nodes: Vec<Node>,
+    pub links: Vec<Link>,
+    pub endpoints: Vec<Endpoint>,
+}
+
+impl Fabric {
+    /// "0x0002c90000000001 (desc)" — how nodes are named in errors and logs.
+    pub fn node_name(&self, node: u32) -> String {
+        match self.nodes.get(node as usize) {
+            Some(n) => node_label(n),
+            None => format!("#{node}"),
+        }
+    }
+
+    /// The highest LID owned by any endpoint (0 when there is none).
+    pub fn max_lid(&self) -> u16 {
+        self.endpoints
+            .iter()
+            .map(|e| e.lids().end - 1)
+            .max()
+            .unwrap_or(0) as u16
+    }
+
+    pub fn switch_count(&self) -> usize {
+        self.nodes.iter().filter(|n| n.kind == NodeKind::Switch).count()
+    }
+
+    /// Number of CA and router nodes.
+    pub fn terminal_node_count(&self) -> usize {
+        self.nodes.len() - self.switch_count()
+    }
+}
+
+fn node_label(n: &Node) -> String {
+    if n.description.is_empty() {
+        format!("0x{:016x}", n.guid)
+    } else {
+        format!("0x{:016x} ({})", n.guid, n.description)
+    }
+}
+
+/// Builds and validates a [`Fabric`]. Every error names the node and port involved.
+#[derive(Default)]
+pub struct FabricBuilder {
+    fabric: Fabric,
+    guid_index: HashMap<u64, u32>,
+}
+
+impl FabricBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn add_node(
+        &mut self,
+        kind: NodeKind,
+        guid: u64,
+        num_ports: u8,
+        description: impl Into<String>,
+    ) -> Result<u32, FabricError> {
+        let node = Node { guid, kind, description: description.into(), num_ports };
+        let idx = self.fabric.nodes.len() as u32;
+        if let Some(&first) = self.guid_index.get(&guid) {
+            return Err(FabricError::DuplicateGuid {
+                guid,
+                first: self.fabric.node_name(first),
+                second: node_label(&node),
+            });
+        }
+        self.guid_index.insert(guid, idx);
+        self.fabric.nodes.push(node);
+        Ok(idx)
+    }
+
+    pub fn node_by_guid(&self, guid: u64) -> Option<u32> {
+        self.guid_index.get(&guid).copied()
+    }
+
+    pub fn node(&self, idx: u32) -> Option<&Node> {
+        self.fabric.nodes.get(idx as usize)
+    }
+
+    fn check_port(&self, p: PortRef, allow_zero: bool) -> Result<(), FabricError> {
+        let n = self.fabric.nodes.get(p.node as usize).ok_or(FabricError::NoSuchNode(p.node))?;
+        let ok = (p.port >= 1 || allow_zero) && p.port <= n.num_ports;
+        if ok {
+            Ok(())
+        } else {
+            Err(FabricError::PortOutOfRange {
+                node: node_label(n),
+                port: p.port,
+                num_ports: n.num_ports,
+            })
+        }
+    }
+
+    /// Adds an active link. Port 0 cannot be linked.
+    pub fn link(&mut self, a: PortRef, b: PortRef) -> Result<(), FabricError> {
+        self.check_port(a, false)?;
+        self.check_port(b, false)?;
+        if a == b {
+            return Err(FabricError::SelfLink { node: self.fabric.node_name(a.node), port: a.port });
+        }
+        self.fabric.links.push(Link { a, b });
+        Ok(())
+    }
+
+    /// Gives a port its LIDs. Switches take theirs on port 0; CAs and routers on ports >= 1.
+    pub fn set_lid(
+        &mut self,
+        at: PortRef,
+        port_guid: u64,
+        base_lid: u16,
+        lmc: u8,
+    ) -> Result<(), FabricError> {
+        self.check_port(at, true)?;
+        let n = &self.fabric.nodes[at.node as usize];
+        if at.port == 0 && n.kind != NodeKind::Switch {
+            return Err(FabricError::PortZeroOnNonSwitch { node: node_label(n), kind: n.kind });
+        }
+        let bad = |why| FabricError::InvalidLid {
+            node: node_label(n),
+            port: at.port,
+            lid: base_lid,
+            lmc,
+            why,
+        };
+        if lmc > MAX_LMC {
+            return Err(bad("LMC above 7"));
+        }
+        if base_lid == 0 {
+            return Err(bad("LID 0 is reserved"));
+        }
+        if u32::from(base_lid) + (1u32 << lmc) - 1 > u32::from(MAX_UNICAST_LID) {
+            return Err(bad("LID range leaves the unicast space 1..0xBFFF"));
+        }
+        if base_lid & ((1u16 << lmc) - 1) != 0 {
+            return Err(bad("base LID is not aligned to 2^LMC"));
+        }
+        self.fabric.endpoints.push(Endpoint {
+            node: at.node,
+            port: at.port,
+            port_guid,
+            base_lid,
+            lmc,
+        });
+        Ok(())
+    }
+
+    /// Validates the whole fabric: no port linked twice, no LID owned twice, every switch has a LID.
+    pub fn build(self) -> Result<Fabric, FabricError> {
+        let f = self.fabric;
+        let mut used: HashMap<PortRef, ()> = HashMap::with_capacity(f.links.len() * 2);
+        for l in &f.links {
+            for p in [l.a, l.b] {
+                if used.insert(p, ()).is_some() {
+                    return Err(FabricError::PortLinkedTwice { node: f.node_name(p.node), port: p.port });
+                }
+            }
+        }
+        let mut owner: HashMap<u32, usize> = HashMap::new();
+        let mut port_seen: HashMap<PortRef, ()> = HashMap::new();
+        for (i, e) in f.endpoints.iter().enumerate() {
+            let at = PortRef { node: e.node, port: e.port };
+            if port_seen.insert(at, ()).is_some() {
+                return Err(FabricError::LidAssignedTwice { node: f.node_name(e.node), port: e.port });
+            }
+            for lid in e.lids() {
+                if let Some(&j) = owner.get(&lid) {
+                    let o = &f.endpoints[j];
+                    return Err(FabricError::LidConflict {
+                        lid,
+                        first: format!("{} port {}", f.node_name(o.node), o.port),
+                        second: format!("{} port {}", f.node_name(e.node), e.port),
+                    });
+                }
+                owner.insert(lid, i);
+            }
+        }
+        for (i, n) in f.nodes.iter().enumerate() {
+            if n.kind == NodeKind::Switch
+                && !f.endpoints.iter().any(|e| e.node == i as u32 && e.port == 0)
+            {
+                return Err(FabricError::SwitchWithoutLid { node: node_label(n) });
+            }
+        }
+        Ok(f)
+    }
+}
+
+/// One destination LID, seen from the switch graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dest {
+    pub lid: u16,
+    /// Index into [`Fabric::endpoints`].
+    pub endpoint: u32,
+    /// Switch the LID hangs off (for a switch LID, the switch itself); [`NONE`] when the port is
+    /// not attached to any switch (a CA linked to a CA, or an unlinked port): unreachable.
+    pub switch: u32,
+    /// Port by which `switch` delivers to this LID: 0 for the switch's own LIDs.
+    pub exit_port: u8,
+    /// Which of the port's 2^LMC LIDs this is (0 for the base LID).
+    pub lid_offset: u8,
+}
+
+/// The switch graph routing works on. Dense ids: switches `0..num_switches()` (in node-GUID order), channels
+/// `0..num_channels()` (one per direction of every switch-to-switch link, sorted by tail switch,
+/// then port), destinations `0..dests.len()` (every LID, sorted by LID).
+#[derive(Clone, Debug)]
+pub struct SwitchGraph {
+    /// switch id -> node index
+    pub switch_node: Vec<u32>,
+    /// node index -> switch id, or [`NONE`] for CAs and routers
+    pub node_switch: Vec<u32>,
+    /// CSR: the channels leaving switch `s` are `out_start[s]..out_start[s+1]`
+    pub out_start: Vec<u32>,
+    pub chan_tail: Vec<u32>,
+    pub chan_head: Vec<u32>,
+    /// port number at the tail switch
+    pub chan_port: Vec<u8>,
+    /// port number at the head switch
+    pub chan_head_port: Vec<u8>,
+    /// the channel of the same link in the other direction
+    pub chan_reverse: Vec<u32>,
+    /// CSR of channels entering switch `s`: `in_chans[in_start[s]..in_start[s+1]]`
+    pub in_start: Vec<u32>,
+    pub in_chans: Vec<u32>,
+    /// `port_chan[port_base[s] + p]`: the channel leaving switch `s` by port `p`, or [`NONE`]
+    pub port_base: Vec<u32>,
+    pub port_chan: Vec<u32>,
+    /// Every LID, sorted by LID.
+    pub dests: Vec<Dest>,
+    /// `lid_dest[lid]`: index into `dests`, or [`NONE`]
+    pub lid_dest: Vec<u32>,
+    /// Traffic sources: CA/router endpoints attached to a switch, as (endpoint index, switch),
+    /// sorted by base LID.
+    pub terminals: Vec<(u32, u32)>,
+    /// `terminal_count[s]`: how many CA/router ports hang off switch `s`
+    pub terminal_count: Vec<u32>,
+    /// The highest LID in the fabric.
+    pub max_lid: u16,
+}
+
+impl SwitchGraph {
+    pub fn new(f: &Fabric) -> Result<Self, FabricError> {
+        // Switch ids in node-GUID order, so that every front (OpenSM's subnet, a dump, a file) that
+        // describes the same fabric gets the same ids and hence the same routing.
+        let mut switch_node: Vec<u32> = (0..f.nodes.len() as u32)
+            .filter(|&i| f.nodes[i as usize].kind == NodeKind::Switch)
+            .collect();
+        switch_node.sort_unstable_by_key(|&i| f.nodes[i as usize].guid);
+        let mut node_switch = vec![NONE; f.nodes.len()];
+        for (s, &n) in switch_node.iter().enumerate() {
+            node_switch[n as usize] = s as u32;
+        }
+        let ns = switch_node.len();
+        if ns >= NONE as usize {
+            return Err(FabricError::TooLarge(ns));
+        }
+
+        // Every link between two switches gives two channels; collect (tail, port, head, head_port).
+        let mut raw: Vec<(u32, u8, u32, u8)> = Vec::new();
+        // Where each node port leads: (remote node, remote port).
+        let mut remote: HashMap<PortRef, PortRef> = HashMap::with_capacity(f.links.len() * 2);
+        for l in &f.links {
+            remote.insert(l.a, l.b);
+            remote.insert(l.b, l.a);
+            let (sa, sb) = (node_switch[l.a.node as usize], node_switch[l.b.node as usize]);
+            if sa != NONE && sb != NONE {
+                raw.push((sa, l.a.port, sb, l.b.port));
+                raw.push((sb, l.b.port, sa, l.a.port));
+            }
+        }
+        raw.sort_unstable();
+        let nc = raw.len();
+        let mut out_start = vec![0u32; ns + 1];
+        for &(t, ..) in &raw {
+            out_start[t as usize + 1] += 1;
+        }
+        for s in 0..ns {
+            out_start[s + 1] += out_start[s];
+        }
+        let chan_tail: Vec<u32> = raw.iter().map(|r| r.0).collect();
+        let chan_port: Vec<u8> = raw.iter().map(|r| r.1).collect();
+        let chan_head: Vec<u32> = raw.iter().map(|r| r.2).collect();
+        let chan_head_port: Vec<u8> = raw.iter().map(|r| r.3).collect();
+
+        let mut port_base = vec![0u32; ns + 1];
+        for s in 0..ns {
+            let np = u32::from(f.nodes[switch_node[s] as usize].num_ports) + 1;
+            port_base[s + 1] = port_base[s] + np;
+        }
+        let mut port_chan = vec![NONE; port_base[ns] as usize];
+        for c in 0..nc {
+            port_chan[(port_base[chan_tail[c] as usize] + u32::from(chan_port[c])) as usize] = c as u32;
+        }
+        let chan_reverse: Vec<u32> = (0..nc)
+            .map(|c| port_chan[(port_base[chan_head[c] as usize] + u32::from(chan_head_port[c])) as usize])
+            .collect();
+
+        let mut in_start = vec![0u32; ns + 1];
+        for &h in &chan_head {
+            in_start[h as usize + 1] += 1;
+        }
+        for s in 0..ns {
+            in_start[s + 1] += in_start[s];
+        }
+        let mut fill = in_start.clone();
+        let mut in_chans = vec![0u32; nc];
+        for c in 0..nc {
+            let h = chan_head[c] as usize;
+            in_chans[fill[h] as usize] = c as u32;
+            fill[h] += 1;
+        }
+
+        let max_lid = f.max_lid();
+        let mut dests = Vec::new();
+        let mut terminals = Vec::new();
+        let mut terminal_count = vec![0u32; ns];
+        for (ei, e) in f.endpoints.iter().enumerate() {
+            let (sw, exit) = if node_switch[e.node as usize] != NONE && e.port == 0 {
+                (node_switch[e.node as usize], 0u8)
+            } else {
+                match remote.get(&PortRef { node: e.node, port: e.port }) {
+                    Some(r) if node_switch[r.node as usize] != NONE => (node_switch[r.node as usize], r.port),
+                    _ => (NONE, 0),
+                }
+            };
+            if e.port != 0 && sw != NONE {
+                terminals.push((ei as u32, sw));
+                terminal_count[sw as usize] += 1;
+            }
+            for (k, lid) in e.lids().enumerate() {
+                dests.push(Dest {
+                    lid: lid as u16,
+                    endpoint: ei as u32,
+                    switch: sw,
+                    exit_port: exit,
+                    lid_offset: k as u8,
+                });
+            }
+        }
+        dests.sort_unstable_by_key(|d| d.lid);
+        terminals.sort_unstable_by_key(|&(e, _)| f.endpoints[e as usize].base_lid);
+        let mut lid_dest = vec![NONE; usize::from(max_lid) + 1];
+        for (i, d) in dests.iter().enumerate() {
+            lid_dest[usize::from(d.lid)] = i as u32;
+        }
+
+        Ok(SwitchGraph {
+            switch_node,
+            node_switch,
+            out_start,
+            chan_tail,
+            chan_head,
+            chan_port,
+            chan_head_port,
+            chan_reverse,
+            in_start,
+            in_chans,
+            port_base,
+            port_chan,
+            dests,
+            lid_dest,
+            terminals,
+            terminal_count,
+            max_lid,
+        })
+    }
+
+    pub fn num_switches(&self) -> usize {
+        self.switch_node.len()
+    }
+
+    pub fn num_channels(&self) -> usize {
+        self.chan_tail.len()
+    }
+
+    /// Channels leaving switch `s`.
+    pub fn out_channels(&self, s: u32) -> std::ops::Range<u32> {
+        self.out_start[s as usize]..self.out_start[s as usize + 1]
+    }
+
+    /// Channels entering switch `s`.
+    pub fn in_channels(&self, s: u32) -> &[u32] {
+        &self.in_chans[self.in_start[s as usize] as usize..self.in_start[s as usize + 1] as usize]
+    }
+
+    /// The channel leaving switch `s` by `port`, if that port leads to another switch.
+    #[inline]
+    pub fn channel_at(&self, s: u32, port: u8) -> Option<u32> {
+        let base = self.port_base[s as usize];
+        if u32::from(port) >= self.port_base[s as usize + 1] - base {
+            return None;
+        }
+        let c = self.port_chan[(base + u32::from(port)) as usize];
+        (c != NONE).then_some(c)
+    }
+
+    /// The destination record for a LID, if some port owns it.
+    pub fn dest_of_lid(&self, lid: u16) -> Option<&Dest> {
+        match self.lid_dest.get(usize::from(lid)) {
+            Some(&i) if i != NONE => Some(&self.dests[i as usize]),
+            _ => None,
+        }
+    }
+
+    /// Hop distances (in switch-to-switch channels) from every switch to switch `to`; `u32::MAX`
+    /// where unreachable. Plain BFS over the reversed channels.
+    pub fn bfs_distances_to(&self, to: u32) -> Vec<u32> {
+        let mut dist = vec![u32::MAX; self.num_switches()];
+        let mut queue = std::collections::VecDeque::new();
+        dist[to as usize] = 0;
+        queue.push_back(to);
+        while let Some(v) = queue.pop_front() {
+            for &c in self.in_channels(v) {
+                let u = self.chan_tail[c as usize];
+                if dist[u as usize] == u32::MAX {
+                    dist[u as usize] = dist[v as usize] + 1;
+                    queue.push_back(u);
+                }
+            }
+        }
+        dist
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two switches joined by two parallel links, one CA on each, LMC 1 on the CAs.
+    fn two_switches() -> Fabric {
+        let mut b = FabricBuilder::new();
+        let s0 = b.add_node(NodeKind::Switch, 0x10, 8, "sw0").unwrap();
+        let s1 = b.add_node(NodeKind::Switch, 0x11, 8, "sw1").unwrap();
+        let c0 = b.add_node(NodeKind::Ca, 0x20, 1, "ca0").unwrap();
+        let c1 = b.add_node(NodeKind::Ca, 0x21, 1, "ca1").unwrap();
+        b.link(PortRef { node: s0, port: 1 }, PortRef { node: s1, port: 1 }).unwrap();
+        b.link(PortRef { node: s0, port: 2 }, PortRef { node: s1, port: 2 }).unwrap();
+        b.link(PortRef { node: c0, port: 1 }, PortRef { node: s0, port: 5 }).unwrap();
+        b.link(PortRef { node: c1, port: 1 }, PortRef { node: s1, port: 7 }).unwrap();
+        b.set_lid(PortRef { node: s0, port: 0 }, 0x10, 1, 0).unwrap();
+        b.set_lid(PortRef { node: s1, port: 0 }, 0x11, 2, 0).unwrap();
+        b.set_lid(PortRef { node: c0, port: 1 }, 0x20, 4, 1).unwrap();
+        b.set_lid(PortRef { node: c1, port: 1 }, 0x21, 6, 1).unwrap();
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn graph_has_parallel_channels_and_all_lids() {
+        let f = two_switches();
+        let g = SwitchGraph::new(&f).unwrap();
+        assert_eq!(g.num_switches(), 2);
+        assert_eq!(g.num_channels(), 4);
+        assert_eq!(g.out_channels(0).len(), 2);
+        for c in 0..4u32 {
+            let r = g.chan_reverse[c as usize];
+            assert_eq!(g.chan_reverse[r as usize], c);
+            assert_eq!(g.chan_tail[r as usize], g.chan_head[c as usize]);
+        }
+        assert_eq!(g.channel_at(0, 2), Some(1));
+        assert_eq!(g.channel_at(0, 5), None);
+        assert_eq!(g.dests.len(), 6);
+        let d = g.dest_of_lid(7).unwrap();
+        assert_eq!((d.switch, d.exit_port, d.lid_offset), (1, 7, 1));
+        assert_eq!(g.dest_of_lid(1).unwrap().exit_port, 0);
+        assert!(g.dest_of_lid(3).is_none());
+        assert_eq!(g.terminal_count, vec![1, 1]);
+        assert_eq!(g.bfs_distances_to(1), vec![1, 0]);
+    }
+
+    #[test]
+    fn builder_rejects_bad_input_naming_the_node() {
+        let mut b = FabricBuilder::new();
+        let s = b.add_node(NodeKind::Switch, 0x10, 4, "leaf").unwrap();
+        let c = b.add_node(NodeKind::Ca, 0x20, 1, "host").unwrap();
+        let e = b.link(PortRef { node: s, port: 5 }, PortRef { node: c, port: 1 }).unwrap_err();
+        assert!(e.to_string().contains("leaf") && e.to_string().contains("port 5"), "{e}");
+        assert!(matches!(
+            b.add_node(NodeKind::Ca, 0x20, 1, "again"),
+            Err(FabricError::DuplicateGuid { .. })
+        ));
+        let e = b.set_lid(PortRef { node: c, port: 1 }, 0x20, 5, 2).unwrap_err();
+        assert!(e.to_string().contains("aligned"), "{e}");
+        b.set_lid(PortRef { node: c, port: 1 }, 0x20, 4, 0).unwrap();
+        b.set_lid(PortRef { node: s, port: 0 }, 0x10, 4, 0).unwrap();
+        assert!(matches!(b.build(), Err(FabricError::LidConflict { lid: 4, .. })));
+    }
+
+    #[test]
+    fn switch_needs_a_lid() {
+        let mut b = FabricBuilder::new();
+        b.add_node(NodeKind::Switch, 0x10, 4, "lonely").unwrap();
+        assert!(matches!(b.build(), Err(FabricError::SwitchWithoutLid { .. })));
+    }
+}

@@ -1,0 +1,170 @@
+//! A routing: the linear forwarding tables (LFTs) of all switches, their hop counts, and (for
+//! deadlock-free routings) the virtual layer of every path. Paths are identified by
+//! (source switch, destination LID): all traffic entering the fabric at one switch towards one LID
+//! follows the same LFT entries, so it needs only one layer, and the tables grow with
+//! switches x LIDs like the LFTs themselves rather than with LIDs squared.
+
+use crate::fabric::{SwitchGraph, NONE};
+
+/// LFT entry for "no route" (OpenSM's OSM_NO_PATH).
+pub const NO_PATH: u8 = 0xFF;
+
+/// Forwarding tables for all switches: `port(s, lid)` is the port switch `s` forwards `lid` to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lft {
+    /// LIDs 0..=max_lid have entries.
+    pub max_lid: u16,
+    num_switches: usize,
+    ports: Vec<u8>,
+}
+
+impl Lft {
+    pub fn new(num_switches: usize, max_lid: u16) -> Self {
+        let stride = usize::from(max_lid) + 1;
+        Lft { max_lid, num_switches, ports: vec![NO_PATH; num_switches * stride] }
+    }
+
+    #[inline]
+    pub fn stride(&self) -> usize {
+        usize::from(self.max_lid) + 1
+    }
+
+    pub fn num_switches(&self) -> usize {
+        self.num_switches
+    }
+
+    #[inline]
+    pub fn port(&self, s: u32, lid: u16) -> u8 {
+        self.ports[s as usize * self.stride() + usize::from(lid)]
+    }
+
+    #[inline]
+    pub fn set(&mut self, s: u32, lid: u16, port: u8) {
+        let stride = self.stride();
+        self.ports[s as usize * stride + usize::from(lid)] = port;
+    }
+
+    /// The table of one switch, indexed by LID.
+    pub fn table(&self, s: u32) -> &[u8] {
+        let stride = self.stride();
+        &self.ports[s as usize * stride..(s as usize + 1) * stride]
+    }
+
+    pub fn table_mut(&mut self, s: u32) -> &mut [u8] {
+        let stride = self.stride();
+        &mut self.ports[s as usize * stride..(s as usize + 1) * stride]
+    }
+
+    /// All tables, one LID-indexed chunk per switch (for filling them in parallel).
+    pub fn tables_mut(&mut self) -> std::slice::ChunksMut<'_, u8> {
+        let stride = self.stride();
+        self.ports.chunks_mut(stride)
+    }
+}
+
+/// A switch-by-LID table of small numbers (hop counts, virtual layers), same shape as [`Lft`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SwitchLidTable {
+    stride: usize,
+    values: Vec<u8>,
+}
+
+impl SwitchLidTable {
+    pub fn new(num_switches: usize, max_lid: u16, fill: u8) -> Self {
+        let stride = usize::from(max_lid) + 1;
+        SwitchLidTable { stride, values: vec![fill; num_switches * stride] }
+    }
+
+    #[inline]
+    pub fn get(&self, s: u32, lid: u16) -> u8 {
+        self.values[s as usize * self.stride + usize::from(lid)]
+    }
+
+    #[inline]
+    pub fn set(&mut self, s: u32, lid: u16, v: u8) {
+        self.values[s as usize * self.stride + usize::from(lid)] = v;
+    }
+
+    pub fn row(&self, s: u32) -> &[u8] {
+        &self.values[s as usize * self.stride..(s as usize + 1) * self.stride]
+    }
+
+    pub fn rows_mut(&mut self) -> std::slice::ChunksMut<'_, u8> {
+        self.values.chunks_mut(self.stride)
+    }
+}
+
+/// The complete output of a routing engine.
+#[derive(Clone, Debug)]
+pub struct Routing {
+    pub lft: Lft,
+    /// Hops from switch `s` to `lid`, counting the final link to a CA (0 for the switch's own LID);
+    /// [`NO_PATH`] where unreachable. What OpenSM's `osm_switch_set_hops` wants.
+    pub hops: SwitchLidTable,
+    /// Virtual layer of path (source switch, DLID); `None` for routings with one layer only.
+    pub layers: Option<SwitchLidTable>,
+    /// Number of virtual layers the routing uses (1 when `layers` is `None`).
+    pub num_layers: u8,
+}
+
+impl Routing {
+    /// The layer (virtual lane / SL) of the path from switch `s` to `lid`.
+    #[inline]
+    pub fn layer(&self, s: u32, lid: u16) -> u8 {
+        self.layers.as_ref().map_or(0, |l| l.get(s, lid))
+    }
+}
+
+/// How walking the LFTs from a switch towards a LID ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalkEnd {
+    /// Reached the destination after `hops` switch-to-switch channels.
+    Delivered { hops: u32 },
+    /// A switch had no entry (NO_PATH) for the LID.
+    NoEntry { at: u32 },
+    /// A switch pointed at a port leading nowhere useful (not a switch link, not the destination).
+    DeadEnd { at: u32, port: u8 },
+    /// More hops than switches: the tables loop.
+    Loop { at: u32 },
+    /// The LID is not owned by a port attached to any switch.
+    UnknownLid,
+}
+
+/// Follows the LFTs from switch `from` towards `lid`, calling `on_channel` for every
+/// switch-to-switch channel taken. Independent of how the tables were computed, so metrics and
+/// verification can judge any routing, ours or one read from OpenSM's dumps.
+pub fn walk(
+    g: &SwitchGraph,
+    lft: &Lft,
+    from: u32,
+    lid: u16,
+    mut on_channel: impl FnMut(u32),
+) -> WalkEnd {
+    let Some(d) = g.dest_of_lid(lid) else { return WalkEnd::UnknownLid };
+    if d.switch == NONE || lid > lft.max_lid {
+        return WalkEnd::UnknownLid;
+    }
+    let mut at = from;
+    let limit = g.num_switches() as u32;
+    let mut hops = 0u32;
+    loop {
+        let p = lft.port(at, lid);
+        if at == d.switch && p == d.exit_port {
+            return WalkEnd::Delivered { hops };
+        }
+        if p == NO_PATH {
+            return WalkEnd::NoEntry { at };
+        }
+        match g.channel_at(at, p) {
+            Some(c) => {
+                on_channel(c);
+                at = g.chan_head[c as usize];
+                hops += 1;
+                if hops > limit {
+                    return WalkEnd::Loop { at };
+                }
+            }
+            None => return WalkEnd::DeadEnd { at, port: p },
+        }
+    }
+}
