@@ -1,1 +1,543 @@
-//! TODO
+//! Globally balanced single-source-shortest-path routing (P-SSSP, Hoefler et al., seed 004; §II of
+//! Domke et al., seed 003).
+//!
+//! For every destination LID the router picks a destination tree over the switch graph whose
+//! channel weights grow with the routes already placed on each channel, so later destinations avoid
+//! loaded channels and the load spreads over the whole fabric.
+//!
+//! The paper makes routes minimal by giving every channel an initial weight so large that no detour
+//! can pay. We get exactly the same trees more cheaply: the minimal routes to a destination form a
+//! DAG (channels `u -> v` with `dist(v) + 1 == dist(u)`), and the least-weight path within that DAG
+//! is a dynamic program over the switches in order of distance — O(channels) per destination
+//! instead of a Dijkstra, with integer weights and no priority queue.
+//!
+//! With LMC > 0 the LIDs of one port are routed one after the other; a LID first avoids the
+//! channels its sibling LIDs already use (lexicographically before load), so the LIDs of a port take
+//! different paths wherever the fabric offers them.
+
+use rayon::prelude::*;
+
+use crate::fabric::{Dest, SwitchGraph, NONE};
+use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
+
+/// Weight of sharing one channel with a sibling LID; larger than any possible sum of loads along
+/// a path (loads are route counts, at most 2^32 per channel in practice, paths < 256 channels).
+const SIBLING_PENALTY: u64 = 1 << 44;
+
+/// State of a balanced routing in progress: the load of every channel and reusable per-destination
+/// buffers. Other DAG-constrained routings (Up*/Down* escape routes) reuse it through
+/// [`Balancer::choose_tree`] and [`Balancer::add_tree_load`].
+pub struct Balancer {
+    /// Routes (CA-port sources) placed on each channel so far.
+    pub load: Vec<u64>,
+    /// Extra weight per channel for the destination being routed (sibling LIDs); zero otherwise.
+    penalty: Vec<u64>,
+    penalized: Vec<u32>,
+    cost: Vec<u64>,
+    flow: Vec<u64>,
+    next: Vec<u32>,
+}
+
+impl Balancer {
+    pub fn new(g: &SwitchGraph) -> Self {
+        let (ns, nc) = (g.num_switches(), g.num_channels());
+        Balancer {
+            load: vec![0; nc],
+            penalty: vec![0; nc],
+            penalized: Vec::new(),
+            cost: vec![0; ns],
+            flow: vec![0; ns],
+            next: vec![NONE; ns],
+        }
+    }
+
+    /// Picks for every switch of `order` after the first (the destination's switch) the candidate
+    /// channel of least total path weight towards the destination. `order` must list every switch
+    /// after the heads of all its candidate channels (e.g. by increasing distance); switches not in
+    /// `order`, or without a candidate leading to a switch already routed, get no route.
+    /// Returns the chosen channel per switch ([`NONE`] for the root and unrouted switches).
+    pub fn choose_tree(
+        &mut self,
+        g: &SwitchGraph,
+        order: &[u32],
+        is_candidate: impl Fn(u32) -> bool,
+    ) -> &[u32] {
+        self.next.fill(NONE);
+        let Some((&root, rest)) = order.split_first() else {
+            return &self.next;
+        };
+        self.cost.fill(u64::MAX);
+        self.cost[root as usize] = 0;
+        for &s in rest {
+            let mut best = (u64::MAX, u64::MAX, NONE);
+            for c in g.out_channels(s) {
+                if !is_candidate(c) {
+                    continue;
+                }
+                let head_cost = self.cost[g.chan_head[c as usize] as usize];
+                if head_cost == u64::MAX {
+                    continue;
+                }
+                let w = self.load[c as usize] + self.penalty[c as usize];
+                let key = (head_cost.saturating_add(w), w, c);
+                if key < best {
+                    best = key;
+                }
+            }
+            self.cost[s as usize] = best.0;
+            self.next[s as usize] = best.2;
+        }
+        &self.next
+    }
+
+    /// Adds the routes of the tree last chosen by [`choose_tree`](Self::choose_tree) to the channel
+    /// loads: every CA port attached to a switch sends one route along its switch's path.
+    pub fn add_tree_load(&mut self, g: &SwitchGraph, order: &[u32]) {
+        for &s in order {
+            self.flow[s as usize] = u64::from(g.terminal_count[s as usize]);
+        }
+        for &s in order.iter().rev() {
+            let c = self.next[s as usize];
+            if c == NONE {
+                continue;
+            }
+            let f = self.flow[s as usize];
+            self.load[c as usize] += f;
+            self.flow[g.chan_head[c as usize] as usize] += f;
+        }
+    }
+
+    /// Steers the next tree away from the channels the given trees already use (one unit of
+    /// [`SIBLING_PENALTY`] per tree using a channel).
+    fn penalize_channels_of(
+        &mut self,
+        g: &SwitchGraph,
+        lft: &Lft,
+        lids: impl Iterator<Item = u16>,
+    ) {
+        for lid in lids {
+            for s in 0..g.num_switches() as u32 {
+                if let Some(c) = g.channel_at(s, lft.port(s, lid)) {
+                    if self.penalty[c as usize] == 0 {
+                        self.penalized.push(c);
+                    }
+                    self.penalty[c as usize] += SIBLING_PENALTY;
+                }
+            }
+        }
+    }
+
+    fn clear_penalties(&mut self) {
+        for c in self.penalized.drain(..) {
+            self.penalty[c as usize] = 0;
+        }
+    }
+}
+
+/// Hop distances between all pairs of switches, one BFS per destination switch (in parallel).
+/// `u16::MAX` where unreachable.
+pub struct SwitchDistances {
+    n: usize,
+    dist: Vec<u16>,
+}
+
+impl SwitchDistances {
+    pub fn new(g: &SwitchGraph) -> Self {
+        let n = g.num_switches();
+        let mut dist = vec![u16::MAX; n * n];
+        dist.par_chunks_mut(n.max(1))
+            .enumerate()
+            .for_each(|(to, row)| {
+                for (d, v) in row.iter_mut().zip(g.bfs_distances_to(to as u32)) {
+                    *d = u16::try_from(v).unwrap_or(u16::MAX);
+                }
+            });
+        SwitchDistances { n, dist }
+    }
+
+    /// Distance from switch `from` to switch `to`.
+    #[inline]
+    pub fn get(&self, from: u32, to: u32) -> u16 {
+        self.dist[to as usize * self.n + from as usize]
+    }
+
+    /// All distances towards `to`, indexed by source switch.
+    pub fn to(&self, to: u32) -> &[u16] {
+        &self.dist[to as usize * self.n..(to as usize + 1) * self.n]
+    }
+}
+
+/// Reachable switches ordered by increasing distance (the destination first), by counting sort.
+pub fn order_by_distance(dist: &[u16], order: &mut Vec<u32>, counts: &mut Vec<u32>) {
+    order.clear();
+    counts.clear();
+    for &d in dist {
+        if d != u16::MAX {
+            let d = usize::from(d);
+            if counts.len() <= d + 1 {
+                counts.resize(d + 2, 0);
+            }
+            counts[d + 1] += 1;
+        }
+    }
+    for i in 1..counts.len() {
+        counts[i] += counts[i - 1];
+    }
+    order.resize(counts.last().copied().unwrap_or(0) as usize, NONE);
+    for (s, &d) in dist.iter().enumerate() {
+        if d != u16::MAX {
+            let slot = &mut counts[usize::from(d)];
+            order[*slot as usize] = s as u32;
+            *slot += 1;
+        }
+    }
+}
+
+/// The order in which destinations are routed: the LIDs of CAs and routers first (they carry the
+/// traffic that balancing is for), base LIDs of all ports before their second LIDs and so on, then
+/// the switches' own LIDs. Unreachable LIDs are left out.
+pub fn routing_order(g: &SwitchGraph) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..g.dests.len() as u32)
+        .filter(|&i| g.dests[i as usize].switch != NONE)
+        .collect();
+    order.sort_by_key(|&i| {
+        let d = &g.dests[i as usize];
+        (d.exit_port == 0, d.lid_offset, d.lid)
+    });
+    order
+}
+
+/// Writes the LFT and hop entries of every switch for destination `d`, given the chosen next
+/// channel per switch (`next`, [`NONE`] where unrouted) and the switch-to-switch distances used.
+pub fn write_dest(
+    g: &SwitchGraph,
+    d: &Dest,
+    next: &[u32],
+    dist: impl Fn(u32) -> u16,
+    lft: &mut Lft,
+    hops: &mut SwitchLidTable,
+) {
+    let last_link = u16::from(d.exit_port != 0);
+    for s in 0..g.num_switches() as u32 {
+        let (port, h) = if s == d.switch {
+            (d.exit_port, last_link)
+        } else if next[s as usize] != NONE {
+            (
+                g.chan_port[next[s as usize] as usize],
+                dist(s).saturating_add(last_link),
+            )
+        } else {
+            (NO_PATH, u16::from(NO_PATH))
+        };
+        lft.set(s, d.lid, port);
+        hops.set(s, d.lid, u8::try_from(h).unwrap_or(NO_PATH));
+    }
+}
+
+/// Routes every LID of the fabric with balanced minimal SSSP. One layer; every switch reaches
+/// every LID attached to a switch in its connected component, by a minimal path.
+pub fn route(g: &SwitchGraph) -> Routing {
+    let dist = SwitchDistances::new(g);
+    route_with_distances(g, &dist)
+}
+
+/// [`route`] with precomputed switch distances (callers that need them too compute them once).
+pub fn route_with_distances(g: &SwitchGraph, dist: &SwitchDistances) -> Routing {
+    let ns = g.num_switches();
+    let mut lft = Lft::new(ns, g.max_lid);
+    let mut hops = SwitchLidTable::new(ns, g.max_lid, NO_PATH);
+    let mut bal = Balancer::new(g);
+    let (mut order, mut counts) = (Vec::with_capacity(ns), Vec::new());
+
+    for di in routing_order(g) {
+        let d = g.dests[di as usize];
+        let to = dist.to(d.switch);
+        order_by_distance(to, &mut order, &mut counts);
+        if d.lid_offset > 0 {
+            let base = d.lid - u16::from(d.lid_offset);
+            bal.penalize_channels_of(g, &lft, base..d.lid);
+        }
+        let next = bal.choose_tree(g, &order, |c| {
+            to[g.chan_head[c as usize] as usize].wrapping_add(1)
+                == to[g.chan_tail[c as usize] as usize]
+        });
+        write_dest(g, &d, next, |s| to[s as usize], &mut lft, &mut hops);
+        bal.add_tree_load(g, &order);
+        bal.clear_penalties();
+    }
+    Routing {
+        lft,
+        hops,
+        layers: None,
+        num_layers: 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
+    use crate::routing::{walk, WalkEnd};
+
+    /// Switches in a ring (or a line), `cas` CAs per switch, LMC `lmc` on CA ports.
+    pub(crate) fn ring(n: u32, cas: u32, lmc: u8, closed: bool) -> Fabric {
+        let mut b = FabricBuilder::new();
+        let sw: Vec<u32> = (0..n)
+            .map(|i| {
+                b.add_node(NodeKind::Switch, 0x100 + u64::from(i), 16, format!("s{i}"))
+                    .unwrap()
+            })
+            .collect();
+        let links = if closed { n } else { n - 1 };
+        for i in 0..links {
+            let j = (i + 1) % n;
+            b.link(
+                PortRef {
+                    node: sw[i as usize],
+                    port: 1,
+                },
+                PortRef {
+                    node: sw[j as usize],
+                    port: 2,
+                },
+            )
+            .unwrap();
+        }
+        let mut lid = 1u16;
+        for (i, &s) in sw.iter().enumerate() {
+            b.set_lid(PortRef { node: s, port: 0 }, 0x100 + i as u64, lid, 0)
+                .unwrap();
+            lid += 1;
+        }
+        let step = 1u16 << lmc;
+        for i in 0..n {
+            for k in 0..cas {
+                let c = b
+                    .add_node(
+                        NodeKind::Ca,
+                        0x1000 + u64::from(i * 64 + k),
+                        1,
+                        format!("h{i}.{k}"),
+                    )
+                    .unwrap();
+                b.link(
+                    PortRef { node: c, port: 1 },
+                    PortRef {
+                        node: sw[i as usize],
+                        port: 3 + k as u8,
+                    },
+                )
+                .unwrap();
+                lid = lid.div_ceil(step) * step;
+                b.set_lid(
+                    PortRef { node: c, port: 1 },
+                    0x1000 + u64::from(i * 64 + k),
+                    lid,
+                    lmc,
+                )
+                .unwrap();
+                lid += step;
+            }
+        }
+        b.build().unwrap()
+    }
+
+    /// A 2-level fat tree: `leaves` leaf switches with `down` CAs each, `spines` spine switches,
+    /// every leaf linked once to every spine.
+    pub(crate) fn fat_tree(leaves: u32, spines: u32, down: u32, lmc: u8) -> Fabric {
+        let mut b = FabricBuilder::new();
+        let mut lid = 1u16;
+        let ports = (down + spines).max(leaves) as u8;
+        let sp: Vec<u32> = (0..spines)
+            .map(|i| {
+                b.add_node(
+                    NodeKind::Switch,
+                    0x200 + u64::from(i),
+                    ports,
+                    format!("spine{i}"),
+                )
+                .unwrap()
+            })
+            .collect();
+        let lf: Vec<u32> = (0..leaves)
+            .map(|i| {
+                b.add_node(
+                    NodeKind::Switch,
+                    0x300 + u64::from(i),
+                    ports,
+                    format!("leaf{i}"),
+                )
+                .unwrap()
+            })
+            .collect();
+        for (i, &s) in sp.iter().chain(lf.iter()).enumerate() {
+            b.set_lid(PortRef { node: s, port: 0 }, 0x200 + i as u64, lid, 0)
+                .unwrap();
+            lid += 1;
+        }
+        for (li, &l) in lf.iter().enumerate() {
+            for (si, &s) in sp.iter().enumerate() {
+                b.link(
+                    PortRef {
+                        node: l,
+                        port: (down + si as u32 + 1) as u8,
+                    },
+                    PortRef {
+                        node: s,
+                        port: li as u8 + 1,
+                    },
+                )
+                .unwrap();
+            }
+            for k in 0..down {
+                let guid = 0x10000 + (li as u64) * 256 + u64::from(k);
+                let c = b
+                    .add_node(NodeKind::Ca, guid, 1, format!("h{li}.{k}"))
+                    .unwrap();
+                b.link(
+                    PortRef { node: c, port: 1 },
+                    PortRef {
+                        node: l,
+                        port: k as u8 + 1,
+                    },
+                )
+                .unwrap();
+                let step = 1u16 << lmc;
+                lid = lid.div_ceil(step) * step;
+                b.set_lid(PortRef { node: c, port: 1 }, guid, lid, lmc)
+                    .unwrap();
+                lid += step;
+            }
+        }
+        b.build().unwrap()
+    }
+
+    fn check_complete_and_minimal(f: &Fabric, r: &Routing) {
+        let g = SwitchGraph::new(f).unwrap();
+        let dist = SwitchDistances::new(&g);
+        for s in 0..g.num_switches() as u32 {
+            for d in &g.dests {
+                match walk(&g, &r.lft, s, d.lid, |_| {}) {
+                    WalkEnd::Delivered { hops } => {
+                        assert_eq!(
+                            hops,
+                            u32::from(dist.get(s, d.switch)),
+                            "switch {s} lid {}",
+                            d.lid
+                        );
+                        let expect = hops + u32::from(d.exit_port != 0);
+                        assert_eq!(u32::from(r.hops.get(s, d.lid)), expect);
+                    }
+                    other => panic!("switch {s} lid {}: {other:?}", d.lid),
+                }
+            }
+        }
+    }
+
+    /// Max number of CA-to-CA routes (base LIDs) on any channel.
+    fn max_channel_load(f: &Fabric, r: &Routing) -> u64 {
+        let g = SwitchGraph::new(f).unwrap();
+        let mut load = vec![0u64; g.num_channels()];
+        for &(_, s) in &g.terminals {
+            for &(e, _) in &g.terminals {
+                walk(&g, &r.lft, s, f.endpoints[e as usize].base_lid, |c| {
+                    load[c as usize] += 1
+                });
+            }
+        }
+        load.into_iter().max().unwrap_or(0)
+    }
+
+    #[test]
+    fn ring_routes_are_complete_and_minimal() {
+        let f = ring(7, 2, 0, true);
+        let g = SwitchGraph::new(&f).unwrap();
+        check_complete_and_minimal(&f, &route(&g));
+    }
+
+    #[test]
+    fn fat_tree_is_perfectly_balanced() {
+        // 4 leaves x 4 CAs, 4 spines: every leaf's 4 uplinks carry equal load.
+        let f = fat_tree(4, 4, 4, 0);
+        let g = SwitchGraph::new(&f).unwrap();
+        let r = route(&g);
+        check_complete_and_minimal(&f, &r);
+        // 16 CAs, 12 remote destinations each -> 192 routes up from each leaf of 4 CAs... per leaf:
+        // 4 sources x 12 remote dests = 48 routes over 4 uplinks = 12 each at best.
+        assert_eq!(max_channel_load(&f, &r), 12);
+    }
+
+    #[test]
+    fn balanced_beats_unbalanced_on_fat_tree() {
+        let f = fat_tree(4, 4, 4, 0);
+        let g = SwitchGraph::new(&f).unwrap();
+        let balanced = route(&g);
+        // Unbalanced shortest paths: always the first minimal channel.
+        let mut plain = balanced.clone();
+        let dist = SwitchDistances::new(&g);
+        for d in &g.dests {
+            for s in 0..g.num_switches() as u32 {
+                if s == d.switch {
+                    continue;
+                }
+                let c = g
+                    .out_channels(s)
+                    .find(|&c| {
+                        dist.get(g.chan_head[c as usize], d.switch) + 1 == dist.get(s, d.switch)
+                    })
+                    .unwrap();
+                plain.lft.set(s, d.lid, g.chan_port[c as usize]);
+            }
+        }
+        assert!(max_channel_load(&f, &balanced) < max_channel_load(&f, &plain));
+    }
+
+    #[test]
+    fn lmc_lids_take_distinct_paths() {
+        let f = fat_tree(2, 4, 2, 2);
+        let g = SwitchGraph::new(&f).unwrap();
+        let r = route(&g);
+        check_complete_and_minimal(&f, &r);
+        // From leaf 0 to each CA on leaf 1, the four LIDs use four different spines.
+        let leaf0 = g.node_switch[f
+            .nodes
+            .iter()
+            .position(|n| n.description == "leaf0")
+            .unwrap()];
+        for e in f
+            .endpoints
+            .iter()
+            .filter(|e| f.nodes[e.node as usize].description.starts_with("h1."))
+        {
+            let mut ports: Vec<u8> = e.lids().map(|l| r.lft.port(leaf0, l as u16)).collect();
+            ports.sort_unstable();
+            ports.dedup();
+            assert_eq!(ports.len(), 4, "{ports:?}");
+        }
+    }
+
+    #[test]
+    fn unreachable_lids_have_no_path() {
+        let mut f = ring(3, 1, 0, false);
+        // A CA on its own, linked to nothing.
+        let n = f.nodes.len() as u32;
+        f.nodes.push(crate::fabric::Node {
+            guid: 0xdead,
+            kind: NodeKind::Ca,
+            description: "orphan".into(),
+            num_ports: 1,
+        });
+        f.endpoints.push(crate::fabric::Endpoint {
+            node: n,
+            port: 1,
+            port_guid: 0xdead,
+            base_lid: 40,
+            lmc: 0,
+        });
+        let g = SwitchGraph::new(&f).unwrap();
+        let r = route(&g);
+        for s in 0..3 {
+            assert_eq!(r.lft.port(s, 40), NO_PATH);
+        }
+    }
+}
