@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The project's test command: installs what is missing, builds the plug-in, runs every test
+# (unit, property, and end-to-end with the stock opensm in ibsim), then the lints.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+# The end-to-end tests load target/release/libdfsssp_rs.so into opensm: build it first.
+cargo build --release --lib
+cargo test --release --all-targets
+cargo fmt --check
+cargo clippy --all-targets --release -- -D warnings
