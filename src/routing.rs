@@ -85,6 +85,11 @@ impl SwitchLidTable {
         self.values[s as usize * self.stride + usize::from(lid)] = v;
     }
 
+    /// (rows, stride): one row per switch, `stride` = max LID + 1.
+    pub fn shape(&self) -> (usize, usize) {
+        (self.values.len() / self.stride.max(1), self.stride)
+    }
+
     pub fn row(&self, s: u32) -> &[u8] {
         &self.values[s as usize * self.stride..(s as usize + 1) * self.stride]
     }

@@ -1,1 +1,866 @@
-//! TODO
+//! An independent check of a routing before anything is uploaded (issue 3, item 4).
+//!
+//! It trusts nothing the router computed but the tables themselves: every (source switch, LID) path
+//! is found by walking the LFTs ([`crate::routing::walk`]), so the same check judges our routings and
+//! routings read back from OpenSM's dumps. It confirms that
+//! - every switch reaches every LID attached to a switch in its connected component (no missing
+//!   entry, no dead end, no forwarding loop), and no table loops towards LIDs it cannot reach;
+//! - every path's virtual layer is below `num_layers`;
+//! - the channel dependency graph (CDG) of every layer is acyclic (Dally & Seitz; seed 003 §II):
+//!   its nodes are the switch-to-switch channels, and it has an edge `c1 -> c2` when some path of
+//!   that layer takes `c1` and then `c2`. Paths are (source switch, DLID): the traffic of the CAs
+//!   attached to a switch follows that switch's path, and the CA-to-switch and switch-to-CA links
+//!   cannot close a cycle (a CA never forwards), so switch channels are all the CDG needs.
+//!
+//! Speed: the walks run in parallel over chunks of source switches; each chunk marks the CDG edges
+//! it sees in a per-layer bitset over *dependency slots* (slot = position of `c2` among the channels
+//! leaving `head(c1)`), so deduplication is a bit-or and the graph handed to petgraph holds each
+//! edge once.
+
+use petgraph::algo::toposort;
+use petgraph::graph::{DiGraph, NodeIndex};
+use rayon::prelude::*;
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::fabric::{Fabric, SwitchGraph, NONE};
+use crate::routing::{walk, Routing, WalkEnd};
+
+/// How many failing paths an error lists by name (the count covers them all).
+const MAX_LISTED: usize = 8;
+
+/// What [`verify`] found on a routing that passed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct VerifyReport {
+    /// `Routing::num_layers` of the routing checked.
+    pub num_layers: u8,
+    /// Layers holding at least one path.
+    pub layers_used: u8,
+    /// (source switch, DLID) paths checked, over all layers.
+    pub paths: u64,
+    /// Paths per layer (index = layer), including zero-hop paths (a switch's own LID and the CAs
+    /// attached to it).
+    pub paths_per_layer: Vec<u64>,
+    /// Distinct CDG edges per layer.
+    pub cdg_edges_per_layer: Vec<u64>,
+    /// (switch, LID) pairs not checked because the LID hangs off a switch in another connected
+    /// component (a partitioned fabric); their tables must not loop, nothing more.
+    pub unreachable: u64,
+}
+
+impl VerifyReport {
+    /// One line for logs.
+    pub fn summary(&self) -> String {
+        format!(
+            "verified {} paths, {} of {} layer(s) used, paths per layer {:?}, CDG edges per layer {:?}, acyclic{}",
+            self.paths,
+            self.layers_used,
+            self.num_layers,
+            self.paths_per_layer,
+            self.cdg_edges_per_layer,
+            if self.unreachable > 0 {
+                format!(", {} (switch, LID) pairs in other components", self.unreachable)
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// A path that does not deliver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PathFault {
+    /// Source switch (dense id).
+    pub switch: u32,
+    pub lid: u16,
+    /// How the walk ended; `None` when the LID lies beyond the LFT.
+    #[serde(skip)]
+    pub end: Option<WalkEnd>,
+}
+
+/// One channel of a credit loop: it leaves `switch` (dense id) by `port`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ChannelHop {
+    pub channel: u32,
+    pub switch: u32,
+    pub port: u8,
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum VerifyError {
+    #[error("routing does not fit the fabric: {0}")]
+    Shape(String),
+    #[error("routing declares 0 layers")]
+    NoLayers,
+    #[error("{count} path(s) do not deliver, first: {}", list_faults(.first))]
+    Incomplete { count: u64, first: Vec<PathFault> },
+    #[error("{count} path(s) have a layer >= num_layers {num_layers}, first: switch #{switch} to LID {lid} in layer {layer}")]
+    BadLayer {
+        count: u64,
+        switch: u32,
+        lid: u16,
+        layer: u8,
+        num_layers: u8,
+    },
+    #[error("credit loop in layer {layer}: {}", list_cycle(.cycle, None))]
+    CreditLoop { layer: u8, cycle: Vec<ChannelHop> },
+}
+
+impl VerifyError {
+    /// The message with switches named by GUID and description, for logs and the CLI.
+    pub fn describe(&self, f: &Fabric, g: &SwitchGraph) -> String {
+        let name = |s: u32| switch_name(f, g, s);
+        match self {
+            VerifyError::Incomplete { count, first } => {
+                let list: Vec<String> = first
+                    .iter()
+                    .map(|p| format!("{} to LID {}: {}", name(p.switch), p.lid, end_text(p.end, &name)))
+                    .collect();
+                format!("{count} path(s) do not deliver, first: {}", list.join("; "))
+            }
+            VerifyError::BadLayer { count, switch, lid, layer, num_layers } => format!(
+                "{count} path(s) have a layer >= num_layers {num_layers}, first: {} to LID {lid} in layer {layer}",
+                name(*switch)
+            ),
+            VerifyError::CreditLoop { layer, cycle } => {
+                format!("credit loop in layer {layer}: {}", list_cycle(cycle, Some((f, g))))
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
+fn switch_name(f: &Fabric, g: &SwitchGraph, s: u32) -> String {
+    match g.switch_node.get(s as usize) {
+        Some(&n) => f.node_name(n),
+        None => format!("switch #{s}"),
+    }
+}
+
+fn end_text(end: Option<WalkEnd>, name: &dyn Fn(u32) -> String) -> String {
+    match end {
+        None => "LID beyond the forwarding table".into(),
+        Some(WalkEnd::NoEntry { at }) => format!("no entry at {}", name(at)),
+        Some(WalkEnd::DeadEnd { at, port }) => format!("dead end at {} port {port}", name(at)),
+        Some(WalkEnd::Loop { at }) => format!("forwarding loop through {}", name(at)),
+        Some(WalkEnd::UnknownLid) => "LID not attached".into(),
+        Some(WalkEnd::Delivered { .. }) => "delivered".into(),
+    }
+}
+
+fn list_faults(v: &[PathFault]) -> String {
+    let name = |s: u32| format!("switch #{s}");
+    v.iter()
+        .map(|p| {
+            format!(
+                "switch #{} to LID {}: {}",
+                p.switch,
+                p.lid,
+                end_text(p.end, &name)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// "switch GUID port P -> switch GUID port Q -> ... -> (back to the first)".
+fn list_cycle(cycle: &[ChannelHop], names: Option<(&Fabric, &SwitchGraph)>) -> String {
+    let mut parts: Vec<String> = cycle
+        .iter()
+        .map(|h| match names {
+            Some((f, g)) => format!("{} port {}", switch_name(f, g, h.switch), h.port),
+            None => format!("switch #{} port {}", h.switch, h.port),
+        })
+        .collect();
+    if let Some(first) = parts.first().cloned() {
+        parts.push(first);
+    }
+    parts.join(" -> ")
+}
+
+/// Formats a cycle of channels (as returned by [`find_cdg_cycle`]) with switch names.
+pub fn format_cycle(f: &Fabric, g: &SwitchGraph, cycle: &[u32]) -> String {
+    list_cycle(&channel_hops(g, cycle), Some((f, g)))
+}
+
+fn channel_hops(g: &SwitchGraph, cycle: &[u32]) -> Vec<ChannelHop> {
+    cycle
+        .iter()
+        .map(|&c| ChannelHop {
+            channel: c,
+            switch: g.chan_tail[c as usize],
+            port: g.chan_port[c as usize],
+        })
+        .collect()
+}
+
+/// Dependency slots: the edge `c1 -> c2` (c2 leaving head(c1)) has id
+/// `slot_start[c1] + (c2 - out_start[head(c1)])`.
+pub struct DependencySlots {
+    slot_start: Vec<u64>,
+}
+
+impl DependencySlots {
+    pub fn new(g: &SwitchGraph) -> Self {
+        let mut slot_start = Vec::with_capacity(g.num_channels() + 1);
+        let mut acc = 0u64;
+        slot_start.push(0);
+        for &h in &g.chan_head {
+            acc += u64::from(g.out_start[h as usize + 1] - g.out_start[h as usize]);
+            slot_start.push(acc);
+        }
+        DependencySlots { slot_start }
+    }
+
+    /// Number of possible CDG edges.
+    pub fn len(&self) -> u64 {
+        *self.slot_start.last().unwrap_or(&0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The slot of `c1 -> c2`; `c2` must leave the head of `c1`.
+    #[inline]
+    pub fn slot(&self, g: &SwitchGraph, c1: u32, c2: u32) -> u64 {
+        let h = g.chan_head[c1 as usize] as usize;
+        self.slot_start[c1 as usize] + u64::from(c2 - g.out_start[h])
+    }
+
+    /// Calls `f(c1, c2)` for every edge whose bit is set in `bits`, in (c1, c2) order.
+    pub fn for_each_edge(&self, g: &SwitchGraph, bits: &[u64], mut f: impl FnMut(u32, u32)) {
+        for c1 in 0..g.num_channels() {
+            let h = g.chan_head[c1] as usize;
+            let first = g.out_start[h];
+            for (k, slot) in (self.slot_start[c1]..self.slot_start[c1 + 1]).enumerate() {
+                if bits[(slot / 64) as usize] >> (slot % 64) & 1 != 0 {
+                    f(c1 as u32, first + k as u32);
+                }
+            }
+        }
+    }
+}
+
+/// Connected component of every switch (channels come in pairs, so reachability is symmetric).
+pub fn switch_components(g: &SwitchGraph) -> Vec<u32> {
+    let ns = g.num_switches();
+    let mut comp = vec![NONE; ns];
+    let mut stack = Vec::new();
+    let mut next = 0u32;
+    for s in 0..ns as u32 {
+        if comp[s as usize] != NONE {
+            continue;
+        }
+        comp[s as usize] = next;
+        stack.push(s);
+        while let Some(u) = stack.pop() {
+            for c in g.out_channels(u) {
+                let v = g.chan_head[c as usize];
+                if comp[v as usize] == NONE {
+                    comp[v as usize] = next;
+                    stack.push(v);
+                }
+            }
+        }
+        next += 1;
+    }
+    comp
+}
+
+/// What one chunk of source switches found.
+#[derive(Default)]
+struct ChunkResult {
+    /// Per layer: bitset over dependency slots, allocated on first use.
+    bits: Vec<Option<Vec<u64>>>,
+    paths_per_layer: Vec<u64>,
+    unreachable: u64,
+    faults: Vec<PathFault>,
+    fault_count: u64,
+    bad_layer: Option<(u32, u16, u8)>,
+    bad_layer_count: u64,
+}
+
+/// Checks completeness, layers and deadlock freedom of `r` on `g`; see the module doc.
+pub fn verify(g: &SwitchGraph, r: &Routing) -> Result<VerifyReport, VerifyError> {
+    let ns = g.num_switches();
+    if r.lft.num_switches() != ns {
+        return Err(VerifyError::Shape(format!(
+            "forwarding tables for {} switches, fabric has {ns}",
+            r.lft.num_switches()
+        )));
+    }
+    if let Some(l) = &r.layers {
+        let (rows, stride) = l.shape();
+        if rows != ns || stride != r.lft.stride() {
+            return Err(VerifyError::Shape(format!(
+                "layer table is {rows} x {stride}, forwarding tables are {ns} x {}",
+                r.lft.stride()
+            )));
+        }
+    }
+    if r.num_layers == 0 {
+        return Err(VerifyError::NoLayers);
+    }
+    let nl = usize::from(r.num_layers);
+    let slots = DependencySlots::new(g);
+    let words = slots.len().div_ceil(64) as usize;
+    let comp = switch_components(g);
+
+    let chunks = (rayon::current_num_threads() * 4).clamp(1, ns.max(1));
+    let per = ns.div_ceil(chunks).max(1);
+    let results: Vec<ChunkResult> = (0..chunks)
+        .into_par_iter()
+        .map(|k| {
+            let lo = (k * per).min(ns) as u32;
+            let hi = ((k + 1) * per).min(ns) as u32;
+            let mut res = ChunkResult {
+                bits: vec![None; nl],
+                paths_per_layer: vec![0; nl],
+                ..Default::default()
+            };
+            for s in lo..hi {
+                check_source(g, r, &slots, words, &comp, s, &mut res);
+            }
+            res
+        })
+        .collect();
+
+    // Merge in chunk order, so the faults listed are the first by (switch, LID) whatever the
+    // thread count.
+    let mut bits: Vec<Option<Vec<u64>>> = vec![None; nl];
+    let mut report = VerifyReport {
+        num_layers: r.num_layers,
+        paths_per_layer: vec![0; nl],
+        ..Default::default()
+    };
+    let (mut faults, mut fault_count) = (Vec::new(), 0u64);
+    let (mut bad_layer, mut bad_layer_count) = (None, 0u64);
+    for res in results {
+        report.unreachable += res.unreachable;
+        for (a, b) in report.paths_per_layer.iter_mut().zip(&res.paths_per_layer) {
+            *a += b;
+        }
+        for (acc, part) in bits.iter_mut().zip(res.bits) {
+            match (acc.as_mut(), part) {
+                (_, None) => {}
+                (None, Some(p)) => *acc = Some(p),
+                (Some(a), Some(p)) => a.iter_mut().zip(&p).for_each(|(x, y)| *x |= y),
+            }
+        }
+        fault_count += res.fault_count;
+        faults.extend(res.faults);
+        bad_layer_count += res.bad_layer_count;
+        bad_layer = bad_layer.or(res.bad_layer);
+    }
+    if fault_count > 0 {
+        faults.truncate(MAX_LISTED);
+        return Err(VerifyError::Incomplete {
+            count: fault_count,
+            first: faults,
+        });
+    }
+    if let Some((switch, lid, layer)) = bad_layer {
+        return Err(VerifyError::BadLayer {
+            count: bad_layer_count,
+            switch,
+            lid,
+            layer,
+            num_layers: r.num_layers,
+        });
+    }
+    report.paths = report.paths_per_layer.iter().sum();
+    report.layers_used = report.paths_per_layer.iter().filter(|&&p| p > 0).count() as u8;
+
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    for (layer, b) in bits.iter().enumerate() {
+        edges.clear();
+        if let Some(b) = b {
+            slots.for_each_edge(g, b, |c1, c2| edges.push((c1, c2)));
+        }
+        report.cdg_edges_per_layer.push(edges.len() as u64);
+        if let Some(cycle) = find_cdg_cycle(g.num_channels(), &edges) {
+            return Err(VerifyError::CreditLoop {
+                layer: layer as u8,
+                cycle: channel_hops(g, &cycle),
+            });
+        }
+    }
+    Ok(report)
+}
+
+/// Walks every path from source switch `s` and records its CDG edges and faults.
+fn check_source(
+    g: &SwitchGraph,
+    r: &Routing,
+    slots: &DependencySlots,
+    words: usize,
+    comp: &[u32],
+    s: u32,
+    res: &mut ChunkResult,
+) {
+    let nl = r.num_layers;
+    for d in &g.dests {
+        if d.switch == NONE {
+            continue;
+        }
+        let same_component = comp[s as usize] == comp[d.switch as usize];
+        if d.lid > r.lft.max_lid {
+            if same_component {
+                res.fault_count += 1;
+                if res.faults.len() < MAX_LISTED {
+                    res.faults.push(PathFault {
+                        switch: s,
+                        lid: d.lid,
+                        end: None,
+                    });
+                }
+            } else {
+                res.unreachable += 1;
+            }
+            continue;
+        }
+        let layer = r.layer(s, d.lid);
+        let bits = if layer < nl {
+            res.paths_per_layer[usize::from(layer)] += 1;
+            Some(res.bits[usize::from(layer)].get_or_insert_with(|| vec![0u64; words]))
+        } else {
+            res.bad_layer_count += 1;
+            if res.bad_layer.is_none() {
+                res.bad_layer = Some((s, d.lid, layer));
+            }
+            None
+        };
+        // Every channel a packet takes creates dependencies, delivered or not (a packet that dies
+        // at a missing entry still held buffers on the way), so record them all; a looping walk
+        // is an error anyway.
+        let mut prev = NONE;
+        let end = match bits {
+            Some(bits) => walk(g, &r.lft, s, d.lid, |c| {
+                if prev != NONE {
+                    let slot = slots.slot(g, prev, c);
+                    bits[(slot / 64) as usize] |= 1u64 << (slot % 64);
+                }
+                prev = c;
+            }),
+            None => walk(g, &r.lft, s, d.lid, |_| {}),
+        };
+        let fault = match end {
+            WalkEnd::Delivered { .. } => false,
+            WalkEnd::Loop { .. } => true,
+            _ if !same_component => {
+                res.unreachable += 1;
+                false
+            }
+            _ => true,
+        };
+        if fault {
+            res.fault_count += 1;
+            if res.faults.len() < MAX_LISTED {
+                res.faults.push(PathFault {
+                    switch: s,
+                    lid: d.lid,
+                    end: Some(end),
+                });
+            }
+        }
+    }
+}
+
+/// Looks for a cycle in the channel dependency graph given by `edges` over channels
+/// `0..num_channels` (petgraph's topological sort; an edge out of range is ignored). Returns the
+/// channels of one cycle in order (`c0 -> c1 -> ... -> c0`), a shortest one through the node the
+/// sort tripped over, or `None` when the graph is acyclic.
+pub fn find_cdg_cycle(num_channels: usize, edges: &[(u32, u32)]) -> Option<Vec<u32>> {
+    let mut graph: DiGraph<(), (), u32> = DiGraph::with_capacity(num_channels, edges.len());
+    for _ in 0..num_channels {
+        graph.add_node(());
+    }
+    for &(a, b) in edges {
+        if (a as usize) < num_channels && (b as usize) < num_channels {
+            graph.add_edge(NodeIndex::new(a as usize), NodeIndex::new(b as usize), ());
+        }
+    }
+    let start = match toposort(&graph, None) {
+        Ok(_) => return None,
+        Err(cycle) => cycle.node_id(),
+    };
+    // petgraph names a node on a cycle; a BFS from it finds a shortest way back to it.
+    let mut parent = vec![u32::MAX; num_channels];
+    let mut queue = std::collections::VecDeque::new();
+    queue.push_back(start);
+    while let Some(u) = queue.pop_front() {
+        for v in graph.neighbors(u) {
+            if v == start {
+                let mut cycle = vec![u.index() as u32];
+                let mut x = u.index();
+                while x != start.index() {
+                    x = parent[x] as usize;
+                    cycle.push(x as u32);
+                }
+                cycle.reverse();
+                return Some(cycle);
+            }
+            if parent[v.index()] == u32::MAX {
+                parent[v.index()] = u.index() as u32;
+                queue.push_back(v);
+            }
+        }
+    }
+    // Unreachable if petgraph's node is on a cycle; report the node alone rather than nothing.
+    Some(vec![start.index() as u32])
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::fabric::{FabricBuilder, NodeKind, PortRef};
+    use crate::routing::{Lft, SwitchLidTable, NO_PATH};
+
+    /// Switches 0..n (GUIDs 0x100 + i, LIDs 1..=n), `cas_per_switch` CAs on each (ports 10..),
+    /// and the given switch-to-switch links as ((switch, port), (switch, port)).
+    pub(crate) fn fabric(
+        n: u32,
+        cas_per_switch: u32,
+        links: &[((u32, u8), (u32, u8))],
+    ) -> (Fabric, SwitchGraph) {
+        fabric_with(&vec![cas_per_switch; n as usize], links)
+    }
+
+    /// Like [`fabric`], with `cas[i]` CAs on switch i (CA LIDs follow the switch LIDs).
+    pub(crate) fn fabric_with(
+        cas: &[u32],
+        links: &[((u32, u8), (u32, u8))],
+    ) -> (Fabric, SwitchGraph) {
+        let mut b = FabricBuilder::new();
+        let sw: Vec<u32> = (0..cas.len())
+            .map(|i| {
+                b.add_node(NodeKind::Switch, 0x100 + i as u64, 36, format!("sw{i}"))
+                    .unwrap()
+            })
+            .collect();
+        for (i, &s) in sw.iter().enumerate() {
+            b.set_lid(
+                PortRef { node: s, port: 0 },
+                0x100 + i as u64,
+                i as u16 + 1,
+                0,
+            )
+            .unwrap();
+        }
+        for &((a, pa), (c, pc)) in links {
+            b.link(
+                PortRef {
+                    node: sw[a as usize],
+                    port: pa,
+                },
+                PortRef {
+                    node: sw[c as usize],
+                    port: pc,
+                },
+            )
+            .unwrap();
+        }
+        let mut lid = cas.len() as u16 + 1;
+        for (i, &count) in cas.iter().enumerate() {
+            for k in 0..count {
+                let guid = 0x1000 + (i as u64) * 100 + u64::from(k);
+                let ca = b
+                    .add_node(NodeKind::Ca, guid, 1, format!("ca{i}.{k}"))
+                    .unwrap();
+                b.link(
+                    PortRef { node: ca, port: 1 },
+                    PortRef {
+                        node: sw[i],
+                        port: 10 + k as u8,
+                    },
+                )
+                .unwrap();
+                b.set_lid(PortRef { node: ca, port: 1 }, guid, lid, 0)
+                    .unwrap();
+                lid += 1;
+            }
+        }
+        let f = b.build().unwrap();
+        let g = SwitchGraph::new(&f).unwrap();
+        (f, g)
+    }
+
+    /// Ring of `n` switches: switch i port 1 -> switch i+1 port 2.
+    pub(crate) fn ring(n: u32, cas: u32) -> (Fabric, SwitchGraph) {
+        let links: Vec<_> = (0..n).map(|i| ((i, 1), ((i + 1) % n, 2))).collect();
+        fabric(n, cas, &links)
+    }
+
+    /// 2x2 mesh: 0-1 on top, 2-3 below, 0-2 and 1-3 vertical.
+    pub(crate) fn mesh2x2(cas: u32) -> (Fabric, SwitchGraph) {
+        fabric(
+            4,
+            cas,
+            &[
+                ((0, 1), (1, 2)),
+                ((2, 1), (3, 2)),
+                ((0, 3), (2, 4)),
+                ((1, 3), (3, 4)),
+            ],
+        )
+    }
+
+    /// 2-level fat tree: leaves 0..4, spines 4..6, every leaf linked to every spine.
+    pub(crate) fn fat_tree(cas: u32) -> (Fabric, SwitchGraph) {
+        let mut links = Vec::new();
+        for leaf in 0..4u32 {
+            for spine in 0..2u32 {
+                links.push(((leaf, 1 + spine as u8), (4 + spine, 1 + leaf as u8)));
+            }
+        }
+        fabric_with(&[cas, cas, cas, cas, 0, 0], &links)
+    }
+
+    /// Plain BFS shortest-path tables (lowest port on ties), one layer; hops left at NO_PATH.
+    pub(crate) fn shortest_path_routing(g: &SwitchGraph) -> Routing {
+        let mut lft = Lft::new(g.num_switches(), g.max_lid);
+        for d in &g.dests {
+            if d.switch == NONE {
+                continue;
+            }
+            let dist = g.bfs_distances_to(d.switch);
+            for s in 0..g.num_switches() as u32 {
+                if s == d.switch {
+                    lft.set(s, d.lid, d.exit_port);
+                } else if let Some(c) = g.out_channels(s).find(|&c| {
+                    dist[g.chan_head[c as usize] as usize].checked_add(1) == Some(dist[s as usize])
+                }) {
+                    lft.set(s, d.lid, g.chan_port[c as usize]);
+                }
+            }
+        }
+        Routing {
+            hops: SwitchLidTable::new(g.num_switches(), g.max_lid, NO_PATH),
+            lft,
+            layers: None,
+            num_layers: 1,
+        }
+    }
+
+    #[test]
+    fn shortest_paths_on_acyclic_fabrics_verify() {
+        // A line of three switches cannot have a credit loop.
+        let (_, g) = fabric(3, 2, &[((0, 1), (1, 2)), ((1, 1), (2, 2))]);
+        let r = shortest_path_routing(&g);
+        let rep = verify(&g, &r).unwrap();
+        assert_eq!(rep.paths, 3 * g.dests.len() as u64);
+        assert_eq!(rep.paths_per_layer, vec![rep.paths]);
+        assert_eq!(rep.layers_used, 1);
+        // Dependencies: 0->1->2 and 2->1->0.
+        assert_eq!(rep.cdg_edges_per_layer, vec![2]);
+        assert_eq!(rep.unreachable, 0);
+    }
+
+    #[test]
+    fn ring_with_shortest_paths_has_a_credit_loop() {
+        // Seed 003 Fig. 2: 5-ring, two-hop routes all turn the same way.
+        let (f, g) = ring(5, 1);
+        let r = crate::sssp::route(&g);
+        let err = verify(&g, &r).unwrap_err();
+        let VerifyError::CreditLoop { layer, cycle } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!(*layer, 0);
+        // The cycle must be a real cycle of channels: each one's head is the next one's tail.
+        assert!(cycle.len() >= 2);
+        for (i, h) in cycle.iter().enumerate() {
+            let next = &cycle[(i + 1) % cycle.len()];
+            assert_eq!(g.chan_head[h.channel as usize], next.switch);
+            assert_eq!(g.chan_tail[h.channel as usize], h.switch);
+            assert_eq!(g.chan_port[h.channel as usize], h.port);
+        }
+        // In a 5-ring, the dependency cycle goes all the way round.
+        assert_eq!(cycle.len(), 5);
+        let text = err.describe(&f, &g);
+        assert!(text.contains("0x0000000000000100 (sw0) port"), "{text}");
+        assert_eq!(text.matches(" -> ").count(), 5, "{text}");
+    }
+
+    #[test]
+    fn ring_split_over_two_layers_is_acyclic() {
+        let (_, g) = ring(5, 1);
+        let mut r = crate::sssp::route(&g);
+        // Paths that turn at switch 0 go to layer 1: that cuts both directions' cycles.
+        let mut layers = SwitchLidTable::new(g.num_switches(), g.max_lid, 0);
+        let mut moved = 0;
+        for s in 0..5u32 {
+            for d in &g.dests {
+                let mut chans = Vec::new();
+                walk(&g, &r.lft, s, d.lid, |c| chans.push(c));
+                if chans.len() == 2 && g.chan_head[chans[0] as usize] == 0 {
+                    layers.set(s, d.lid, 1);
+                    moved += 1;
+                }
+            }
+        }
+        assert!(moved > 0);
+        r.layers = Some(layers);
+        r.num_layers = 2;
+        let rep = verify(&g, &r).unwrap();
+        assert_eq!(rep.layers_used, 2);
+        assert_eq!(rep.paths_per_layer[1], moved);
+        assert_eq!(rep.paths, 5 * g.dests.len() as u64);
+        // Layer 1: (4->0, 0->1) and (1->0, 0->4).
+        assert_eq!(rep.cdg_edges_per_layer[1], 2);
+        assert_eq!(rep.cdg_edges_per_layer[0], 8);
+    }
+
+    #[test]
+    fn layer_out_of_range_is_caught() {
+        let (_, g) = fabric(2, 1, &[((0, 1), (1, 1))]);
+        let mut r = shortest_path_routing(&g);
+        let mut layers = SwitchLidTable::new(2, g.max_lid, 0);
+        layers.set(1, 3, 4);
+        r.layers = Some(layers);
+        r.num_layers = 2;
+        let err = verify(&g, &r).unwrap_err();
+        assert_eq!(
+            err,
+            VerifyError::BadLayer {
+                count: 1,
+                switch: 1,
+                lid: 3,
+                layer: 4,
+                num_layers: 2
+            }
+        );
+    }
+
+    #[test]
+    fn forwarding_loop_missing_entry_and_dead_end_are_caught() {
+        let (f, g) = mesh2x2(1);
+        let good = shortest_path_routing(&g);
+        verify(&g, &good).unwrap();
+        let ca_lid = g
+            .dests
+            .iter()
+            .find(|d| d.exit_port != 0 && d.switch == 3)
+            .unwrap()
+            .lid;
+
+        // Loop: 0 and 1 point at each other for the CA on switch 3.
+        let mut r = good.clone();
+        r.lft
+            .set(0, ca_lid, g.chan_port[g.channel_at(0, 1).unwrap() as usize]);
+        r.lft.set(1, ca_lid, 2);
+        let err = verify(&g, &r).unwrap_err();
+        let VerifyError::Incomplete { count, first } = &err else {
+            panic!("{err}")
+        };
+        assert!(*count >= 2);
+        assert!(first
+            .iter()
+            .all(|p| p.lid == ca_lid && matches!(p.end, Some(WalkEnd::Loop { .. }))));
+        assert!(err.describe(&f, &g).contains("forwarding loop"));
+
+        // Missing entry at switch 2.
+        let mut r = good.clone();
+        r.lft.set(2, ca_lid, NO_PATH);
+        let err = verify(&g, &r).unwrap_err();
+        let VerifyError::Incomplete { count, first } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!(*count, 1);
+        assert_eq!(
+            first[0],
+            PathFault {
+                switch: 2,
+                lid: ca_lid,
+                end: Some(WalkEnd::NoEntry { at: 2 })
+            }
+        );
+        assert!(
+            err.describe(&f, &g)
+                .contains("no entry at 0x0000000000000102 (sw2)"),
+            "{}",
+            err.describe(&f, &g)
+        );
+
+        // Dead end: switch 3 sends its own CA's LID out of an unused port.
+        let mut r = good.clone();
+        r.lft.set(3, ca_lid, 20);
+        let err = verify(&g, &r).unwrap_err();
+        let VerifyError::Incomplete { count, first } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!(*count, 4, "every switch's path ends at switch 3");
+        assert_eq!(first[0].end, Some(WalkEnd::DeadEnd { at: 3, port: 20 }));
+    }
+
+    #[test]
+    fn partitioned_fabric_is_not_a_fault_but_loops_are() {
+        // Two islands: 0-1 and 2-3.
+        let (_, g) = fabric(4, 1, &[((0, 1), (1, 1)), ((2, 1), (3, 1))]);
+        let r = shortest_path_routing(&g);
+        let rep = verify(&g, &r).unwrap();
+        // Each switch misses the 2 switch LIDs and 2 CA LIDs of the other island.
+        assert_eq!(rep.unreachable, 4 * 4);
+        assert_eq!(rep.paths, 4 * 8);
+        let mut r = r;
+        let lid_on_3 = g.dests.iter().find(|d| d.switch == 3).unwrap().lid;
+        r.lft.set(0, lid_on_3, 1);
+        r.lft.set(1, lid_on_3, 1);
+        assert!(matches!(
+            verify(&g, &r),
+            Err(VerifyError::Incomplete { .. })
+        ));
+    }
+
+    #[test]
+    fn shape_mismatch_is_an_error_not_a_panic() {
+        let (_, g) = fabric(2, 1, &[((0, 1), (1, 1))]);
+        let mut r = shortest_path_routing(&g);
+        r.lft = Lft::new(3, g.max_lid);
+        assert!(matches!(verify(&g, &r), Err(VerifyError::Shape(_))));
+        let mut r = shortest_path_routing(&g);
+        r.layers = Some(SwitchLidTable::new(2, g.max_lid + 1, 0));
+        assert!(matches!(verify(&g, &r), Err(VerifyError::Shape(_))));
+        let mut r = shortest_path_routing(&g);
+        r.num_layers = 0;
+        assert_eq!(verify(&g, &r), Err(VerifyError::NoLayers));
+        // Tables shorter than the fabric's LIDs: those LIDs have no entry.
+        let mut r = shortest_path_routing(&g);
+        r.lft = Lft::new(2, 2);
+        for s in 0..2u32 {
+            for lid in 1..=2u16 {
+                r.lft
+                    .set(s, lid, shortest_path_routing(&g).lft.port(s, lid));
+            }
+        }
+        let err = verify(&g, &r).unwrap_err();
+        assert!(
+            matches!(err, VerifyError::Incomplete { count: 4, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn find_cdg_cycle_on_edge_lists() {
+        assert_eq!(find_cdg_cycle(4, &[(0, 1), (1, 2), (2, 3)]), None);
+        let c = find_cdg_cycle(5, &[(0, 1), (1, 2), (2, 3), (3, 1), (3, 4)]).unwrap();
+        let mut sorted = c.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, vec![1, 2, 3]);
+        for i in 0..c.len() {
+            let (a, b) = (c[i], c[(i + 1) % c.len()]);
+            assert!([(1, 2), (2, 3), (3, 1)].contains(&(a, b)));
+        }
+        assert_eq!(find_cdg_cycle(2, &[(1, 1)]), Some(vec![1]));
+        assert_eq!(find_cdg_cycle(0, &[]), None);
+    }
+
+    #[test]
+    fn tiny_fat_tree_with_sssp_verifies() {
+        let (_, g) = fat_tree(3);
+        let r = crate::sssp::route(&g);
+        let rep = verify(&g, &r).unwrap();
+        assert_eq!(rep.paths, 6 * g.dests.len() as u64);
+        assert!(rep.cdg_edges_per_layer[0] > 0);
+    }
+}
