@@ -1,1 +1,112 @@
-//! TODO
+//! File formats: ibsim net files, `ibnetdiscover` text output, OpenSM's dump files
+//! (opensm-subnet.lst, opensm-lfts.dump, the path-SL dump) and the LFT file OpenSM's stock `file`
+//! routing engine loads.
+//!
+//! Every parser takes the text and a file name (used only in errors) and returns [`IoError`], whose
+//! parse errors name the file, the 1-based line and the offending text. Parsers never panic.
+
+pub mod ibnetdiscover;
+pub mod ibsim;
+pub mod osm_dump;
+
+use std::path::Path;
+
+use thiserror::Error;
+
+use crate::fabric::FabricError;
+
+#[derive(Debug, Error)]
+pub enum IoError {
+    #[error("{file}:{line}: {why}: \"{text}\"")]
+    Parse {
+        file: String,
+        line: usize,
+        text: String,
+        why: String,
+    },
+    #[error("{file}:{line}: {source}")]
+    Fabric {
+        file: String,
+        line: usize,
+        #[source]
+        source: FabricError,
+    },
+    #[error("{file}: {source}")]
+    Io {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl IoError {
+    /// The 1-based line the error refers to, if it comes from a file's content.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            IoError::Parse { line, .. } | IoError::Fabric { line, .. } => Some(*line),
+            IoError::Io { .. } => None,
+        }
+    }
+}
+
+/// Reads a whole file for a parser, naming it in the error.
+pub fn read_text(path: &Path) -> Result<String, IoError> {
+    let bytes = std::fs::read(path).map_err(|source| IoError::Io {
+        file: path.display().to_string(),
+        source,
+    })?;
+    // Node descriptions may hold any bytes; never fail on them.
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Builds parse errors for one file; keeps the offending text short.
+#[derive(Clone, Copy)]
+pub(crate) struct Ctx<'a> {
+    pub file: &'a str,
+}
+
+impl Ctx<'_> {
+    pub(crate) fn err(&self, line: usize, text: &str, why: impl Into<String>) -> IoError {
+        let mut t: String = text.chars().take(120).collect();
+        if t.len() < text.len() {
+            t.push_str("...");
+        }
+        IoError::Parse {
+            file: self.file.to_string(),
+            line,
+            text: t,
+            why: why.into(),
+        }
+    }
+
+    pub(crate) fn fabric(&self, line: usize, source: FabricError) -> IoError {
+        IoError::Fabric {
+            file: self.file.to_string(),
+            line,
+            source,
+        }
+    }
+}
+
+/// Parses `0x`-prefixed or bare hex.
+pub(crate) fn parse_hex_u64(s: &str) -> Option<u64> {
+    let t = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    if t.is_empty() || t.len() > 16 {
+        return None;
+    }
+    u64::from_str_radix(t, 16).ok()
+}
+
+/// Parses a number the way C's `strtoul(s, 0, 0)` would for whole tokens: `0x` hex or decimal.
+pub(crate) fn parse_c_number(s: &str) -> Option<u64> {
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else if s.len() > 1 && s.starts_with('0') {
+        u64::from_str_radix(&s[1..], 8).ok()
+    } else {
+        s.parse().ok()
+    }
+}

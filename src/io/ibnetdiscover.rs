@@ -1,0 +1,1 @@
+//! ibnetdiscover text format (in progress).

@@ -1,0 +1,785 @@
+//! ibsim net files (the topology format of the `ibsim` fabric simulator, a subset of and
+//! compatible with `ibnetdiscover` output).
+//!
+//! A record is a header line `Switch|Ca|Hca|Rt <ports> "<nodeid>" [# "<description>" ... lid N
+//! lmc M]` followed by one line per connected port, `[<port>] "<remote nodeid>"[<remote port>]`
+//! (CA port lines may carry `# lid N lmc M`), and ends at the first other line. Top-level lines
+//! `switchguid=`, `caguid=`/`hcaguids=`, `rtguid=` set the GUID of the next nodes of that kind
+//! (`=X` absolute, `+X` relative to the last absolute value); without them ibsim counts CA GUIDs
+//! from 0x100000 (each CA reserving ports+1 GUIDs) and switch GUIDs from 0x200000. CA port `p` has
+//! port GUID node GUID + `p`, a switch's ports the node GUID. Other lines are ignored, as ibsim does.
+//!
+//! ibsim uses the first port of the file as the SM's port, so [`write_net`] writes a CA first.
+//! The file carries the fabric's LIDs (switch header, CA port lines); ibsim presets them on the
+//! ports, OpenSM may still assign its own.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use super::{parse_c_number, parse_hex_u64, Ctx, IoError};
+use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
+
+/// ibsim's node description buffer holds 63 characters.
+const IBSIM_DESC_MAX: usize = 63;
+
+/// The node id the writers use: `S-`/`H-`/`R-` and the node GUID in 16 hex digits (as
+/// ibnetdiscover names nodes).
+pub fn node_id(kind: NodeKind, guid: u64) -> String {
+    let p = match kind {
+        NodeKind::Switch => 'S',
+        NodeKind::Ca => 'H',
+        NodeKind::Router => 'R',
+    };
+    format!("{p}-{guid:016x}")
+}
+
+/// A node description made safe for a quoted field of one line, cut to `max` bytes.
+pub(crate) fn clean_desc(d: &str, max: usize) -> String {
+    // '=' would read as an ibsim port option (w=, s=, e=) on port lines
+    let mut s: String = d
+        .chars()
+        .map(|c| match c {
+            '"' => '\'',
+            '=' => ':',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect();
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+    s
+}
+
+/// Simulator limits a fabric needs: pass them as `ibsim -N nodes -S switches -P ports -L lids`
+/// (ibsim's defaults are 2048 nodes, 256 switches, 10240 ports, LFTs of 30720 LIDs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IbsimCaps {
+    pub nodes: usize,
+    pub switches: usize,
+    pub ports: usize,
+    pub linear_cap: usize,
+}
+
+impl IbsimCaps {
+    pub fn of(f: &Fabric) -> Self {
+        let switches = f.switch_count();
+        // ibsim allocates ports+1 entries per switch (port 0), ports per CA
+        let ports: usize = f
+            .nodes
+            .iter()
+            .map(|n| usize::from(n.num_ports) + usize::from(n.kind == NodeKind::Switch))
+            .sum();
+        IbsimCaps {
+            nodes: f.nodes.len().max(2048),
+            switches: switches.max(256),
+            ports: ports.max(10240),
+            // LFT blocks are 64 LIDs; OpenSM assigns LIDs up to about the count of LID-bearing
+            // ports times 2^LMC, ours may be anywhere up to max_lid
+            linear_cap: (usize::from(f.max_lid()) + 1)
+                .max(f.endpoints.iter().map(|e| e.lids().len()).sum::<usize>() + 64)
+                .div_ceil(64)
+                .max(480)
+                * 64,
+        }
+    }
+
+    /// Command-line arguments for `ibsim`.
+    pub fn args(&self) -> Vec<String> {
+        vec![
+            "-N".into(),
+            self.nodes.to_string(),
+            "-S".into(),
+            self.switches.to_string(),
+            "-P".into(),
+            self.ports.to_string(),
+            "-L".into(),
+            self.linear_cap.to_string(),
+        ]
+    }
+}
+
+/// Writes `f` as an ibsim net file. A CA (one with a linked port 1 if any) comes first so that
+/// ibsim uses its port as the SM's; every link appears on both of its ports; parallel links are
+/// separate lines.
+pub fn write_net(f: &Fabric) -> String {
+    let mut out = String::with_capacity(f.links.len() * 80 + f.nodes.len() * 120);
+    let n = f.nodes.len();
+    // (remote node, remote port) per port
+    let mut port_base = vec![0usize; n + 1];
+    for (i, node) in f.nodes.iter().enumerate() {
+        port_base[i + 1] = port_base[i] + usize::from(node.num_ports) + 1;
+    }
+    let mut remote = vec![None; port_base[n]];
+    for l in &f.links {
+        remote[port_base[l.a.node as usize] + usize::from(l.a.port)] = Some(l.b);
+        remote[port_base[l.b.node as usize] + usize::from(l.b.port)] = Some(l.a);
+    }
+    let mut lid_of: HashMap<(u32, u8), (u16, u8)> = HashMap::with_capacity(f.endpoints.len());
+    for e in &f.endpoints {
+        lid_of.insert((e.node, e.port), (e.base_lid, e.lmc));
+    }
+
+    let is_ca = |i: usize| f.nodes[i].kind == NodeKind::Ca;
+    let sm_ca = (0..n)
+        .find(|&i| is_ca(i) && remote[port_base[i] + 1].is_some())
+        .or_else(|| (0..n).find(|&i| is_ca(i)));
+    let mut order: Vec<usize> = Vec::with_capacity(n);
+    order.extend(sm_ca);
+    order.extend((0..n).filter(|&i| f.nodes[i].kind == NodeKind::Switch));
+    order.extend((0..n).filter(|&i| f.nodes[i].kind != NodeKind::Switch && Some(i) != sm_ca));
+
+    let _ = writeln!(
+        out,
+        "# ibsim net file written by dfsssp-rs: {} switches, {} CAs/routers, {} links\n\
+         # the first port below is the SM's port\n",
+        f.switch_count(),
+        f.terminal_node_count(),
+        f.links.len()
+    );
+    for i in order {
+        let node = &f.nodes[i];
+        let (kw, guid_kw) = match node.kind {
+            NodeKind::Switch => ("Switch", "switchguid"),
+            NodeKind::Ca => ("Ca", "caguid"),
+            NodeKind::Router => ("Rt", "rtguid"),
+        };
+        let _ = writeln!(out, "{guid_kw}=0x{:016x}", node.guid);
+        let _ = write!(
+            out,
+            "{kw}\t{} \"{}\"\t\t# \"{}\"",
+            node.num_ports,
+            node_id(node.kind, node.guid),
+            clean_desc(&node.description, IBSIM_DESC_MAX)
+        );
+        if node.kind == NodeKind::Switch {
+            if let Some(&(lid, lmc)) = lid_of.get(&(i as u32, 0)) {
+                let _ = write!(out, " lid {lid} lmc {lmc}");
+            }
+        }
+        out.push('\n');
+        for p in 1..=node.num_ports {
+            let Some(r) = remote[port_base[i] + usize::from(p)] else {
+                continue;
+            };
+            let rn = &f.nodes[r.node as usize];
+            let _ = write!(
+                out,
+                "[{p}]\t\"{}\"[{}]\t\t#",
+                node_id(rn.kind, rn.guid),
+                r.port
+            );
+            // ibnetdiscover's comment: own LID (CAs), remote description, remote LID, width and
+            // speed, which newer ibsim reads to set the port's width and speed
+            if node.kind != NodeKind::Switch {
+                if let Some(&(lid, lmc)) = lid_of.get(&(i as u32, p)) {
+                    let _ = write!(out, " lid {lid} lmc {lmc}");
+                }
+            }
+            let rport = if rn.kind == NodeKind::Switch {
+                0
+            } else {
+                r.port
+            };
+            let rlid = lid_of.get(&(r.node, rport)).map_or(0, |l| l.0);
+            let _ = writeln!(
+                out,
+                " \"{}\" lid {rlid} 4xQDR",
+                clean_desc(&rn.description, IBSIM_DESC_MAX)
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// How [`parse_net`] gives LIDs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NetOptions {
+    /// LMC for CA/router ports when LIDs are assigned here.
+    pub lmc: u8,
+}
+
+impl Default for NetOptions {
+    fn default() -> Self {
+        NetOptions { lmc: 0 }
+    }
+}
+
+struct PNode {
+    kind: NodeKind,
+    ports: u8,
+    id: String,
+    desc: String,
+    guid: u64,
+    line: usize,
+    /// switch: port 0 LID/LMC from the header
+    lid: Option<(u16, u8)>,
+}
+
+struct PPort {
+    node: usize,
+    port: u8,
+    remote_id: String,
+    remote_port: u8,
+    line: usize,
+    lid: Option<(u16, u8)>,
+}
+
+/// The value after `=` or `+` of `key=VALUE(...)`, hex or decimal like C's strtoull.
+fn assignment(line: &str) -> Option<(bool, u64)> {
+    let i = line.find(['=', '+'])?;
+    let relative = line.as_bytes()[i] == b'+';
+    let v = line[i + 1..].trim_start();
+    // strtoull reads the longest number prefix: keep [0-9a-fA-Fx]
+    let end = v
+        .find(|c: char| !(c.is_ascii_hexdigit() || c == 'x' || c == 'X'))
+        .unwrap_or(v.len());
+    let tok = &v[..end];
+    let val = if tok.starts_with("0x") || tok.starts_with("0X") {
+        parse_hex_u64(tok)
+    } else {
+        parse_c_number(tok)
+    }?;
+    Some((relative, val))
+}
+
+/// Digits after the first `lid ` / `lmc ` in `s`, as ibsim reads them.
+fn field_after(s: &str, key: &str) -> Option<Option<u64>> {
+    let i = s.find(key)?;
+    let rest = s[i + key.len()..].trim_start();
+    let end = rest
+        .find(|c: char| !c.is_ascii_alphanumeric())
+        .unwrap_or(rest.len());
+    Some(parse_c_number(&rest[..end]))
+}
+
+fn lid_lmc(ctx: Ctx, lineno: usize, line: &str, s: &str) -> Result<Option<(u16, u8)>, IoError> {
+    let lid = match field_after(s, "lid ") {
+        None => return Ok(None),
+        Some(Some(l)) if (1..=0xBFFF).contains(&l) => l as u16,
+        Some(_) => return Err(ctx.err(lineno, line, "bad LID (1..=0xBFFF)")),
+    };
+    let lmc = match field_after(s, "lmc ") {
+        None => 0,
+        Some(Some(l)) if l <= 7 => l as u8,
+        Some(_) => return Err(ctx.err(lineno, line, "bad LMC (0..=7)")),
+    };
+    Ok(Some((lid, lmc)))
+}
+
+/// The first quoted string and what follows its closing quote.
+fn quoted(s: &str) -> Option<(&str, &str)> {
+    let a = s.find('"')?;
+    let b = s[a + 1..].find('"')? + a + 1;
+    Some((&s[a + 1..b], &s[b + 1..]))
+}
+
+/// Parses an ibsim net file. LIDs: when the file gives one for every switch and every linked CA
+/// or router port, those are used; otherwise all are assigned here like the generators do
+/// (switches first from 1, then CA/router ports in file order, aligned to 2^`opts.lmc`).
+pub fn parse_net(text: &str, file: &str, opts: NetOptions) -> Result<Fabric, IoError> {
+    let ctx = Ctx { file };
+    let mut nodes: Vec<PNode> = Vec::new();
+    let mut ports: Vec<PPort> = Vec::new();
+    let mut by_id: HashMap<String, usize> = HashMap::new();
+    // ibsim's GUID counters (CA, switch, router) and the bases relative assignments use
+    let mut abs = [0x100000u64, 0x200000, 0];
+    let mut next = abs;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let lineno = i + 1;
+        let line = lines[i];
+        i += 1;
+        let kind = if line.starts_with("Switch") {
+            Some((NodeKind::Switch, 6))
+        } else if line.starts_with("Hca") {
+            Some((NodeKind::Ca, 3))
+        } else if line.starts_with("Ca") {
+            Some((NodeKind::Ca, 2))
+        } else if line.starts_with("Rt") {
+            Some((NodeKind::Router, 2))
+        } else {
+            None
+        };
+        let Some((kind, kwlen)) = kind else {
+            let counter = if line.starts_with("switchguid") {
+                Some(1)
+            } else if line.starts_with("hcaguids") || line.starts_with("caguid") {
+                Some(0)
+            } else if line.starts_with("rtguid") {
+                Some(2)
+            } else {
+                None
+            };
+            if let Some(c) = counter {
+                let (rel, v) = assignment(line)
+                    .ok_or_else(|| ctx.err(lineno, line, "expected =GUID or +OFFSET"))?;
+                if rel {
+                    next[c] = abs[c].wrapping_add(v);
+                } else {
+                    abs[c] = v;
+                    next[c] = v;
+                }
+            } else if line.starts_with("include")
+                || line.starts_with("do")
+                || line.starts_with("module")
+            {
+                return Err(ctx.err(lineno, line, "ibsim directive not supported here"));
+            } else if line.starts_with('[') || line.starts_with('@') {
+                return Err(ctx.err(lineno, line, "port line outside a node record"));
+            }
+            // everything else (comments, vendid, devid, width, speed, blank lines) is ignored
+            continue;
+        };
+        // header: ports, "id", optional # description and lid/lmc
+        let rest = &line[kwlen..];
+        let digits_at = rest.find(|c: char| c.is_ascii_digit());
+        let nports = digits_at
+            .map(|d| {
+                let r = &rest[d..];
+                let e = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
+                r[..e].parse::<u32>().unwrap_or(0)
+            })
+            .unwrap_or(0);
+        if !(1..=255).contains(&nports) {
+            return Err(ctx.err(lineno, line, "port count must be 1..=255"));
+        }
+        let (id, after) =
+            quoted(line).ok_or_else(|| ctx.err(lineno, line, "missing quoted node id"))?;
+        if id.is_empty() || id.contains('#') || id.contains('@') {
+            return Err(ctx.err(lineno, line, "node id must be non-empty without '#' or '@'"));
+        }
+        let mut desc = id.to_string();
+        let mut tail = "";
+        if let Some(h) = after.find('#') {
+            let d = after[h + 1..].trim_start();
+            if let Some(q) = d.strip_prefix('"') {
+                match q.find('"') {
+                    Some(e) => {
+                        desc = q[..e].to_string();
+                        tail = &q[e + 1..];
+                    }
+                    None => desc = q.to_string(),
+                }
+            } else {
+                let cut = [" enhanced port ", " base port ", " lid ", " lmc "]
+                    .iter()
+                    .filter_map(|k| d.find(k))
+                    .min()
+                    .unwrap_or(d.len());
+                desc = d[..cut].to_string();
+                tail = &d[cut..];
+            }
+        }
+        let lid = if kind == NodeKind::Switch {
+            lid_lmc(ctx, lineno, line, tail)?
+        } else {
+            None
+        };
+        if by_id.contains_key(id) {
+            return Err(ctx.err(lineno, line, format!("node id \"{id}\" defined twice")));
+        }
+        let c = match kind {
+            NodeKind::Ca => 0,
+            NodeKind::Switch => 1,
+            NodeKind::Router => 2,
+        };
+        let guid = next[c];
+        next[c] = next[c].wrapping_add(if kind == NodeKind::Switch {
+            1
+        } else {
+            u64::from(nports) + 1
+        });
+        let idx = nodes.len();
+        by_id.insert(id.to_string(), idx);
+        nodes.push(PNode {
+            kind,
+            ports: nports as u8,
+            id: id.to_string(),
+            desc,
+            guid,
+            line: lineno,
+            lid,
+        });
+
+        // port lines: at most `nports` of them; comments inside are skipped; any other line ends
+        // the record and is read again as a top-level line
+        let mut seen = 0u32;
+        while i < lines.len() && seen < nports {
+            let pl = lines[i];
+            if pl.starts_with('#') {
+                i += 1;
+                continue;
+            }
+            if pl.starts_with('@') {
+                return Err(ctx.err(i + 1, pl, "port aliases are not supported"));
+            }
+            if !pl.starts_with('[') {
+                break;
+            }
+            i += 1;
+            seen += 1;
+            let plno = i;
+            let close = pl
+                .find(']')
+                .ok_or_else(|| ctx.err(plno, pl, "missing ']' after port number"))?;
+            let port: u32 = pl[1..close]
+                .trim()
+                .parse()
+                .map_err(|_| ctx.err(plno, pl, "bad port number"))?;
+            if port == 0 || port > nports {
+                return Err(ctx.err(plno, pl, format!("port {port} outside 1..={nports}")));
+            }
+            let (rid, after) = quoted(&pl[close..])
+                .ok_or_else(|| ctx.err(plno, pl, "missing quoted remote node id"))?;
+            let mut remote_port = 1u32; // ibsim's default
+            if let Some(r) = after.strip_prefix('[') {
+                let e = r
+                    .find(']')
+                    .ok_or_else(|| ctx.err(plno, pl, "missing ']' after remote port"))?;
+                remote_port = r[..e]
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|p| (1..=255).contains(p))
+                    .ok_or_else(|| ctx.err(plno, pl, "bad remote port number"))?;
+            }
+            let lid = if kind == NodeKind::Switch {
+                None
+            } else {
+                lid_lmc(ctx, plno, pl, after)?
+            };
+            if ports
+                .iter()
+                .rev()
+                .take(nports as usize)
+                .any(|q| q.node == idx && u32::from(q.port) == port)
+            {
+                return Err(ctx.err(plno, pl, format!("port {port} listed twice")));
+            }
+            ports.push(PPort {
+                node: idx,
+                port: port as u8,
+                remote_id: rid.to_string(),
+                remote_port: remote_port as u8,
+                line: plno,
+                lid,
+            });
+        }
+    }
+    build(ctx, &nodes, &ports, &by_id, opts)
+}
+
+fn build(
+    ctx: Ctx,
+    nodes: &[PNode],
+    ports: &[PPort],
+    by_id: &HashMap<String, usize>,
+    opts: NetOptions,
+) -> Result<Fabric, IoError> {
+    let mut b = FabricBuilder::new();
+    for n in nodes {
+        if let Some(other) = b.node_by_guid(n.guid) {
+            let o = &nodes[other as usize];
+            return Err(ctx.err(
+                n.line,
+                &n.id,
+                format!(
+                    "GUID 0x{:016x} already used by \"{}\" (line {})",
+                    n.guid, o.id, o.line
+                ),
+            ));
+        }
+        b.add_node(n.kind, n.guid, n.ports, n.desc.clone())
+            .map_err(|e| ctx.fabric(n.line, e))?;
+    }
+    // every link must be listed on both ends, consistently
+    let mut listed: HashMap<(usize, u8), usize> = HashMap::with_capacity(ports.len());
+    for (k, p) in ports.iter().enumerate() {
+        listed.insert((p.node, p.port), k);
+    }
+    let mut linked = vec![false; ports.len()];
+    for (k, p) in ports.iter().enumerate() {
+        let text = || format!("[{}] \"{}\"[{}]", p.port, p.remote_id, p.remote_port);
+        let Some(&rn) = by_id.get(&p.remote_id) else {
+            return Err(ctx.err(
+                p.line,
+                &text(),
+                format!("remote node \"{}\" is not defined", p.remote_id),
+            ));
+        };
+        if p.remote_port > nodes[rn].ports {
+            return Err(ctx.err(
+                p.line,
+                &text(),
+                format!(
+                    "remote node \"{}\" has only {} ports",
+                    p.remote_id, nodes[rn].ports
+                ),
+            ));
+        }
+        let back = listed.get(&(rn, p.remote_port)).copied();
+        let ok = back.is_some_and(|j| {
+            ports[j].remote_id == nodes[p.node].id && ports[j].remote_port == p.port
+        });
+        if !ok {
+            return Err(ctx.err(
+                p.line,
+                &text(),
+                format!(
+                    "port {} of \"{}\" does not link back to port {} of \"{}\"",
+                    p.remote_port, p.remote_id, p.port, nodes[p.node].id
+                ),
+            ));
+        }
+        if rn == p.node && p.remote_port == p.port {
+            return Err(ctx.err(p.line, &text(), "port linked to itself"));
+        }
+        if !linked[k] {
+            let j = back.unwrap_or(k);
+            linked[k] = true;
+            linked[j] = true;
+            b.link(
+                PortRef {
+                    node: p.node as u32,
+                    port: p.port,
+                },
+                PortRef {
+                    node: rn as u32,
+                    port: p.remote_port,
+                },
+            )
+            .map_err(|e| ctx.fabric(p.line, e))?;
+        }
+    }
+
+    let file_lids = nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::Switch)
+        .all(|n| n.lid.is_some())
+        && ports
+            .iter()
+            .filter(|p| nodes[p.node].kind != NodeKind::Switch)
+            .all(|p| p.lid.is_some());
+    let last_line = nodes.last().map_or(1, |n| n.line);
+    if file_lids {
+        for (k, n) in nodes.iter().enumerate() {
+            if let Some((lid, lmc)) = n.lid {
+                b.set_lid(
+                    PortRef {
+                        node: k as u32,
+                        port: 0,
+                    },
+                    n.guid,
+                    lid,
+                    lmc,
+                )
+                .map_err(|e| ctx.fabric(n.line, e))?;
+            }
+        }
+        for p in ports
+            .iter()
+            .filter(|p| nodes[p.node].kind != NodeKind::Switch)
+        {
+            let (lid, lmc) = p.lid.unwrap_or((0, 0));
+            let guid = nodes[p.node].guid.wrapping_add(u64::from(p.port));
+            b.set_lid(
+                PortRef {
+                    node: p.node as u32,
+                    port: p.port,
+                },
+                guid,
+                lid,
+                lmc,
+            )
+            .map_err(|e| ctx.fabric(p.line, e))?;
+        }
+    } else {
+        if opts.lmc > 7 {
+            return Err(ctx.err(1, "", format!("LMC {} above 7", opts.lmc)));
+        }
+        let mut lid = 1u32;
+        for (k, n) in nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.kind == NodeKind::Switch)
+        {
+            if lid > 0xBFFF {
+                return Err(ctx.err(
+                    n.line,
+                    &n.id,
+                    "more LIDs needed than the unicast range holds",
+                ));
+            }
+            b.set_lid(
+                PortRef {
+                    node: k as u32,
+                    port: 0,
+                },
+                n.guid,
+                lid as u16,
+                0,
+            )
+            .map_err(|e| ctx.fabric(n.line, e))?;
+            lid += 1;
+        }
+        let step = 1u32 << opts.lmc;
+        lid = lid.div_ceil(step) * step;
+        for p in ports
+            .iter()
+            .filter(|p| nodes[p.node].kind != NodeKind::Switch)
+        {
+            if lid + step - 1 > 0xBFFF {
+                return Err(ctx.err(
+                    p.line,
+                    &p.remote_id,
+                    "more LIDs needed than the unicast range holds",
+                ));
+            }
+            let guid = nodes[p.node].guid.wrapping_add(u64::from(p.port));
+            b.set_lid(
+                PortRef {
+                    node: p.node as u32,
+                    port: p.port,
+                },
+                guid,
+                lid as u16,
+                opts.lmc,
+            )
+            .map_err(|e| ctx.fabric(p.line, e))?;
+            lid += step;
+        }
+    }
+    b.build().map_err(|e| ctx.fabric(last_line, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topo;
+
+    fn same_fabric(a: &Fabric, b: &Fabric) {
+        assert_eq!(a.nodes.len(), b.nodes.len());
+        let key = |f: &Fabric| {
+            let mut n: Vec<_> = f
+                .nodes
+                .iter()
+                .map(|n| (n.guid, n.kind, n.num_ports, n.description.clone()))
+                .collect();
+            n.sort_by_key(|x| x.0);
+            let g = |p: PortRef| (f.nodes[p.node as usize].guid, p.port);
+            let mut l: Vec<_> = f
+                .links
+                .iter()
+                .map(|l| (g(l.a).min(g(l.b)), g(l.a).max(g(l.b))))
+                .collect();
+            l.sort();
+            let mut e: Vec<_> = f
+                .endpoints
+                .iter()
+                .map(|e| {
+                    (
+                        f.nodes[e.node as usize].guid,
+                        e.port,
+                        e.port_guid,
+                        e.base_lid,
+                        e.lmc,
+                    )
+                })
+                .collect();
+            e.sort();
+            (n, l, e)
+        };
+        assert_eq!(key(a), key(b));
+    }
+
+    #[test]
+    fn round_trip_generated_fabrics() {
+        for spec in [
+            "ktree:3,2",
+            "torus:3x3,2,par=2,lmc=1",
+            "kautz:2,2,1",
+            "random:12,8,2,20,seed=3,parallel",
+        ] {
+            let f = topo::by_name(spec).unwrap();
+            let text = write_net(&f);
+            let g = parse_net(&text, "gen.net", NetOptions::default())
+                .unwrap_or_else(|e| panic!("{spec}: {e}"));
+            same_fabric(&f, &g);
+            // the SM port: the first record is a CA
+            let first = text
+                .lines()
+                .find(|l| l.starts_with("Switch") || l.starts_with("Ca"))
+                .unwrap();
+            assert!(first.starts_with("Ca"), "{first}");
+        }
+    }
+
+    #[test]
+    fn parses_ibsim_examples_with_ibsim_guids() {
+        let text = "\
+Switch\t8 \"Switch1\"
+[1]\t\"Hca1\"[1]
+[2]\t\"Hca2\"[2]
+[3]\t\"Switch2\"[3]
+[4]\t\"Switch2\"[4]
+
+Switch 8 \"Switch2\"
+[3]\t\"Switch1\"[3]
+[4]\t\"Switch1\"[4]
+
+Hca\t2 \"Hca1\"
+[1]\t\"Switch1\"[1]
+
+Hca\t2 \"Hca2\"
+[2]\t\"Switch1\"[2]
+";
+        let f = parse_net(text, "net", NetOptions::default()).unwrap();
+        assert_eq!(f.nodes.len(), 4);
+        assert_eq!(f.links.len(), 4);
+        let guids: Vec<u64> = f.nodes.iter().map(|n| n.guid).collect();
+        assert_eq!(guids, vec![0x200000, 0x200001, 0x100000, 0x100003]);
+        assert_eq!(f.nodes[0].description, "Switch1");
+        // switches LIDs 1, 2; CA ports 3, 4
+        assert_eq!(f.endpoints.len(), 4);
+        let hca2 = f.endpoints.iter().find(|e| e.node == 3).unwrap();
+        assert_eq!((hca2.port, hca2.port_guid, hca2.base_lid), (2, 0x100005, 4));
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let cases = [
+            ("Switch 8 \"a\"\n[9]\t\"b\"[1]\n", 2, "outside"),
+            ("Switch 8 \"a\"\n[1]\t\"b\"[1]\n", 2, "not defined"),
+            (
+                "Switch 8 \"a\"\n[1]\t\"b\"[1]\n\nCa 1 \"b\"\n",
+                2,
+                "link back",
+            ),
+            ("Switch 0 \"a\"\n", 1, "port count"),
+            ("Switch 4 \"a\"\n\nSwitch 4 \"a\"\n", 3, "twice"),
+            ("Switch 4 a\n", 1, "quoted"),
+            ("switchguid\n", 1, "GUID"),
+            ("[1] \"x\"[1]\n", 1, "outside a node"),
+            (
+                "Ca 1 \"h\"\n[1] \"s\"[1] # lid 0\nSwitch 2 \"s\"\n[1] \"h\"[1]\n",
+                2,
+                "LID",
+            ),
+        ];
+        for (text, line, what) in cases {
+            let e = parse_net(text, "t.net", NetOptions::default()).unwrap_err();
+            assert_eq!(e.line(), Some(line), "{text:?}: {e}");
+            assert!(
+                e.to_string().contains(what) && e.to_string().contains("t.net"),
+                "{e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! OpenSM dump files (in progress).

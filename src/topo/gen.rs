@@ -1,0 +1,726 @@
+//! The generators proper. Each takes a params struct, validates it and returns a [`Fabric`].
+
+use std::collections::HashSet;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::{param_err, Net, TopoError};
+use crate::fabric::Fabric;
+
+/// Refuse fabrics whose node count cannot fit the LID space long before allocating them.
+const MAX_NODES: u64 = u16::MAX as u64;
+
+fn checked_product(
+    generator: &'static str,
+    xs: impl IntoIterator<Item = u64>,
+) -> Result<u64, TopoError> {
+    let mut p = 1u64;
+    for x in xs {
+        p = p
+            .checked_mul(x)
+            .filter(|&p| p <= MAX_NODES)
+            .ok_or_else(|| param_err(generator, format!("more than {MAX_NODES} nodes")))?;
+    }
+    Ok(p)
+}
+
+/// Adds `c` single-port CAs to switch `sw` on its ports `1..=c`, named `H-<running index>`.
+fn attach_cas(net: &mut Net, sw: u32, c: u32, ca_count: &mut u32) -> Result<(), TopoError> {
+    for p in 1..=c {
+        let ca = net.ca(1, format!("H-{}", *ca_count))?;
+        *ca_count += 1;
+        net.link(ca, 1, sw, p)?;
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// Trees
+
+/// Extended generalized fat tree XGFT(h; m_1..m_h; w_1..w_h) (Öhring et al.): level 0 holds the
+/// CAs, every level-i node has `m_i` children and `w_{i+1}` parents. Level-i switches use ports
+/// `1..=m_i` downwards (child digit + 1) and `m_i+1..=m_i+w_{i+1}` upwards; CAs have `w_1` ports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XgftParams {
+    pub m: Vec<u32>,
+    pub w: Vec<u32>,
+    /// Ports of every switch; `None` = the largest number any level needs.
+    pub radix: Option<u32>,
+    pub lmc: u8,
+}
+
+/// Node counts per level (index 0 = CAs) of an XGFT.
+pub fn xgft_level_sizes(m: &[u32], w: &[u32]) -> Vec<u64> {
+    let h = m.len();
+    (0..=h)
+        .map(|i| {
+            let up: u64 = w[..i].iter().map(|&x| u64::from(x)).product();
+            let down: u64 = m[i..].iter().map(|&x| u64::from(x)).product();
+            up.saturating_mul(down)
+        })
+        .collect()
+}
+
+pub fn xgft(p: &XgftParams) -> Result<Fabric, TopoError> {
+    xgft_named(p, "xgft", "xgft")
+}
+
+fn xgft_named(p: &XgftParams, generator: &'static str, label: &str) -> Result<Fabric, TopoError> {
+    let h = p.m.len();
+    if h == 0 || h != p.w.len() {
+        return Err(param_err(
+            generator,
+            format!(
+                "need h >= 1 and as many w as m (got {} m, {} w)",
+                h,
+                p.w.len()
+            ),
+        ));
+    }
+    if h > 16 {
+        return Err(param_err(generator, format!("height {h} above 16")));
+    }
+    if p.m.iter().chain(&p.w).any(|&x| x == 0) {
+        return Err(param_err(generator, "every m_i and w_i must be >= 1"));
+    }
+    if p.w[0] > (1 << super::CA_GUID_SHIFT) - 1 {
+        return Err(param_err(
+            generator,
+            format!("w_1 = {} CA ports; at most 15", p.w[0]),
+        ));
+    }
+    for i in 0..=h {
+        let mut xs: Vec<u64> = p.w[..i].iter().map(|&x| u64::from(x)).collect();
+        xs.extend(p.m[i..].iter().map(|&x| u64::from(x)));
+        checked_product(generator, xs)?;
+    }
+    let sizes = xgft_level_sizes(&p.m, &p.w);
+    if sizes.iter().sum::<u64>() > MAX_NODES {
+        return Err(param_err(generator, format!("more than {MAX_NODES} nodes")));
+    }
+    // degree of a level-i switch (i >= 1): m_i down + w_{i+1} up
+    let need = (1..=h)
+        .map(|i| p.m[i - 1] + if i < h { p.w[i] } else { 0 })
+        .max()
+        .unwrap_or(0);
+    let radix = p.radix.unwrap_or(need);
+    if radix < need {
+        return Err(param_err(
+            generator,
+            format!("radix {radix} < {need} ports some level needs"),
+        ));
+    }
+
+    let mut net = Net::new(generator);
+    // first node id of each level; switches (levels 1..=h) are created first, then the CAs
+    let mut first = vec![0u32; h + 1];
+    for i in 1..=h {
+        first[i] = net.node_count() as u32;
+        for k in 0..sizes[i] {
+            net.switch(radix, format!("{label} L{i} S{k}"))?;
+        }
+    }
+    first[0] = net.node_count() as u32;
+    for k in 0..sizes[0] {
+        net.ca(p.w[0], format!("H-{k}"))?;
+    }
+
+    // Digit j (1-based) of a level-i label has radix w_j for j <= i and m_j above.
+    let radices = |i: usize| -> Vec<u64> {
+        (1..=h)
+            .map(|j| u64::from(if j <= i { p.w[j - 1] } else { p.m[j - 1] }))
+            .collect()
+    };
+    let mut digits = vec![0u64; h];
+    for i in 0..h {
+        let rad = radices(i);
+        let rad_up = radices(i + 1);
+        let m_i = if i == 0 { 0 } else { p.m[i - 1] };
+        for k in 0..sizes[i] {
+            let mut x = k;
+            for j in 0..h {
+                digits[j] = x % rad[j];
+                x /= rad[j];
+            }
+            let child_digit = digits[i];
+            let child = first[i] + k as u32;
+            for b in 0..p.w[i] {
+                digits[i] = u64::from(b);
+                let mut idx = 0u64;
+                for j in (0..h).rev() {
+                    idx = idx * rad_up[j] + digits[j];
+                }
+                let parent = first[i + 1] + idx as u32;
+                net.link(child, m_i + b + 1, parent, child_digit as u32 + 1)?;
+            }
+        }
+    }
+    net.into_fabric(p.lmc)
+}
+
+/// k-ary n-tree (Petrini & Vanneschi): n levels of k^(n-1) switches with 2k ports, k^n CAs. Equal
+/// to XGFT(n; k,..,k; 1,k,..,k).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KaryNTreeParams {
+    pub k: u32,
+    pub n: u32,
+    pub lmc: u8,
+}
+
+pub fn kary_ntree(p: &KaryNTreeParams) -> Result<Fabric, TopoError> {
+    const G: &str = "k-ary n-tree";
+    if p.k < 1 || p.n < 1 {
+        return Err(param_err(G, "need k >= 1 and n >= 1"));
+    }
+    if p.n > 16 || 2 * u64::from(p.k) > 254 {
+        return Err(param_err(
+            G,
+            format!("{}-ary {}-tree: 2k must be <= 254 and n <= 16", p.k, p.n),
+        ));
+    }
+    let n = p.n as usize;
+    let mut w = vec![p.k; n];
+    w[0] = 1;
+    xgft_named(
+        &XgftParams {
+            m: vec![p.k; n],
+            w,
+            radix: Some(2 * p.k),
+            lmc: p.lmc,
+        },
+        G,
+        "ktree",
+    )
+}
+
+/// Fat tree of `radix`-port switches with `down` CA-facing ports per leaf (`radix - down` up).
+/// Two levels: `radix` leaves, `radix - down` spines, each leaf linked once to each spine.
+/// Three levels: `radix` pods of `radix/2` leaves and `radix - down` aggregation switches
+/// (full bipartite within the pod), `(radix - down) * radix/2` core switches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FatTreeParams {
+    pub radix: u32,
+    /// CA ports per leaf switch; `None` = radix/2 (1:1, no oversubscription).
+    pub down: Option<u32>,
+    pub lmc: u8,
+}
+
+impl FatTreeParams {
+    /// Leaf ports split by the ratio `down:up` (e.g. 2:1 on 36 ports: 24 CAs, 12 up).
+    pub fn with_ratio(radix: u32, down: u32, up: u32, lmc: u8) -> Result<Self, TopoError> {
+        if down == 0 || up == 0 {
+            return Err(param_err("fat tree", "ratio terms must be >= 1"));
+        }
+        let total = down + up;
+        if (u64::from(radix) * u64::from(down)) % u64::from(total) != 0 {
+            return Err(param_err(
+                "fat tree",
+                format!("{radix} ports cannot be split {down}:{up} between CAs and uplinks"),
+            ));
+        }
+        Ok(FatTreeParams {
+            radix,
+            down: Some(radix * down / total),
+            lmc,
+        })
+    }
+
+    fn split(&self, g: &'static str) -> Result<(u32, u32), TopoError> {
+        let r = self.radix;
+        if !(2..=254).contains(&r) {
+            return Err(param_err(g, format!("radix {r} outside 2..=254")));
+        }
+        let down = self.down.unwrap_or(r / 2);
+        if down == 0 || down >= r {
+            return Err(param_err(
+                g,
+                format!("{down} CA ports per leaf leaves no uplink of {r} ports"),
+            ));
+        }
+        Ok((down, r - down))
+    }
+}
+
+pub fn fat_tree2(p: &FatTreeParams) -> Result<Fabric, TopoError> {
+    const G: &str = "2-level fat tree";
+    let (down, up) = p.split(G)?;
+    let x = XgftParams {
+        m: vec![down, p.radix],
+        w: vec![1, up],
+        radix: Some(p.radix),
+        lmc: p.lmc,
+    };
+    xgft_named(&x, G, "ftree")
+}
+
+pub fn fat_tree3(p: &FatTreeParams) -> Result<Fabric, TopoError> {
+    const G: &str = "3-level fat tree";
+    let (down, up) = p.split(G)?;
+    if p.radix % 2 != 0 {
+        return Err(param_err(G, format!("radix {} must be even", p.radix)));
+    }
+    let half = p.radix / 2;
+    let x = XgftParams {
+        m: vec![down, half, p.radix],
+        w: vec![1, up, half],
+        radix: Some(p.radix),
+        lmc: p.lmc,
+    };
+    xgft_named(&x, G, "ftree")
+}
+
+// ------------------------------------------------------------------------------------------------
+// Direct networks
+
+/// Torus or mesh of any dimension. Switch ports: `1..=cas_per_switch` to CAs, then for dimension
+/// d `links_per_pair` ports towards +d followed by `links_per_pair` towards -d. A torus ring of
+/// size 2 has one neighbour pair (not two), size 1 none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TorusParams {
+    pub dims: Vec<u32>,
+    pub cas_per_switch: u32,
+    /// Parallel links between each pair of neighbours.
+    pub links_per_pair: u32,
+    /// true: torus (wrap-around), false: mesh.
+    pub wrap: bool,
+    pub lmc: u8,
+}
+
+pub fn torus(p: &TorusParams) -> Result<Fabric, TopoError> {
+    let g: &'static str = if p.wrap { "torus" } else { "mesh" };
+    if p.dims.is_empty() || p.dims.iter().any(|&d| d == 0) {
+        return Err(param_err(
+            g,
+            "need at least one dimension, each of size >= 1",
+        ));
+    }
+    if p.links_per_pair == 0 {
+        return Err(param_err(g, "links per neighbour pair must be >= 1"));
+    }
+    let n = checked_product(g, p.dims.iter().map(|&d| u64::from(d)))?;
+    checked_product(g, [n, u64::from(p.cas_per_switch) + 1])?;
+    let nd = p.dims.len() as u64;
+    let ports = u64::from(p.cas_per_switch) + 2 * nd * u64::from(p.links_per_pair);
+    if ports > 254 {
+        return Err(param_err(
+            g,
+            format!("switches would need {ports} ports (> 254)"),
+        ));
+    }
+    let mut net = Net::new(g);
+    let mut coord = vec![0u32; p.dims.len()];
+    for s in 0..n {
+        let mut x = s;
+        for (c, &d) in coord.iter_mut().zip(&p.dims) {
+            *c = (x % u64::from(d)) as u32;
+            x /= u64::from(d);
+        }
+        let label: Vec<String> = coord.iter().map(|c| c.to_string()).collect();
+        net.switch(ports.max(1) as u32, format!("{g} {}", label.join(",")))?;
+    }
+    let mut ca_count = 0;
+    for s in 0..n as u32 {
+        attach_cas(&mut net, s, p.cas_per_switch, &mut ca_count)?;
+    }
+    let par = p.links_per_pair;
+    let mut stride = 1u64;
+    for (d, &size) in p.dims.iter().enumerate() {
+        let plus = p.cas_per_switch + 2 * d as u32 * par + 1;
+        let minus = plus + par;
+        for s in 0..n {
+            let c = (s / stride) % u64::from(size);
+            let next = if c + 1 < u64::from(size) {
+                s + stride
+            } else if p.wrap && size > 2 {
+                s - c * stride
+            } else {
+                continue;
+            };
+            for j in 0..par {
+                net.link(s as u32, plus + j, next as u32, minus + j)?;
+            }
+        }
+        stride *= u64::from(size);
+    }
+    net.into_fabric(p.lmc)
+}
+
+/// Hypercube of `2^dim` switches; ports `1..=cas_per_switch` to CAs, then `links_per_pair` ports per
+/// dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HypercubeParams {
+    pub dim: u32,
+    pub cas_per_switch: u32,
+    pub links_per_pair: u32,
+    pub lmc: u8,
+}
+
+pub fn hypercube(p: &HypercubeParams) -> Result<Fabric, TopoError> {
+    const G: &str = "hypercube";
+    if p.dim > 15 || p.links_per_pair == 0 {
+        return Err(param_err(G, "need dimension <= 15 and links per pair >= 1"));
+    }
+    let n = 1u64 << p.dim;
+    checked_product(G, [n, u64::from(p.cas_per_switch) + 1])?;
+    let ports = u64::from(p.cas_per_switch) + u64::from(p.dim) * u64::from(p.links_per_pair);
+    if ports == 0 || ports > 254 {
+        return Err(param_err(
+            G,
+            format!("switches would need {ports} ports (1..=254)"),
+        ));
+    }
+    let mut net = Net::new(G);
+    for s in 0..n {
+        net.switch(ports as u32, format!("hcube S{s}"))?;
+    }
+    let mut ca_count = 0;
+    for s in 0..n as u32 {
+        attach_cas(&mut net, s, p.cas_per_switch, &mut ca_count)?;
+    }
+    let par = p.links_per_pair;
+    for d in 0..p.dim {
+        let port = p.cas_per_switch + d * par + 1;
+        for s in 0..n as u32 {
+            let t = s ^ (1 << d);
+            if s < t {
+                for j in 0..par {
+                    net.link(s, port + j, t, port + j)?;
+                }
+            }
+        }
+    }
+    net.into_fabric(p.lmc)
+}
+
+/// Kautz graph K(d, n): vertices are the strings of length `n` over `d + 1` symbols with no two
+/// equal neighbours ((d+1)·d^(n-1) switches); each arc s_1..s_n -> s_2..s_n x becomes one
+/// bidirectional link, so switches use 2d ports for links (a pair of opposite arcs becomes two
+/// parallel links) after `cas_per_switch` CA ports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KautzParams {
+    pub degree: u32,
+    pub diameter: u32,
+    pub cas_per_switch: u32,
+    pub lmc: u8,
+}
+
+pub fn kautz(p: &KautzParams) -> Result<Fabric, TopoError> {
+    const G: &str = "kautz";
+    if p.degree == 0 || p.diameter == 0 {
+        return Err(param_err(G, "need degree >= 1 and diameter >= 1"));
+    }
+    let base = u64::from(p.degree) + 1;
+    let mut sizes = vec![base];
+    sizes.extend(std::iter::repeat_n(
+        u64::from(p.degree),
+        p.diameter as usize - 1,
+    ));
+    let n = checked_product(G, sizes)?;
+    checked_product(G, [n, u64::from(p.cas_per_switch) + 1])?;
+    let ports = u64::from(p.cas_per_switch) + 2 * u64::from(p.degree);
+    if ports > 254 {
+        return Err(param_err(
+            G,
+            format!("switches would need {ports} ports (> 254)"),
+        ));
+    }
+    // Enumerate the words in lexicographic order, encoded in base d+1 (first symbol most
+    // significant); `index` maps a word code to its switch.
+    let len = p.diameter;
+    let total = base.pow(len);
+    let mut words = Vec::with_capacity(n as usize);
+    let mut index = std::collections::HashMap::with_capacity(n as usize);
+    let sym = |code: u64, i: u32| (code / base.pow(len - 1 - i)) % base;
+    for code in 0..total {
+        if (1..len).all(|i| sym(code, i) != sym(code, i - 1)) {
+            index.insert(code, words.len() as u32);
+            words.push(code);
+        }
+    }
+    let mut net = Net::new(G);
+    for &w in &words {
+        let s: String = (0..len)
+            .map(|i| char::from(b'0' + sym(w, i) as u8))
+            .collect();
+        net.switch(ports as u32, format!("kautz {s}"))?;
+    }
+    let mut ca_count = 0;
+    for s in 0..words.len() as u32 {
+        attach_cas(&mut net, s, p.cas_per_switch, &mut ca_count)?;
+        net.reserve_until(s, p.cas_per_switch + 1);
+    }
+    for (u, &w) in words.iter().enumerate() {
+        let last = sym(w, len - 1);
+        let shifted = (w * base) % total;
+        for x in 0..base {
+            if x != last {
+                let v = index[&(shifted + x)];
+                net.connect(u as u32, v)?;
+            }
+        }
+    }
+    net.into_fabric(p.lmc)
+}
+
+/// Dragonfly (Kim et al.): `g` groups of `a` switches, each switch with `p` CAs, links to the
+/// `a - 1` others of its group and `h` global links. Ports: CAs `1..=p`, local `p+1..p+a-1`,
+/// global after. Global links are dealt round-robin over group pairs, so with `g = a·h + 1` every
+/// pair of groups shares exactly one link; with fewer groups pairs get several, spare ports stay
+/// free.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DragonflyParams {
+    pub a: u32,
+    pub p: u32,
+    pub h: u32,
+    pub g: u32,
+    pub lmc: u8,
+}
+
+pub fn dragonfly(p: &DragonflyParams) -> Result<Fabric, TopoError> {
+    const G: &str = "dragonfly";
+    if p.a == 0 || p.g == 0 {
+        return Err(param_err(G, "need a >= 1 and g >= 1"));
+    }
+    let max_g = u64::from(p.a) * u64::from(p.h) + 1;
+    if u64::from(p.g) > max_g {
+        return Err(param_err(
+            G,
+            format!("g = {} groups > a*h + 1 = {max_g}", p.g),
+        ));
+    }
+    if p.g > 1 && p.h == 0 {
+        return Err(param_err(
+            G,
+            "several groups need h >= 1 global links per switch",
+        ));
+    }
+    let n = checked_product(G, [u64::from(p.a), u64::from(p.g)])?;
+    checked_product(G, [n, u64::from(p.p) + 1])?;
+    let ports = u64::from(p.p) + u64::from(p.a) - 1 + u64::from(p.h);
+    if ports == 0 || ports > 254 {
+        return Err(param_err(
+            G,
+            format!("switches would need {ports} ports (1..=254)"),
+        ));
+    }
+    let mut net = Net::new(G);
+    for grp in 0..p.g {
+        for r in 0..p.a {
+            net.switch(ports as u32, format!("dfly G{grp} R{r}"))?;
+        }
+    }
+    let mut ca_count = 0;
+    let sw = |grp: u32, r: u32| grp * p.a + r;
+    for s in 0..n as u32 {
+        attach_cas(&mut net, s, p.p, &mut ca_count)?;
+    }
+    // local: router i uses port p+1+j' for its j-th peer (skipping itself)
+    let local_port = |i: u32, j: u32| p.p + 1 + if j < i { j } else { j - 1 };
+    for grp in 0..p.g {
+        for i in 0..p.a {
+            for j in i + 1..p.a {
+                net.link(sw(grp, i), local_port(i, j), sw(grp, j), local_port(j, i))?;
+            }
+        }
+    }
+    let gp = p.a * p.h; // global ports per group
+    let mut used = vec![0u32; p.g as usize];
+    let global = |grp: u32, t: u32| (sw(grp, t / p.h), p.p + p.a - 1 + t % p.h + 1);
+    loop {
+        let mut any = false;
+        for i in 0..p.g {
+            for j in i + 1..p.g {
+                if used[i as usize] < gp && used[j as usize] < gp {
+                    let (si, pi) = global(i, used[i as usize]);
+                    let (sj, pj) = global(j, used[j as usize]);
+                    net.link(si, pi, sj, pj)?;
+                    used[i as usize] += 1;
+                    used[j as usize] += 1;
+                    any = true;
+                }
+            }
+        }
+        if !any {
+            break;
+        }
+    }
+    net.into_fabric(p.lmc)
+}
+
+// ------------------------------------------------------------------------------------------------
+// Random irregular
+
+/// Random connected irregular fabric: `switches` switches of `ports` ports, `cas_per_switch` CAs on
+/// ports `1..=cas_per_switch`, exactly `links` switch-to-switch links (first a random spanning
+/// tree, then random pairs of switches with free ports). Seeded with ChaCha8.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RandomParams {
+    pub switches: u32,
+    pub ports: u32,
+    pub cas_per_switch: u32,
+    pub links: u32,
+    pub seed: u64,
+    /// Allow several links between the same two switches.
+    pub parallel: bool,
+    pub lmc: u8,
+}
+
+pub fn random(p: &RandomParams) -> Result<Fabric, TopoError> {
+    const G: &str = "random";
+    let n = p.switches;
+    if n == 0 {
+        return Err(param_err(G, "need at least one switch"));
+    }
+    if p.ports == 0 || p.ports > 254 {
+        return Err(param_err(
+            G,
+            format!("{} ports per switch outside 1..=254", p.ports),
+        ));
+    }
+    checked_product(G, [u64::from(n), u64::from(p.cas_per_switch) + 1])?;
+    if p.cas_per_switch > p.ports {
+        return Err(param_err(
+            G,
+            format!("{} CAs do not fit {} ports", p.cas_per_switch, p.ports),
+        ));
+    }
+    let free_per = p.ports - p.cas_per_switch;
+    let nl = u64::from(p.links);
+    if nl + 1 < u64::from(n) {
+        return Err(param_err(
+            G,
+            format!("{} links cannot connect {n} switches", p.links),
+        ));
+    }
+    if 2 * nl > u64::from(n) * u64::from(free_per) {
+        return Err(param_err(
+            G,
+            format!(
+                "{} links need {} ports, switches offer {}",
+                p.links,
+                2 * nl,
+                u64::from(n) * u64::from(free_per)
+            ),
+        ));
+    }
+    if n > 2 && free_per < 2 && n > 1 {
+        return Err(param_err(
+            G,
+            "switches need >= 2 free ports to be connected",
+        ));
+    }
+    let pairs = u64::from(n) * u64::from(n - 1) / 2;
+    if !p.parallel && nl > pairs {
+        return Err(param_err(
+            G,
+            format!(
+                "{} links exceed the {pairs} switch pairs (allow parallel links)",
+                p.links
+            ),
+        ));
+    }
+
+    let mut net = Net::new(G);
+    for s in 0..n {
+        net.switch(p.ports, format!("rnd S{s}"))?;
+    }
+    let mut ca_count = 0;
+    for s in 0..n {
+        attach_cas(&mut net, s, p.cas_per_switch, &mut ca_count)?;
+        net.reserve_until(s, p.cas_per_switch + 1);
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
+    let mut adjacent: HashSet<(u32, u32)> = HashSet::new();
+    let key = |a: u32, b: u32| (a.min(b), a.max(b));
+    // `open`: switches with a free port, with positions for O(1) removal
+    let mut open: Vec<u32> = Vec::with_capacity(n as usize);
+    let mut pos = vec![u32::MAX; n as usize];
+    let add_open = |open: &mut Vec<u32>, pos: &mut Vec<u32>, s: u32| {
+        pos[s as usize] = open.len() as u32;
+        open.push(s);
+    };
+    let drop_if_full = |net: &Net, open: &mut Vec<u32>, pos: &mut Vec<u32>, s: u32| {
+        if net.free_ports(s) == 0 && pos[s as usize] != u32::MAX {
+            let i = pos[s as usize] as usize;
+            let last = *open.last().expect("s is in open");
+            open.swap_remove(i);
+            if last != s {
+                pos[last as usize] = i as u32;
+            }
+            pos[s as usize] = u32::MAX;
+        }
+    };
+
+    // random spanning tree: attach the switches in random order to a random placed one
+    let mut order: Vec<u32> = (0..n).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.gen_range(0..=i));
+    }
+    if free_per > 0 {
+        add_open(&mut open, &mut pos, order[0]);
+    }
+    for &s in &order[1..] {
+        if open.is_empty() {
+            return Err(param_err(
+                G,
+                "ran out of free ports while connecting the switches",
+            ));
+        }
+        let u = open[rng.gen_range(0..open.len())];
+        net.connect(s, u)?;
+        adjacent.insert(key(s, u));
+        drop_if_full(&net, &mut open, &mut pos, u);
+        add_open(&mut open, &mut pos, s);
+        drop_if_full(&net, &mut open, &mut pos, s);
+    }
+
+    let mut placed = u64::from(n - 1);
+    while placed < nl {
+        let ok = |a: u32, b: u32| a != b && (p.parallel || !adjacent.contains(&key(a, b)));
+        let mut pick = None;
+        // random tries first; fall back to scanning so a feasible link is never missed
+        for _ in 0..64 {
+            if open.len() < 2 {
+                break;
+            }
+            let a = open[rng.gen_range(0..open.len())];
+            let b = open[rng.gen_range(0..open.len())];
+            if ok(a, b) {
+                pick = Some((a, b));
+                break;
+            }
+        }
+        if pick.is_none() {
+            let start = if open.is_empty() {
+                0
+            } else {
+                rng.gen_range(0..open.len())
+            };
+            'scan: for i in 0..open.len() {
+                for j in i + 1..open.len() {
+                    let (a, b) = (
+                        open[(start + i) % open.len()],
+                        open[(start + j) % open.len()],
+                    );
+                    if ok(a, b) {
+                        pick = Some((a, b));
+                        break 'scan;
+                    }
+                }
+            }
+        }
+        let Some((a, b)) = pick else {
+            return Err(param_err(
+                G,
+                format!("could place only {placed} of {} links (free ports left only between adjacent switches)", p.links),
+            ));
+        };
+        net.connect(a, b)?;
+        adjacent.insert(key(a, b));
+        drop_if_full(&net, &mut open, &mut pos, a);
+        drop_if_full(&net, &mut open, &mut pos, b);
+        placed += 1;
+    }
+    net.into_fabric(p.lmc)
+}

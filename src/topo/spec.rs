@@ -1,0 +1,231 @@
+//! `by_name`: a short text spec for a generated fabric, for the command line and tests.
+
+use super::*;
+
+/// The spec grammar, as shown to users.
+pub const SPEC_GRAMMAR: &str = "\
+SPEC := NAME ':' ARGS [ ',' OPTION ]*        (no spaces)
+  ktree:K,N                 k-ary n-tree (n*k^(n-1) switches of 2k ports, k^n CAs)
+  xgft:H;M1,..,MH;W1,..,WH  extended generalized fat tree       [radix=R]
+  fattree2:R[,D:U]          2-level fat tree of R-port switches, leaf ports split D:U (default 1:1)
+  fattree3:R[,D:U]          3-level fat tree of R-port switches (36 -> 11,664 CAs, 1,620 switches)
+  torus:X[xY[xZ..]][,C]     torus, C CAs per switch (default 1)  [par=P links per neighbour pair]
+  mesh:X[xY[xZ..]][,C]      mesh, same arguments                  [par=P]
+  hypercube:D[,C]           2^D switches, C CAs each (default 1)  [par=P]
+  kautz:D,N[,C]             Kautz graph of degree D, string length N, C CAs per switch (default 1)
+  dragonfly:A,P,H,G         G groups of A switches, P CAs and H global links per switch
+  random:S,R,C,L            S switches of R ports, C CAs each, L switch links, connected
+                                                               [seed=N (default 1)] [parallel]
+OPTION for every NAME: lmc=L (LMC of the CA ports, default 0)
+examples: ktree:18,3  xgft:2;18,36;1,18  fattree2:36,2:1  torus:6x6x6,4  mesh:4x4,2,par=2
+          hypercube:5,2  kautz:2,3,4  dragonfly:4,2,2,9  random:128,32,16,300,seed=1,lmc=2";
+
+struct Parsed<'a> {
+    spec: &'a str,
+    positional: Vec<&'a str>,
+    options: Vec<(&'a str, Option<&'a str>)>,
+}
+
+impl<'a> Parsed<'a> {
+    fn err(&self, why: impl Into<String>) -> TopoError {
+        TopoError::Spec {
+            spec: self.spec.to_string(),
+            why: why.into(),
+        }
+    }
+
+    fn num<T: std::str::FromStr>(&self, what: &str, s: &str) -> Result<T, TopoError> {
+        s.parse()
+            .map_err(|_| self.err(format!("{what}: \"{s}\" is not a valid number")))
+    }
+
+    fn arg<T: std::str::FromStr>(&self, i: usize, what: &str) -> Result<T, TopoError> {
+        let s = self
+            .positional
+            .get(i)
+            .ok_or_else(|| self.err(format!("missing {what}")))?;
+        self.num(what, s)
+    }
+
+    fn opt_arg<T: std::str::FromStr>(
+        &self,
+        i: usize,
+        what: &str,
+        default: T,
+    ) -> Result<T, TopoError> {
+        match self.positional.get(i) {
+            Some(s) => self.num(what, s),
+            None => Ok(default),
+        }
+    }
+
+    fn count(&self, min: usize, max: usize) -> Result<(), TopoError> {
+        let n = self.positional.len();
+        if n < min || n > max {
+            let want = if min == max {
+                format!("{min}")
+            } else {
+                format!("{min} to {max}")
+            };
+            return Err(self.err(format!("expects {want} arguments, got {n}")));
+        }
+        Ok(())
+    }
+
+    /// Value of option `key`; an error if present without a value.
+    fn option<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, TopoError> {
+        match self.options.iter().rev().find(|(k, _)| *k == key) {
+            None => Ok(default),
+            Some((_, Some(v))) => self.num(key, v),
+            Some((_, None)) => Err(self.err(format!("option {key} needs a value ({key}=N)"))),
+        }
+    }
+
+    fn flag(&self, key: &str) -> bool {
+        self.options.iter().any(|(k, v)| *k == key && v.is_none())
+    }
+
+    fn allow(&self, keys: &[&str]) -> Result<(), TopoError> {
+        for (k, _) in &self.options {
+            if *k != "lmc" && !keys.contains(k) {
+                return Err(self.err(format!("unknown option \"{k}\"")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Builds the fabric a spec names, e.g. `"torus:6x6x6,4"`. Grammar: [`SPEC_GRAMMAR`].
+pub fn by_name(spec: &str) -> Result<Fabric, TopoError> {
+    let err = |why: &str| TopoError::Spec {
+        spec: spec.to_string(),
+        why: why.to_string(),
+    };
+    let (name, rest) = spec
+        .split_once(':')
+        .ok_or_else(|| err("expected NAME:ARGS"))?;
+    let mut p = Parsed {
+        spec,
+        positional: Vec::new(),
+        options: Vec::new(),
+    };
+    for tok in rest.split(',') {
+        if let Some((k, v)) = tok.split_once('=') {
+            p.options.push((k, Some(v)));
+        } else if tok == "parallel" {
+            p.options.push((tok, None));
+        } else if !p.options.is_empty() {
+            return Err(p.err(format!("argument \"{tok}\" after options")));
+        } else {
+            p.positional.push(tok);
+        }
+    }
+    let lmc: u8 = p.option("lmc", 0)?;
+    match name {
+        "ktree" => {
+            p.allow(&[])?;
+            p.count(2, 2)?;
+            kary_ntree(&KaryNTreeParams { k: p.arg(0, "k")?, n: p.arg(1, "n")?, lmc })
+        }
+        "xgft" => {
+            p.allow(&["radix"])?;
+            // positional tokens were split at ',', the groups are separated by ';'
+            let joined = p.positional.join(",");
+            let groups: Vec<&str> = joined.split(';').collect();
+            if groups.len() != 3 {
+                return Err(p.err("expects H;M1,..,MH;W1,..,WH"));
+            }
+            let h: usize = p.num("h", groups[0])?;
+            let list = |g: &str, what: &str| -> Result<Vec<u32>, TopoError> {
+                g.split(',').map(|s| p.num(what, s)).collect()
+            };
+            let m = list(groups[1], "m")?;
+            let w = list(groups[2], "w")?;
+            if m.len() != h || w.len() != h {
+                return Err(p.err(format!("h = {h} needs {h} values of m and of w")));
+            }
+            let radix = match p.options.iter().find(|(k, _)| *k == "radix") {
+                Some(_) => Some(p.option("radix", 0u32)?),
+                None => None,
+            };
+            xgft(&XgftParams { m, w, radix, lmc })
+        }
+        "fattree2" | "fattree3" => {
+            p.allow(&[])?;
+            p.count(1, 2)?;
+            let radix: u32 = p.arg(0, "radix")?;
+            let params = match p.positional.get(1) {
+                None => FatTreeParams { radix, down: None, lmc },
+                Some(r) => {
+                    let (d, u) = r.split_once(':').ok_or_else(|| p.err("ratio must be D:U"))?;
+                    FatTreeParams::with_ratio(radix, p.num("D", d)?, p.num("U", u)?, lmc)?
+                }
+            };
+            if name == "fattree2" {
+                fat_tree2(&params)
+            } else {
+                fat_tree3(&params)
+            }
+        }
+        "torus" | "mesh" => {
+            p.allow(&["par"])?;
+            p.count(1, 2)?;
+            let dims = p.positional[0]
+                .split('x')
+                .map(|s| p.num("dimension", s))
+                .collect::<Result<Vec<u32>, _>>()?;
+            torus(&TorusParams {
+                dims,
+                cas_per_switch: p.opt_arg(1, "CAs per switch", 1)?,
+                links_per_pair: p.option("par", 1)?,
+                wrap: name == "torus",
+                lmc,
+            })
+        }
+        "hypercube" => {
+            p.allow(&["par"])?;
+            p.count(1, 2)?;
+            hypercube(&HypercubeParams {
+                dim: p.arg(0, "dimension")?,
+                cas_per_switch: p.opt_arg(1, "CAs per switch", 1)?,
+                links_per_pair: p.option("par", 1)?,
+                lmc,
+            })
+        }
+        "kautz" => {
+            p.allow(&[])?;
+            p.count(2, 3)?;
+            kautz(&KautzParams {
+                degree: p.arg(0, "degree")?,
+                diameter: p.arg(1, "string length")?,
+                cas_per_switch: p.opt_arg(2, "CAs per switch", 1)?,
+                lmc,
+            })
+        }
+        "dragonfly" => {
+            p.allow(&[])?;
+            p.count(4, 4)?;
+            dragonfly(&DragonflyParams {
+                a: p.arg(0, "a")?,
+                p: p.arg(1, "p")?,
+                h: p.arg(2, "h")?,
+                g: p.arg(3, "g")?,
+                lmc,
+            })
+        }
+        "random" => {
+            p.allow(&["seed", "parallel"])?;
+            p.count(4, 4)?;
+            random(&RandomParams {
+                switches: p.arg(0, "switches")?,
+                ports: p.arg(1, "ports")?,
+                cas_per_switch: p.arg(2, "CAs per switch")?,
+                links: p.arg(3, "links")?,
+                seed: p.option("seed", 1)?,
+                parallel: p.flag("parallel"),
+                lmc,
+            })
+        }
+        _ => Err(err(&format!("unknown topology \"{name}\"; known: ktree xgft fattree2 fattree3 torus mesh hypercube kautz dragonfly random"))),
+    }
+}
