@@ -864,3 +864,49 @@ pub(crate) mod tests {
         assert!(rep.cdg_edges_per_layer[0] > 0);
     }
 }
+
+/// Timings on a large fabric, for humans: `cargo test --release --lib verify::perf -- --ignored
+/// --nocapture` (asserts correctness only; speed belongs to the benchmarks).
+#[cfg(test)]
+mod perf {
+    use std::time::Instant;
+
+    use super::*;
+
+    #[test]
+    #[ignore]
+    fn ktree_18_3() {
+        let f = crate::topo::by_name("ktree:18,3").unwrap();
+        let g = SwitchGraph::new(&f).unwrap();
+        let t = Instant::now();
+        let r = crate::sssp::route(&g);
+        let route = t.elapsed();
+        let t = Instant::now();
+        let rep = verify(&g, &r).unwrap();
+        let ver = t.elapsed();
+        println!(
+            "ktree:18,3 ({} switches, {} LIDs, {} channels, {} threads): sssp {:.3} s, verify {:.3} s: {}",
+            g.num_switches(),
+            g.dests.len(),
+            g.num_channels(),
+            rayon::current_num_threads(),
+            route.as_secs_f64(),
+            ver.as_secs_f64(),
+            rep.summary()
+        );
+        for patterns in [0u32, 1000] {
+            let t = Instant::now();
+            let opts = crate::metrics::MetricsOptions {
+                patterns,
+                ..Default::default()
+            };
+            let m = crate::metrics::compute(&g, &r, &opts).unwrap();
+            println!(
+                "metrics ({patterns} patterns) {:.3} s: {}",
+                t.elapsed().as_secs_f64(),
+                m.summary()
+            );
+            assert!(m.connectivity.complete());
+        }
+    }
+}
