@@ -17,6 +17,13 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use super::{parse_c_number, parse_hex_u64, Ctx, IoError};
+
+/// Leading hex digits of `s` (after an optional 0x) as a number.
+fn hex_token(s: &str) -> Option<u64> {
+    let t = s.strip_prefix("0x").unwrap_or(s);
+    let end = t.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(t.len());
+    parse_hex_u64(&t[..end])
+}
 use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
 
 /// ibsim's node description buffer holds 63 characters.
@@ -210,8 +217,20 @@ impl Default for NetOptions {
     }
 }
 
+/// Which program's reading of the shared record format to follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Flavor {
+    /// ibsim: port GUIDs are node GUID + port (switch ports: node GUID), whatever the file says.
+    Ibsim,
+    /// ibnetdiscover output: port GUIDs as printed (`switchguid=0xNODE(PORT)`, `[p](PORTGUID)`),
+    /// node GUIDs from the `*guid=` line before each record or else from the `S-`/`H-`/`R-` id.
+    Ibnetdiscover,
+}
+
 struct PNode {
     kind: NodeKind,
+    /// switch port 0 GUID given by `switchguid=0x..(PORTGUID)`
+    port0_guid: Option<u64>,
     ports: u8,
     id: String,
     desc: String,
@@ -228,6 +247,8 @@ struct PPort {
     remote_port: u8,
     line: usize,
     lid: Option<(u16, u8)>,
+    /// `[p](PORTGUID)` on CA/router port lines
+    port_guid: Option<u64>,
 }
 
 /// The value after `=` or `+` of `key=VALUE(...)`, hex or decimal like C's strtoull.
@@ -283,7 +304,18 @@ fn quoted(s: &str) -> Option<(&str, &str)> {
 /// or router port, those are used; otherwise all are assigned here like the generators do
 /// (switches first from 1, then CA/router ports in file order, aligned to 2^`opts.lmc`).
 pub fn parse_net(text: &str, file: &str, opts: NetOptions) -> Result<Fabric, IoError> {
+    parse_records(text, file, opts, Flavor::Ibsim)
+}
+
+pub(crate) fn parse_records(
+    text: &str,
+    file: &str,
+    opts: NetOptions,
+    flavor: Flavor,
+) -> Result<Fabric, IoError> {
     let ctx = Ctx { file };
+    // set by a `*guid=` line, consumed by the next record: (counter, port GUID in parentheses)
+    let mut pending: Option<(usize, Option<u64>)> = None;
     let mut nodes: Vec<PNode> = Vec::new();
     let mut ports: Vec<PPort> = Vec::new();
     let mut by_id: HashMap<String, usize> = HashMap::new();
@@ -326,6 +358,8 @@ pub fn parse_net(text: &str, file: &str, opts: NetOptions) -> Result<Fabric, IoE
                     abs[c] = v;
                     next[c] = v;
                 }
+                let paren = line.find('(').and_then(|i| hex_token(&line[i + 1..]));
+                pending = Some((c, paren));
             } else if line.starts_with("include")
                 || line.starts_with("do")
                 || line.starts_with("module")
@@ -390,6 +424,19 @@ pub fn parse_net(text: &str, file: &str, opts: NetOptions) -> Result<Fabric, IoE
             NodeKind::Switch => 1,
             NodeKind::Router => 2,
         };
+        let given = pending.take().filter(|&(pc, _)| pc == c);
+        if flavor == Flavor::Ibnetdiscover && given.is_none() {
+            // no `*guid=` line: the id S-/H-/R-<16 hex digits> carries the GUID
+            let hex = id
+                .get(2..)
+                .filter(|h| h.len() == 16 && id.as_bytes()[1] == b'-');
+            if let Some(g) = hex.and_then(parse_hex_u64) {
+                next[c] = g;
+            }
+        }
+        let port0_guid = given
+            .and_then(|(_, p)| p)
+            .filter(|_| flavor == Flavor::Ibnetdiscover);
         let guid = next[c];
         next[c] = next[c].wrapping_add(if kind == NodeKind::Switch {
             1
@@ -400,6 +447,7 @@ pub fn parse_net(text: &str, file: &str, opts: NetOptions) -> Result<Fabric, IoE
         by_id.insert(id.to_string(), idx);
         nodes.push(PNode {
             kind,
+            port0_guid,
             ports: nports as u8,
             id: id.to_string(),
             desc,
@@ -436,6 +484,11 @@ pub fn parse_net(text: &str, file: &str, opts: NetOptions) -> Result<Fabric, IoE
             if port == 0 || port > nports {
                 return Err(ctx.err(plno, pl, format!("port {port} outside 1..={nports}")));
             }
+            // `[p](PORTGUID)` on ibnetdiscover's CA port lines
+            let port_guid = pl[close + 1..]
+                .strip_prefix('(')
+                .and_then(hex_token)
+                .filter(|_| flavor == Flavor::Ibnetdiscover);
             let (rid, after) = quoted(&pl[close..])
                 .ok_or_else(|| ctx.err(plno, pl, "missing quoted remote node id"))?;
             let mut remote_port = 1u32; // ibsim's default
@@ -470,6 +523,7 @@ pub fn parse_net(text: &str, file: &str, opts: NetOptions) -> Result<Fabric, IoE
                 remote_port: remote_port as u8,
                 line: plno,
                 lid,
+                port_guid,
             });
         }
     }
@@ -576,7 +630,7 @@ fn build(
                         node: k as u32,
                         port: 0,
                     },
-                    n.guid,
+                    n.port0_guid.unwrap_or(n.guid),
                     lid,
                     lmc,
                 )
@@ -588,7 +642,9 @@ fn build(
             .filter(|p| nodes[p.node].kind != NodeKind::Switch)
         {
             let (lid, lmc) = p.lid.unwrap_or((0, 0));
-            let guid = nodes[p.node].guid.wrapping_add(u64::from(p.port));
+            let guid = p
+                .port_guid
+                .unwrap_or(nodes[p.node].guid.wrapping_add(u64::from(p.port)));
             b.set_lid(
                 PortRef {
                     node: p.node as u32,
@@ -622,7 +678,7 @@ fn build(
                     node: k as u32,
                     port: 0,
                 },
-                n.guid,
+                n.port0_guid.unwrap_or(n.guid),
                 lid as u16,
                 0,
             )
@@ -642,7 +698,9 @@ fn build(
                     "more LIDs needed than the unicast range holds",
                 ));
             }
-            let guid = nodes[p.node].guid.wrapping_add(u64::from(p.port));
+            let guid = p
+                .port_guid
+                .unwrap_or(nodes[p.node].guid.wrapping_add(u64::from(p.port)));
             b.set_lid(
                 PortRef {
                     node: p.node as u32,

@@ -1,0 +1,175 @@
+//! Generated fabrics written as ibsim net files and run in the real simulator with the stock
+//! OpenSM: OpenSM must discover exactly the nodes, links and ports the generator made, and the
+//! Fabric read back from its opensm-subnet.lst must equal the generated one (GUIDs, descriptions,
+//! links, and the LIDs the net file preset on the ports).
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dfsssp_rs::fabric::Fabric;
+use dfsssp_rs::io::{ibsim, osm_dump};
+use dfsssp_rs::topo;
+
+const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+
+/// ibsim, killed (by its own pid) when dropped.
+struct Sim(Child);
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_ibsim(dir: &Path, net: &Path, sock: &str, caps: &ibsim::IbsimCaps) -> Sim {
+    let log = std::fs::File::create(dir.join("ibsim.log")).unwrap();
+    let child = Command::new("ibsim")
+        .args(caps.args())
+        .args(["-s", "-n"])
+        .arg(net)
+        .env("IBSIM_SOCKNAME", sock)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("ibsim (package ibsim-utils) must be installed");
+    let mut sim = Sim(child);
+    let start = Instant::now();
+    loop {
+        let mut s = String::new();
+        std::fs::File::open(dir.join("ibsim.log"))
+            .unwrap()
+            .read_to_string(&mut s)
+            .unwrap();
+        if s.contains("Network simulator ready") {
+            return sim;
+        }
+        if let Some(st) = sim.0.try_wait().unwrap() {
+            panic!("ibsim exited ({st}) before becoming ready:\n{s}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "ibsim not ready:\n{s}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn run_opensm(dir: &Path, sock: &str, lmc: u8) {
+    let out = Command::new("opensm")
+        .args(["--once", "-R", "minhop", "-D", "0x43", "-d", "0", "-f"])
+        .arg(dir.join("osm.log"))
+        .args(["-l", &lmc.to_string()])
+        .env("IBSIM_SOCKNAME", sock)
+        .env("LD_PRELOAD", UMAD2SIM)
+        .env("OSM_TMP_DIR", dir)
+        .env("OSM_CACHE_DIR", dir)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("opensm must be installed");
+    let log = std::fs::read_to_string(dir.join("osm.log")).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "opensm failed: {}\n{log}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(log.contains("SUBNET UP"), "subnet did not come up:\n{log}");
+}
+
+/// Sorted, index-free view of a fabric, to compare two fabrics built in different orders.
+fn canon(
+    f: &Fabric,
+) -> (
+    Vec<(u64, u8, u8, String)>,
+    Vec<((u64, u8), (u64, u8))>,
+    Vec<(u64, u8, u64, u16, u8)>,
+) {
+    let mut n: Vec<_> = f
+        .nodes
+        .iter()
+        .map(|n| (n.guid, n.kind as u8, n.num_ports, n.description.clone()))
+        .collect();
+    n.sort();
+    let g = |p: dfsssp_rs::fabric::PortRef| (f.nodes[p.node as usize].guid, p.port);
+    let mut l: Vec<_> = f
+        .links
+        .iter()
+        .map(|l| (g(l.a).min(g(l.b)), g(l.a).max(g(l.b))))
+        .collect();
+    l.sort();
+    let mut e: Vec<_> = f
+        .endpoints
+        .iter()
+        .map(|e| {
+            (
+                f.nodes[e.node as usize].guid,
+                e.port,
+                e.port_guid,
+                e.base_lid,
+                e.lmc,
+            )
+        })
+        .collect();
+    e.sort();
+    (n, l, e)
+}
+
+fn check_in_ibsim(spec: &str) {
+    let f = topo::by_name(spec).unwrap();
+    let lmc = f.endpoints.iter().map(|e| e.lmc).max().unwrap_or(0);
+    let dir = tempfile::tempdir().unwrap();
+    let net = dir.path().join("fabric.net");
+    std::fs::write(&net, ibsim::write_net(&f)).unwrap();
+    let sock = format!(
+        "dfsssp-topo-{}-{}",
+        std::process::id(),
+        spec.replace([':', ',', '=', ';'], "_")
+    );
+    let sim = start_ibsim(dir.path(), &net, &sock, &ibsim::IbsimCaps::of(&f));
+    run_opensm(dir.path(), &sock, lmc);
+    drop(sim);
+
+    let lst = std::fs::read_to_string(dir.path().join("opensm-subnet.lst")).unwrap();
+    // every link appears once from each end
+    assert_eq!(
+        lst.lines().count(),
+        2 * f.links.len(),
+        "{spec}: links discovered"
+    );
+    let seen = osm_dump::parse_subnet_lst(&lst, "opensm-subnet.lst", lmc).unwrap();
+    assert_eq!(seen.switch_count(), f.switch_count(), "{spec}: switches");
+    assert_eq!(
+        seen.terminal_node_count(),
+        f.terminal_node_count(),
+        "{spec}: CAs"
+    );
+    let (gn, gl, ge) = canon(&f);
+    let (sn, sl, se) = canon(&seen);
+    assert_eq!(gn, sn, "{spec}: nodes");
+    assert_eq!(gl, sl, "{spec}: links");
+    // OpenSM keeps the LIDs the net file preset on the ports
+    assert_eq!(ge, se, "{spec}: LIDs");
+}
+
+#[test]
+fn generated_fabrics_are_discovered_by_opensm_in_ibsim() {
+    for spec in [
+        "ktree:3,2",
+        "xgft:2;3,4;1,2",
+        "fattree2:8,3:1",
+        "torus:3x3,2,par=2",
+        "mesh:2x3,1",
+        "hypercube:3,2",
+        "kautz:2,2,1",
+        "dragonfly:3,1,1,4",
+        "random:10,8,2,14,seed=7,parallel",
+        "ktree:2,3,lmc=2",
+    ] {
+        check_in_ibsim(spec);
+    }
+}
