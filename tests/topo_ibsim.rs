@@ -60,8 +60,13 @@ fn start_ibsim(dir: &Path, net: &Path, sock: &str, caps: &ibsim::IbsimCaps) -> S
 }
 
 fn run_opensm(dir: &Path, sock: &str, lmc: u8) {
+    run_opensm_with(dir, sock, lmc, &["-R", "minhop"]);
+}
+
+fn run_opensm_with(dir: &Path, sock: &str, lmc: u8, engine: &[&str]) {
     let out = Command::new("opensm")
-        .args(["--once", "-R", "minhop", "-D", "0x43", "-d", "0", "-f"])
+        .args(engine)
+        .args(["--once", "-D", "0x43", "-d", "0", "-f"])
         .arg(dir.join("osm.log"))
         .args(["-l", &lmc.to_string()])
         .env("IBSIM_SOCKNAME", sock)
@@ -171,5 +176,43 @@ fn generated_fabrics_are_discovered_by_opensm_in_ibsim() {
         "ktree:2,3,lmc=2",
     ] {
         check_in_ibsim(spec);
+    }
+}
+
+/// LFTs written for the stock `file` routing engine are installed verbatim by OpenSM.
+#[test]
+fn file_engine_installs_written_lfts() {
+    use dfsssp_rs::fabric::SwitchGraph;
+    for spec in ["random:8,8,2,12,seed=3,parallel,lmc=1", "torus:3x3,1"] {
+        let f = topo::by_name(spec).unwrap();
+        let lmc = f.endpoints.iter().map(|e| e.lmc).max().unwrap_or(0);
+        let g = SwitchGraph::new(&f).unwrap();
+        let r = dfsssp_rs::sssp::route(&g);
+        let dir = tempfile::tempdir().unwrap();
+        let net = dir.path().join("fabric.net");
+        std::fs::write(&net, ibsim::write_net(&f)).unwrap();
+        let lfts = dir.path().join("routes.lfts");
+        std::fs::write(&lfts, osm_dump::write_lfts(&f, &g, &r.lft)).unwrap();
+        let sock = format!("dfsssp-topo-file-{}-{}", std::process::id(), spec.len());
+        let sim = start_ibsim(dir.path(), &net, &sock, &ibsim::IbsimCaps::of(&f));
+        run_opensm_with(
+            dir.path(),
+            &sock,
+            lmc,
+            &["-R", "file", "-U", lfts.to_str().unwrap()],
+        );
+        drop(sim);
+        let log = std::fs::read_to_string(dir.path().join("osm.log")).unwrap();
+        assert!(
+            log.contains("file tables configured on all switches"),
+            "{spec}: {log}"
+        );
+        let dump = std::fs::read_to_string(dir.path().join("opensm-lfts.dump")).unwrap();
+        let d = osm_dump::parse_lfts(&dump, "opensm-lfts.dump", &f, &g).unwrap();
+        assert!(d.switches_missing.is_empty());
+        assert_eq!(
+            d.lft, r.lft,
+            "{spec}: OpenSM's tables differ from the written ones"
+        );
     }
 }
