@@ -1,0 +1,51 @@
+//! Criterion benches of the routing core on generated fabrics of about 1k, 6k and 12k CAs:
+//! SSSP routing, deadlock removal (CDG construction and cycle breaking), verification and the
+//! effective bisection bandwidth. `cargo bench --bench core`; `-- sssp/` etc. to pick one group.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use dfsssp_rs::fabric::{Fabric, SwitchGraph};
+use dfsssp_rs::{sssp, topo, verify};
+
+/// (label, spec): fat trees at ~1k, ~6k, ~12k CAs, and a torus that needs several layers.
+const FABRICS: &[(&str, &str)] = &[
+    ("ktree-10-3 (1000 CAs)", "ktree:10,3"),
+    ("ktree-18-3 (5832 CAs)", "ktree:18,3"),
+    ("fattree3-36 (11664 CAs)", "fattree3:36"),
+    ("torus-6x6x6 (864 CAs)", "torus:6x6x6,4"),
+];
+
+fn fabrics() -> Vec<(&'static str, Fabric, SwitchGraph)> {
+    FABRICS
+        .iter()
+        .map(|&(label, spec)| {
+            let f = topo::by_name(spec).expect("bench fabric spec");
+            let g = SwitchGraph::new(&f).expect("bench fabric graph");
+            (label, f, g)
+        })
+        .collect()
+}
+
+fn benches(c: &mut Criterion) {
+    let all = fabrics();
+    let mut group = c.benchmark_group("sssp");
+    group.sample_size(10);
+    for (label, _, g) in &all {
+        group.bench_with_input(BenchmarkId::from_parameter(label), g, |b, g| {
+            b.iter(|| sssp::route(g))
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("verify");
+    group.sample_size(10);
+    for (label, _, g) in &all {
+        let r = sssp::route(g);
+        group.bench_with_input(BenchmarkId::from_parameter(label), g, |b, g| {
+            b.iter(|| verify::verify(g, &r).map(|rep| rep.layers_used).ok())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(core, benches);
+criterion_main!(core);
