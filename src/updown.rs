@@ -1,1 +1,253 @@
-//! TODO
+//! Up*/Down* routing (Schroeder et al., Autonet), balanced like SSSP: the inherently deadlock-free
+//! escape that dfsssp-rs falls back on when cycle breaking needs more virtual layers than the fabric
+//! has (seed 004 §III-D).
+//!
+//! **Orientation.** Each connected component gets a root: a switch of minimal eccentricity (a
+//! centre), ties to the lowest switch id (= lowest node GUID). Switches are ranked by
+//! `(BFS level from the root, id)`, a total order; a channel is *up* when it leads to a lower rank,
+//! *down* otherwise. A route is legal when it takes up channels only, then down channels only.
+//!
+//! **Legal routes are deadlock-free.** Along consecutive up channels the rank strictly decreases,
+//! along down channels it strictly increases, and a legal route never follows a down channel with
+//! an up one. A cycle in the channel dependency graph of legal routes would be a closed channel
+//! sequence; all-up or all-down is impossible (rank would return to its start), and a mixed one
+//! must contain a down channel followed by an up channel, which no legal route has. Hence the union
+//! of all Up*/Down* routes has an acyclic CDG, in one layer, whatever else that layer holds as long
+//! as the other routes are Up*/Down* too.
+//!
+//! **Destination trees.** LFTs forward by destination only, so a switch must take the same next
+//! channel whether a packet entered it going up or going down. For destination switch `t`:
+//! - `dd(s)`: length of the shortest *down-only* path from `s` to `t` (BFS from `t` backwards over
+//!   down channels), infinite when none exists;
+//! - `T(s) = dd(s)` when finite, else `1 + min T(w)` over up channels `s -> w` (computed in rank
+//!   order, since `w` ranks below `s`).
+//!
+//! A switch with finite `dd` forwards by a down channel to some `w` with `dd(w) = dd(s) - 1` (so
+//! `w` is again such a switch: once a route goes down it stays down); the others forward by an up
+//! channel to some `w` with `T(w) = T(s) - 1`. Every switch of `t`'s component has a finite `T`:
+//! the root reaches every switch down its BFS tree (`dd(root)` finite), and every other switch has
+//! an up channel to a neighbour one level closer to the root. Since `T` falls by one per hop, the
+//! routes form a tree, and every route is up* then down*: legal for every source, without any
+//! per-source state. `T` can exceed the shortest legal distance (a switch with a long down-only
+//! path keeps it even if up-then-down were shorter), the price of destination-based consistency.
+//!
+//! **Balance.** Among the candidate channels the tree is chosen by [`Balancer::choose_tree`], the
+//! same least-accumulated-load rule SSSP uses, so escape routes spread over the fabric too.
+
+use crate::fabric::{Dest, SwitchGraph, NONE};
+use crate::routing::{Lft, Routing, SwitchLidTable};
+use crate::sssp::{order_by_distance, routing_order, write_dest, Balancer, SwitchDistances};
+
+/// The Up*/Down* orientation of the switch graph.
+#[derive(Clone, Debug)]
+pub struct UpDown {
+    /// Root of every connected component.
+    pub roots: Vec<u32>,
+    /// BFS level of every switch from its component's root.
+    pub level: Vec<u32>,
+    /// Position of every switch in `(level, id)` order; up channels lead to a lower rank.
+    pub rank: Vec<u32>,
+    /// Switches in rank order.
+    by_rank: Vec<u32>,
+}
+
+impl UpDown {
+    /// Orientation from roots of minimal eccentricity (ties: lowest switch id), one per component.
+    pub fn new(g: &SwitchGraph, dist: &SwitchDistances) -> Self {
+        let roots = central_roots(g, dist);
+        Self::with_roots(g, &roots)
+    }
+
+    /// Orientation from the given roots (one per connected component; a component without a root
+    /// takes its lowest switch id).
+    pub fn with_roots(g: &SwitchGraph, roots: &[u32]) -> Self {
+        let ns = g.num_switches();
+        let mut level = vec![u32::MAX; ns];
+        let mut used_roots = Vec::new();
+        let mut queue = std::collections::VecDeque::new();
+        let starts = roots.iter().copied().chain(0..ns as u32);
+        for r in starts {
+            if r as usize >= ns || level[r as usize] != u32::MAX {
+                continue;
+            }
+            used_roots.push(r);
+            level[r as usize] = 0;
+            queue.push_back(r);
+            while let Some(v) = queue.pop_front() {
+                for c in g.out_channels(v) {
+                    let w = g.chan_head[c as usize] as usize;
+                    if level[w] == u32::MAX {
+                        level[w] = level[v as usize] + 1;
+                        queue.push_back(w as u32);
+                    }
+                }
+            }
+        }
+        let mut by_rank: Vec<u32> = (0..ns as u32).collect();
+        by_rank.sort_unstable_by_key(|&s| (level[s as usize], s));
+        let mut rank = vec![0u32; ns];
+        for (i, &s) in by_rank.iter().enumerate() {
+            rank[s as usize] = i as u32;
+        }
+        UpDown {
+            roots: used_roots,
+            level,
+            rank,
+            by_rank,
+        }
+    }
+
+    /// Whether channel `c` goes up (towards a lower rank).
+    #[inline]
+    pub fn is_up(&self, g: &SwitchGraph, c: u32) -> bool {
+        self.rank[g.chan_head[c as usize] as usize] < self.rank[g.chan_tail[c as usize] as usize]
+    }
+}
+
+/// Per component, the switch of minimal eccentricity, ties to the lowest id.
+fn central_roots(g: &SwitchGraph, dist: &SwitchDistances) -> Vec<u32> {
+    let ns = g.num_switches();
+    let comp = crate::dfsssp::cdg::components(g);
+    let ncomp = comp.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
+    let mut best = vec![(u16::MAX, NONE); ncomp];
+    for s in 0..ns as u32 {
+        let ecc = (0..ns as u32)
+            .map(|t| dist.get(s, t))
+            .filter(|&d| d != u16::MAX)
+            .max()
+            .unwrap_or(0);
+        let b = &mut best[comp[s as usize] as usize];
+        if (ecc, s) < *b {
+            *b = (ecc, s);
+        }
+    }
+    best.into_iter().map(|(_, s)| s).collect()
+}
+
+/// Builds balanced Up*/Down* destination trees, reusing buffers across destinations.
+pub struct UpDownRouter<'a> {
+    g: &'a SwitchGraph,
+    ud: &'a UpDown,
+    /// Down-only distance to the current destination.
+    dd: Vec<u16>,
+    /// Tree distance `T` to the current destination.
+    t: Vec<u16>,
+    queue: Vec<u32>,
+    order: Vec<u32>,
+    counts: Vec<u32>,
+    next: Vec<u32>,
+}
+
+impl<'a> UpDownRouter<'a> {
+    pub fn new(g: &'a SwitchGraph, ud: &'a UpDown) -> Self {
+        let ns = g.num_switches();
+        UpDownRouter {
+            g,
+            ud,
+            dd: vec![u16::MAX; ns],
+            t: vec![u16::MAX; ns],
+            queue: Vec::with_capacity(ns),
+            order: Vec::with_capacity(ns),
+            counts: Vec::new(),
+            next: Vec::with_capacity(ns),
+        }
+    }
+
+    /// Computes `dd` and `T` towards switch `to` and the switches ordered by `T`.
+    fn distances(&mut self, to: u32) {
+        let (g, ud) = (self.g, self.ud);
+        self.dd.fill(u16::MAX);
+        self.dd[to as usize] = 0;
+        self.queue.clear();
+        self.queue.push(to);
+        let mut i = 0;
+        while i < self.queue.len() {
+            let v = self.queue[i];
+            i += 1;
+            let nd = self.dd[v as usize] + 1;
+            for &c in g.in_channels(v) {
+                let u = g.chan_tail[c as usize];
+                if self.dd[u as usize] == u16::MAX && !ud.is_up(g, c) {
+                    self.dd[u as usize] = nd;
+                    self.queue.push(u);
+                }
+            }
+        }
+        for &s in &ud.by_rank {
+            let s = s as usize;
+            self.t[s] = if self.dd[s] != u16::MAX {
+                self.dd[s]
+            } else {
+                let mut best = u16::MAX;
+                for c in g.out_channels(s as u32) {
+                    if ud.is_up(g, c) {
+                        best = best.min(self.t[g.chan_head[c as usize] as usize]);
+                    }
+                }
+                if best == u16::MAX {
+                    u16::MAX
+                } else {
+                    best + 1
+                }
+            };
+        }
+        order_by_distance(&self.t, &mut self.order, &mut self.counts);
+    }
+
+    /// Chooses the balanced Up*/Down* tree towards `d` with `bal`'s channel loads, writes its LFT
+    /// and hop entries, and adds its routes to the loads. Returns the next channel per switch
+    /// ([`NONE`] for the destination's switch and for switches in other components).
+    pub fn route_dest(
+        &mut self,
+        bal: &mut Balancer,
+        d: &Dest,
+        lft: &mut Lft,
+        hops: &mut SwitchLidTable,
+    ) -> &[u32] {
+        let (g, ud) = (self.g, self.ud);
+        self.distances(d.switch);
+        let (dd, t) = (&self.dd, &self.t);
+        let next = bal.choose_tree(g, &self.order, |c| {
+            let (s, w) = (
+                g.chan_tail[c as usize] as usize,
+                g.chan_head[c as usize] as usize,
+            );
+            if dd[s] != u16::MAX {
+                !ud.is_up(g, c) && dd[w].wrapping_add(1) == dd[s]
+            } else {
+                ud.is_up(g, c) && t[w].wrapping_add(1) == t[s]
+            }
+        });
+        self.next.clear();
+        self.next.extend_from_slice(next);
+        write_dest(g, d, &self.next, |s| t[s as usize], lft, hops);
+        bal.add_tree_load(g, &self.order);
+        &self.next
+    }
+}
+
+/// Routes every LID with balanced Up*/Down* (one layer, deadlock-free by construction).
+pub fn route(g: &SwitchGraph) -> Routing {
+    let dist = SwitchDistances::new(g);
+    let ud = UpDown::new(g, &dist);
+    route_with(g, &ud)
+}
+
+/// [`route`] with a given orientation.
+pub fn route_with(g: &SwitchGraph, ud: &UpDown) -> Routing {
+    let ns = g.num_switches();
+    let mut lft = Lft::new(ns, g.max_lid);
+    let mut hops = SwitchLidTable::new(ns, g.max_lid, crate::routing::NO_PATH);
+    let mut bal = Balancer::new(g);
+    let mut router = UpDownRouter::new(g, ud);
+    for di in routing_order(g) {
+        let d = g.dests[di as usize];
+        router.route_dest(&mut bal, &d, &mut lft, &mut hops);
+    }
+    Routing {
+        lft,
+        hops,
+        layers: None,
+        num_layers: 1,
+    }
+}

@@ -1,1 +1,555 @@
-//! TODO
+//! Deadlock removal with virtual layers (DFSSSP, Domke, Hoefler & Nagel, seed 003), within a lane
+//! budget that is never exceeded.
+//!
+//! Input: a routing whose forwarding tables form one in-tree per destination LID (balanced SSSP).
+//! A *path* is (source switch, destination LID); its layer is stored per (switch, DLID) in
+//! [`Routing::layers`]. Every switch is a source and every LID (switch LIDs included) a destination.
+//!
+//! 1. **CDG of layer 0** ([`cdg`]): per destination, subtree sums over its tree give the number of
+//!    paths behind every dependency edge: O(S) per destination, in parallel, flat `u32` counts.
+//!    A path counts as many source ports as it stands for (the switch's CAs and the switch
+//!    itself, [`PathWeight::SourcePorts`]), as stock OpenSM counts (source, destination) pairs.
+//! 2. **Offline cycle breaking** (Algorithm 2, [`breaking`]): per layer one resumable DFS; each
+//!    cycle's weakest edge (fewest paths) is cut by moving its paths to the next layer. The layers
+//!    pure DFSSSP needs are measured up to [`DfssspOptions::measure_up_to`] (15 by default).
+//! 3. **Escape** when that exceeds the budget ([`escape`]): the last layer (layer 0 for a budget of
+//!    one) is reserved for balanced Up*/Down* routes ([`crate::updown`]); destinations with a path
+//!    beyond the other layers are re-routed Up*/Down*, then given their minimal routes back one by
+//!    one wherever every path still fits acyclically (incremental cycle checks).
+//! 4. **Balancing** (as stock dfsssp): layers left empty are shared out among the used ones, the
+//!    fullest first; a used layer's paths are spread over its share (any subset of an acyclic
+//!    layer is acyclic).
+//!
+//! Complexity (S switches, C channels, E = Σ_c outdeg(head c) ≤ C·radix possible dependency edges,
+//! D LIDs, L layers): CDG build O(D·S); cycle breaking O(L·(C+E)) for the searches plus, per cut
+//! edge, O(max_lid) to find the destinations behind it and O(S) per such destination; escape
+//! O(S·(S+C)) for distances and the root, O(D·(S+C)) for the Up*/Down* trees and O(D·S·depth)
+//! plus the incremental checks for reclaiming. Memory: L·E counters of 4 bytes, D·S bytes for a
+//! destination-major copy of the LFT, the S·max_lid layer table.
+
+pub mod breaking;
+pub mod cdg;
+mod dyntopo;
+mod escape;
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::fabric::{SwitchGraph, NONE};
+use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
+use crate::sssp::SwitchDistances;
+
+use breaking::Breaker;
+use cdg::{components, topological_order, DestTree, EdgeIndex, TreeFault};
+
+/// InfiniBand has at most 15 data virtual lanes.
+pub const MAX_LAYERS: u8 = 15;
+
+/// How much a path weighs when the weakest edge of a cycle is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum PathWeight {
+    /// The source ports a (switch, DLID) path stands for: the switch's CAs and routers plus the
+    /// switch's own port 0 (what stock dfsssp counts, per source LID).
+    SourcePorts,
+    /// One per (switch, DLID) path.
+    Unit,
+}
+
+#[derive(Clone, Debug)]
+pub struct DfssspOptions {
+    pub weight: PathWeight,
+    /// Keep breaking cycles past the budget, up to this many layers, to report how many pure
+    /// DFSSSP needs (costs one more CDG search per extra layer). Values below the budget act as
+    /// the budget.
+    pub measure_up_to: u8,
+    /// Spread paths over the layers left unused (seed 003's balancing).
+    pub balance: bool,
+    /// After an escape, give destinations their minimal routes back wherever they fit.
+    pub reclaim: bool,
+}
+
+impl Default for DfssspOptions {
+    fn default() -> Self {
+        DfssspOptions {
+            weight: PathWeight::SourcePorts,
+            measure_up_to: MAX_LAYERS,
+            balance: true,
+            reclaim: true,
+        }
+    }
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum DfssspError {
+    #[error("layer budget {0} is outside 1..={MAX_LAYERS}")]
+    Budget(u8),
+    #[error(
+        "forwarding tables cover {tables} switches and LIDs up to {max_lid}, but the fabric has \
+         {switches} switches and LIDs up to {fabric_max_lid}"
+    )]
+    Shape {
+        tables: usize,
+        max_lid: u16,
+        switches: usize,
+        fabric_max_lid: u16,
+    },
+    #[error("LID {lid}: switch #{switch} (node index {node}) has no route although it is connected to the LID")]
+    NoEntry { lid: u16, switch: u32, node: u32 },
+    #[error("LID {lid}: switch #{switch} (node index {node}) forwards by port {port}, which leads neither to a switch nor to the LID")]
+    DeadEnd {
+        lid: u16,
+        switch: u32,
+        node: u32,
+        port: u8,
+    },
+    #[error("LID {lid}: the routes loop (switch #{switch}, node index {node}, never reaches it)")]
+    Loop { lid: u16, switch: u32, node: u32 },
+    #[error("internal error in deadlock removal: {0}")]
+    Internal(String),
+}
+
+pub(crate) fn fault_error(g: &SwitchGraph, lid: u16, f: TreeFault) -> DfssspError {
+    let node = |s: u32| g.switch_node[s as usize];
+    match f {
+        TreeFault::NoEntry { switch } => DfssspError::NoEntry {
+            lid,
+            switch,
+            node: node(switch),
+        },
+        TreeFault::DeadEnd { switch, port } => DfssspError::DeadEnd {
+            lid,
+            switch,
+            node: node(switch),
+            port,
+        },
+        TreeFault::Loop { switch } => DfssspError::Loop {
+            lid,
+            switch,
+            node: node(switch),
+        },
+    }
+}
+
+/// What deadlock removal did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LayerReport {
+    /// Layers the routing was allowed to use.
+    pub budget: u8,
+    /// Layers pure DFSSSP (cycle breaking alone) needs; `None` when more than `measured_up_to`.
+    pub dfsssp_layers_needed: Option<u8>,
+    pub measured_up_to: u8,
+    /// Layers holding paths before and after balancing.
+    pub layers_before_balancing: u8,
+    pub layers_used: u8,
+    /// Routed (switch, DLID) paths per layer, after balancing.
+    pub routes_per_layer: Vec<u64>,
+    /// Dependency edges cut and paths moved by cycle breaking.
+    pub cuts: u64,
+    pub moved_paths: u64,
+    /// The Up*/Down* escape layer, when the budget was too small for pure DFSSSP.
+    pub escape_layer: Option<u8>,
+    /// Up*/Down* roots (switch ids), one per connected component.
+    pub updown_roots: Vec<u32>,
+    /// Destinations first put on Up*/Down*, of those given their minimal routes back, and left.
+    pub escape_dests_initial: usize,
+    pub reclaimed_dests: usize,
+    pub escape_dests: usize,
+    /// Routed (switch, DLID) paths of the escape destinations, and how many are minimal anyway.
+    pub escape_routes: u64,
+    pub escape_routes_minimal: u64,
+    /// All routed (switch, DLID) paths.
+    pub routes: u64,
+    /// Paths that keep their input routes (minimal when the input is SSSP).
+    pub kept_routes: u64,
+    /// (kept + minimal escape) / all: the fraction of minimal routes for a minimal input.
+    pub minimal_fraction: f64,
+    pub seconds_cdg: f64,
+    pub seconds_breaking: f64,
+    pub seconds_escape: f64,
+    pub seconds_total: f64,
+}
+
+impl LayerReport {
+    /// Human-readable summary for the engine's log.
+    pub fn log_lines(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        v.push(match self.dfsssp_layers_needed {
+            Some(n) => format!(
+                "cycle breaking (DFSSSP) needs {n} layer(s); budget {} layer(s)",
+                self.budget
+            ),
+            None if self.measured_up_to > self.budget => format!(
+                "cycle breaking (DFSSSP) needs more than {} layers; budget {} layer(s)",
+                self.measured_up_to, self.budget
+            ),
+            None => format!(
+                "cycle breaking (DFSSSP) needs more than the budget of {} layer(s)",
+                self.budget
+            ),
+        });
+        v.push(format!(
+            "cycle breaking cut {} dependency edge(s), moving {} path(s) between layers",
+            self.cuts, self.moved_paths
+        ));
+        if let Some(e) = self.escape_layer {
+            v.push(format!(
+                "escape: layer {e} reserved for Up*/Down* (root switch(es) {:?}); {} destination LID(s) \
+                 overflowed, {} got minimal routes back, {} stay on Up*/Down* with {} route(s) \
+                 ({:.1}% of them minimal anyway)",
+                self.updown_roots,
+                self.escape_dests_initial,
+                self.reclaimed_dests,
+                self.escape_dests,
+                self.escape_routes,
+                pct(self.escape_routes_minimal, self.escape_routes)
+            ));
+        }
+        v.push(format!(
+            "layers used: {} of {} ({} before balancing); routes per layer: {:?}",
+            self.layers_used, self.budget, self.layers_before_balancing, self.routes_per_layer
+        ));
+        v.push(format!(
+            "routes: {} (switch, LID) paths, {} on escape routes, {:.2}% minimal",
+            self.routes,
+            self.escape_routes,
+            100.0 * self.minimal_fraction
+        ));
+        v.push(format!(
+            "deadlock removal took {:.3} s (CDG {:.3} s, cycle breaking {:.3} s, escape {:.3} s)",
+            self.seconds_total, self.seconds_cdg, self.seconds_breaking, self.seconds_escape
+        ));
+        v
+    }
+}
+
+fn pct(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        100.0
+    } else {
+        100.0 * a as f64 / b as f64
+    }
+}
+
+/// Makes `routing` deadlock-free within `budget` layers with default options; see
+/// [`make_deadlock_free_with`].
+pub fn make_deadlock_free(
+    g: &SwitchGraph,
+    routing: &mut Routing,
+    budget: u8,
+) -> Result<LayerReport, DfssspError> {
+    make_deadlock_free_with(g, routing, budget, &DfssspOptions::default(), None)
+}
+
+/// Assigns every path of `routing` a layer below `budget` so that every layer's CDG is acyclic,
+/// re-routing destinations with Up*/Down* where the budget is too small (their LFT and hop entries
+/// change). Sets `routing.layers` and `routing.num_layers`. `dist` (all switch distances, as SSSP
+/// computes them) is computed here when an escape needs it and none is given.
+///
+/// Errors only on invalid input: a budget outside 1..=15, tables of the wrong shape, or routes that
+/// are not trees (missing where the LID is reachable, dangling, or looping). Disconnected fabrics
+/// are fine: each component is handled on its own.
+pub fn make_deadlock_free_with(
+    g: &SwitchGraph,
+    routing: &mut Routing,
+    budget: u8,
+    opts: &DfssspOptions,
+    dist: Option<&SwitchDistances>,
+) -> Result<LayerReport, DfssspError> {
+    let t0 = Instant::now();
+    if budget == 0 || budget > MAX_LAYERS {
+        return Err(DfssspError::Budget(budget));
+    }
+    let ns = g.num_switches();
+    if routing.lft.num_switches() != ns
+        || routing.lft.max_lid < g.max_lid
+        || routing.hops.row(0).len() != routing.lft.stride() && ns > 0
+    {
+        return Err(DfssspError::Shape {
+            tables: routing.lft.num_switches(),
+            max_lid: routing.lft.max_lid,
+            switches: ns,
+            fabric_max_lid: g.max_lid,
+        });
+    }
+    let mut report = LayerReport {
+        budget,
+        ..Default::default()
+    };
+    let comp = components(g);
+    let weight: Vec<u32> = match opts.weight {
+        PathWeight::SourcePorts => g.terminal_count.iter().map(|&t| t + 1).collect(),
+        PathWeight::Unit => vec![1; ns],
+    };
+    let ei = EdgeIndex::new(g);
+    let cols = transpose(g, &routing.lft);
+    let counts0 = build_layer0(g, &ei, &cols, &comp, &weight)?;
+    let mut layers = SwitchLidTable::new(ns, routing.lft.max_lid, 0);
+    report.seconds_cdg = t0.elapsed().as_secs_f64();
+
+    // Offline cycle breaking over as many layers as we measure.
+    let t1 = Instant::now();
+    let cap = opts.measure_up_to.clamp(budget, MAX_LAYERS);
+    report.measured_up_to = cap;
+    let (needed, counts, cuts, moved) = {
+        let mut br = Breaker::new(g, &ei, &routing.lft, &cols, &weight, &mut layers, counts0);
+        let mut needed = None;
+        for i in 0..usize::from(cap) - 1 {
+            if br.break_layer(i) == 0 {
+                needed = Some(i as u8 + 1);
+                break;
+            }
+        }
+        if needed.is_none() {
+            let last = usize::from(cap) - 1;
+            let acyclic = br
+                .counts
+                .get(last)
+                .map_or(true, |c| topological_order(g, &ei, c).is_some());
+            if acyclic {
+                needed = Some(cap);
+            }
+        }
+        (
+            needed,
+            std::mem::take(&mut br.counts),
+            br.cuts,
+            br.moved_paths,
+        )
+    };
+    report.dfsssp_layers_needed = needed;
+    report.cuts = cuts;
+    report.moved_paths = moved;
+    report.seconds_breaking = t1.elapsed().as_secs_f64();
+
+    let t2 = Instant::now();
+    match needed {
+        Some(n) if n <= budget => {
+            report.layers_before_balancing = n;
+        }
+        _ => {
+            let own;
+            let dist = match dist {
+                Some(d) => d,
+                None => {
+                    own = SwitchDistances::new(g);
+                    &own
+                }
+            };
+            let ctx = escape::EscapeCtx {
+                g,
+                ei: &ei,
+                cols: &cols,
+                weight: &weight,
+                comp: &comp,
+                dist,
+                reclaim: opts.reclaim,
+            };
+            let out = escape::run(&ctx, routing, &mut layers, counts, budget)?;
+            report.escape_layer = Some(budget - 1);
+            report.updown_roots = out.roots;
+            report.escape_dests_initial = out.initial;
+            report.reclaimed_dests = out.reclaimed;
+            report.escape_dests = out.escape_dests;
+            report.escape_routes = out.escape_routes;
+            report.escape_routes_minimal = out.escape_minimal;
+            report.layers_before_balancing = count_used(g, routing, &layers, budget);
+        }
+    }
+    report.seconds_escape = t2.elapsed().as_secs_f64();
+
+    if opts.balance {
+        balance(g, routing, &mut layers, &weight, budget);
+    }
+    let per_layer = routes_per_layer(g, routing, &layers);
+    report.routes = per_layer.iter().sum();
+    report.layers_used = per_layer.iter().filter(|&&n| n > 0).count() as u8;
+    report.routes_per_layer = per_layer;
+    report.kept_routes = report.routes - report.escape_routes;
+    report.minimal_fraction = if report.routes == 0 {
+        1.0
+    } else {
+        (report.kept_routes + report.escape_routes_minimal) as f64 / report.routes as f64
+    };
+    // Layer numbers stay below the highest used one + 1 (dense after balancing or an escape).
+    let top = highest_layer(g, routing, &layers);
+    routing.num_layers = top + 1;
+    routing.layers = Some(layers);
+    report.seconds_total = t0.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Destination-major copy of the LFT: `cols[di * S + s] = lft.port(s, dests[di].lid)`, built in
+/// tiles so both sides stay cache-friendly.
+fn transpose(g: &SwitchGraph, lft: &Lft) -> Vec<u8> {
+    const TILE: usize = 64;
+    let ns = g.num_switches();
+    let nd = g.dests.len();
+    let mut cols = vec![NO_PATH; nd * ns];
+    if ns == 0 {
+        return cols;
+    }
+    cols.par_chunks_mut(ns * TILE)
+        .enumerate()
+        .for_each(|(ti, block)| {
+            let d0 = ti * TILE;
+            let dests = &g.dests[d0..(d0 + TILE).min(nd)];
+            for s in 0..ns {
+                let row = lft.table(s as u32);
+                for (k, d) in dests.iter().enumerate() {
+                    block[k * ns + s] = row[usize::from(d.lid)];
+                }
+            }
+        });
+    cols
+}
+
+/// Edge counts of layer 0 with every path, validating every destination's tree.
+fn build_layer0(
+    g: &SwitchGraph,
+    ei: &EdgeIndex,
+    cols: &[u8],
+    comp: &[u32],
+    weight: &[u32],
+) -> Result<Vec<u32>, DfssspError> {
+    let ns = g.num_switches();
+    let ne = ei.num_edges();
+    let nd = g.dests.len();
+    let chunk = (nd / (rayon::current_num_threads() * 2)).max(64);
+    g.dests
+        .par_chunks(chunk)
+        .enumerate()
+        .map(|(ci, ds)| {
+            let mut tree = DestTree::new(ns);
+            let mut counts = vec![0u32; ne];
+            for (k, d) in ds.iter().enumerate() {
+                if d.switch == NONE {
+                    continue;
+                }
+                let di = ci * chunk + k;
+                let col = &cols[di * ns..(di + 1) * ns];
+                tree.build_from_ports(g, d, |s| col[s as usize], comp)
+                    .map_err(|f| fault_error(g, d.lid, f))?;
+                tree.apply(g, ei, &mut counts, |s| weight[s as usize], true);
+            }
+            Ok(counts)
+        })
+        .try_reduce(
+            || vec![0u32; ne],
+            |mut a, b| {
+                for (x, y) in a.iter_mut().zip(b) {
+                    *x += y;
+                }
+                Ok(a)
+            },
+        )
+}
+
+/// Calls `f(switch, lid, layer)` for every routed (switch, LID) path.
+fn for_each_routed(
+    g: &SwitchGraph,
+    routing: &Routing,
+    layers: &SwitchLidTable,
+    mut f: impl FnMut(u32, u16, u8),
+) {
+    for s in 0..g.num_switches() as u32 {
+        let row = routing.lft.table(s);
+        let lrow = layers.row(s);
+        for d in &g.dests {
+            let lid = usize::from(d.lid);
+            if d.switch != NONE && row[lid] != NO_PATH {
+                f(s, d.lid, lrow[lid]);
+            }
+        }
+    }
+}
+
+fn routes_per_layer(g: &SwitchGraph, routing: &Routing, layers: &SwitchLidTable) -> Vec<u64> {
+    let mut v = vec![0u64; usize::from(MAX_LAYERS)];
+    for_each_routed(g, routing, layers, |_, _, l| v[usize::from(l)] += 1);
+    let used = v.iter().rposition(|&n| n > 0).map_or(1, |i| i + 1);
+    v.truncate(used);
+    v
+}
+
+fn count_used(g: &SwitchGraph, routing: &Routing, layers: &SwitchLidTable, budget: u8) -> u8 {
+    let per = routes_per_layer(g, routing, layers);
+    per.iter()
+        .take(usize::from(budget))
+        .filter(|&&n| n > 0)
+        .count() as u8
+}
+
+fn highest_layer(g: &SwitchGraph, routing: &Routing, layers: &SwitchLidTable) -> u8 {
+    let mut top = 0u8;
+    for_each_routed(g, routing, layers, |_, _, l| top = top.max(l));
+    top
+}
+
+/// Shares the empty layers among the used ones (each time to the layer with the most path weight
+/// per share, as stock dfsssp does) and spreads every used layer's paths evenly over its share.
+/// Used layers are renumbered so each share is contiguous. Paths whose layer is empty stay put.
+fn balance(
+    g: &SwitchGraph,
+    routing: &Routing,
+    layers: &mut SwitchLidTable,
+    weight: &[u32],
+    budget: u8,
+) {
+    let nl = usize::from(MAX_LAYERS);
+    let mut w = vec![0u64; nl];
+    for_each_routed(g, routing, layers, |s, _, l| {
+        w[usize::from(l)] += u64::from(weight[s as usize])
+    });
+    let used: Vec<usize> = (0..nl).filter(|&l| w[l] > 0).collect();
+    if used.is_empty() || used.len() >= usize::from(budget) {
+        return;
+    }
+    let mut share = vec![0u64; nl];
+    for &l in &used {
+        share[l] = 1;
+    }
+    for _ in used.len()..usize::from(budget) {
+        // Largest w/share, compared exactly; ties to the lower layer.
+        let best = used
+            .iter()
+            .copied()
+            .reduce(|a, b| {
+                if u128::from(w[b]) * u128::from(share[a]) > u128::from(w[a]) * u128::from(share[b])
+                {
+                    b
+                } else {
+                    a
+                }
+            })
+            .expect("non-empty");
+        share[best] += 1;
+    }
+    let mut base = vec![0u8; nl];
+    let mut acc = 0u8;
+    for &l in &used {
+        base[l] = acc;
+        acc += share[l] as u8;
+    }
+    for (s, lrow) in layers.rows_mut().enumerate() {
+        let row = routing.lft.table(s as u32);
+        for (di, d) in g.dests.iter().enumerate() {
+            let lid = usize::from(d.lid);
+            if d.switch == NONE || row[lid] == NO_PATH {
+                continue;
+            }
+            let l = usize::from(lrow[lid]);
+            let k = share[l];
+            if k > 1 {
+                lrow[lid] = base[l] + ((s + di) as u64 % k) as u8;
+            } else {
+                lrow[lid] = base[l];
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

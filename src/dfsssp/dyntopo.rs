@@ -1,0 +1,135 @@
+//! Incremental cycle checks for one layer's CDG: a dynamic topological order (Pearce & Kelly,
+//! "A dynamic topological sort algorithm for directed acyclic graphs", JEA 2006).
+//!
+//! The order stays valid when edges disappear, so only insertions cost anything: an edge `a -> b`
+//! with `ord[a] < ord[b]` is free; otherwise a forward search from `b` bounded by `ord[a]` either
+//! reaches `a` (the edge would close a cycle and is refused) or, together with a backward search
+//! from `a` bounded by `ord[b]`, gives the few channels whose positions are permuted. Work is
+//! proportional to the affected region of the order, not to the whole graph.
+
+use crate::fabric::SwitchGraph;
+
+use super::cdg::EdgeIndex;
+
+/// A topological order of the channels of one layer.
+pub(crate) struct DynTopo {
+    /// Position of every channel.
+    ord: Vec<u32>,
+}
+
+/// Scratch shared by all layers' orders.
+pub(crate) struct TopoScratch {
+    mark: Vec<bool>,
+    stack: Vec<u32>,
+    fwd: Vec<u32>,
+    bwd: Vec<u32>,
+    slots: Vec<u32>,
+}
+
+impl TopoScratch {
+    pub fn new(nc: usize) -> Self {
+        TopoScratch {
+            mark: vec![false; nc],
+            stack: Vec::new(),
+            fwd: Vec::new(),
+            bwd: Vec::new(),
+            slots: Vec::new(),
+        }
+    }
+}
+
+impl DynTopo {
+    /// From a complete topological order (as [`super::cdg::topological_order`] gives).
+    pub fn from_order(order: &[u32]) -> Self {
+        let mut ord = vec![0u32; order.len()];
+        for (i, &c) in order.iter().enumerate() {
+            ord[c as usize] = i as u32;
+        }
+        DynTopo { ord }
+    }
+
+    /// Makes room for the new edge `a -> b` (not yet counted in `counts`) in the order, or returns
+    /// `false` when the layer already has a path `b ->* a`, i.e. the edge would close a cycle.
+    pub fn try_insert(
+        &mut self,
+        g: &SwitchGraph,
+        ei: &EdgeIndex,
+        counts: &[u32],
+        sc: &mut TopoScratch,
+        a: u32,
+        b: u32,
+    ) -> bool {
+        let (oa, ob) = (self.ord[a as usize], self.ord[b as usize]);
+        if oa < ob {
+            return true;
+        }
+        if a == b {
+            return false;
+        }
+        // Forward from b over channels positioned before a.
+        sc.fwd.clear();
+        sc.stack.clear();
+        sc.stack.push(b);
+        sc.mark[b as usize] = true;
+        sc.fwd.push(b);
+        let mut cycle = false;
+        'f: while let Some(x) = sc.stack.pop() {
+            let base = ei.base[x as usize];
+            for slot in 0..ei.degree(x) {
+                if counts[(base + slot) as usize] == 0 {
+                    continue;
+                }
+                let y = ei.target(g, x, slot);
+                if y == a {
+                    cycle = true;
+                    break 'f;
+                }
+                if !sc.mark[y as usize] && self.ord[y as usize] < oa {
+                    sc.mark[y as usize] = true;
+                    sc.fwd.push(y);
+                    sc.stack.push(y);
+                }
+            }
+        }
+        if cycle {
+            for &x in &sc.fwd {
+                sc.mark[x as usize] = false;
+            }
+            return false;
+        }
+        // Backward from a over channels positioned after b.
+        sc.bwd.clear();
+        sc.stack.clear();
+        sc.stack.push(a);
+        sc.mark[a as usize] = true;
+        sc.bwd.push(a);
+        while let Some(x) = sc.stack.pop() {
+            let t = g.chan_tail[x as usize];
+            let off = x - g.out_start[t as usize];
+            for &p in g.in_channels(t) {
+                if counts[(ei.base[p as usize] + off) as usize] == 0 {
+                    continue;
+                }
+                if !sc.mark[p as usize] && self.ord[p as usize] > ob {
+                    sc.mark[p as usize] = true;
+                    sc.bwd.push(p);
+                    sc.stack.push(p);
+                }
+            }
+        }
+        // Reorder: the backward set, then the forward set, each in its old relative order, into
+        // the union of their old positions.
+        let ord = &mut self.ord;
+        sc.bwd.sort_unstable_by_key(|&x| ord[x as usize]);
+        sc.fwd.sort_unstable_by_key(|&x| ord[x as usize]);
+        sc.slots.clear();
+        sc.slots
+            .extend(sc.bwd.iter().chain(sc.fwd.iter()).map(|&x| ord[x as usize]));
+        sc.slots.sort_unstable();
+        for (&x, &p) in sc.bwd.iter().chain(sc.fwd.iter()).zip(sc.slots.iter()) {
+            ord[x as usize] = p;
+            sc.mark[x as usize] = false;
+        }
+        true
+    }
+}

@@ -1,0 +1,568 @@
+use std::collections::HashSet;
+
+use petgraph::algo::is_cyclic_directed;
+use petgraph::graph::DiGraph;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::*;
+use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
+use crate::routing::{walk, WalkEnd};
+use crate::sssp;
+use crate::updown::{self, UpDown};
+
+/// Test fabrics built by hand (the generators in `topo` are another module's business).
+struct Net {
+    b: FabricBuilder,
+    sw: Vec<u32>,
+    next_port: Vec<u8>,
+    lid: u16,
+    cas: u32,
+}
+
+impl Net {
+    fn new(switches: u32, ports: u8) -> Self {
+        let mut b = FabricBuilder::new();
+        let mut sw = Vec::new();
+        for i in 0..switches {
+            let guid = 0x1000 + u64::from(i);
+            let n = b
+                .add_node(NodeKind::Switch, guid, ports, format!("s{i}"))
+                .unwrap();
+            b.set_lid(PortRef { node: n, port: 0 }, guid, i as u16 + 1, 0)
+                .unwrap();
+            sw.push(n);
+        }
+        Net {
+            b,
+            sw,
+            next_port: vec![1; switches as usize],
+            lid: switches as u16 + 1,
+            cas: 0,
+        }
+    }
+
+    fn port(&mut self, s: u32) -> u8 {
+        let p = self.next_port[s as usize];
+        self.next_port[s as usize] += 1;
+        p
+    }
+
+    fn link(&mut self, a: u32, b: u32) {
+        let (pa, pb) = (self.port(a), self.port(b));
+        self.b
+            .link(
+                PortRef {
+                    node: self.sw[a as usize],
+                    port: pa,
+                },
+                PortRef {
+                    node: self.sw[b as usize],
+                    port: pb,
+                },
+            )
+            .unwrap();
+    }
+
+    fn ca(&mut self, s: u32) {
+        let guid = 0x10_0000 + u64::from(self.cas);
+        self.cas += 1;
+        let c = self
+            .b
+            .add_node(NodeKind::Ca, guid, 1, format!("h{guid:x}"))
+            .unwrap();
+        let p = self.port(s);
+        self.b
+            .link(
+                PortRef { node: c, port: 1 },
+                PortRef {
+                    node: self.sw[s as usize],
+                    port: p,
+                },
+            )
+            .unwrap();
+        self.b
+            .set_lid(PortRef { node: c, port: 1 }, guid, self.lid, 0)
+            .unwrap();
+        self.lid += 1;
+    }
+
+    fn cas_everywhere(&mut self, k: u32) {
+        for s in 0..self.sw.len() as u32 {
+            for _ in 0..k {
+                self.ca(s);
+            }
+        }
+    }
+
+    fn build(self) -> Fabric {
+        self.b.build().unwrap()
+    }
+}
+
+/// Torus (wrap) or mesh over `dims`, `k` CAs per switch.
+fn grid(dims: &[u32], wrap: bool, k: u32) -> Fabric {
+    let n: u32 = dims.iter().product();
+    let mut net = Net::new(n, 32);
+    for i in 0..n {
+        let mut stride = 1;
+        for &d in dims {
+            let x = (i / stride) % d;
+            if x + 1 < d {
+                net.link(i, i + stride);
+            } else if wrap && d > 2 {
+                net.link(i, i - x * stride);
+            }
+            stride *= d;
+        }
+    }
+    net.cas_everywhere(k);
+    net.build()
+}
+
+/// Connected random fabric: a random spanning tree plus `extra` random links (parallel links
+/// allowed), `k` CAs per switch.
+fn random(n: u32, extra: u32, k: u32, seed: u64) -> Fabric {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut net = Net::new(n, 48);
+    for i in 1..n {
+        let j = rng.gen_range(0..i);
+        net.link(i, j);
+    }
+    for _ in 0..extra {
+        let a = rng.gen_range(0..n);
+        let mut b = rng.gen_range(0..n);
+        while b == a {
+            b = rng.gen_range(0..n);
+        }
+        net.link(a, b);
+    }
+    net.cas_everywhere(k);
+    net.build()
+}
+
+/// Two-level fat tree: every leaf linked to every spine, `k` CAs per leaf.
+fn fat_tree(leaves: u32, spines: u32, k: u32) -> Fabric {
+    let mut net = Net::new(leaves + spines, 64);
+    for l in 0..leaves {
+        for s in 0..spines {
+            net.link(l, leaves + s);
+        }
+        for _ in 0..k {
+            net.ca(l);
+        }
+    }
+    net.build()
+}
+
+/// Independent check (walks + petgraph): every routed pair is delivered, and every layer's CDG,
+/// built from the walks, is acyclic. Returns the set of (switch, lid) pairs per layer count.
+fn check_deadlock_free(g: &SwitchGraph, r: &Routing) {
+    let nl = usize::from(r.num_layers);
+    let mut edges: Vec<HashSet<(u32, u32)>> = vec![HashSet::new(); nl];
+    for s in 0..g.num_switches() as u32 {
+        for d in &g.dests {
+            let l = usize::from(r.layer(s, d.lid));
+            assert!(l < nl, "layer {l} >= num_layers {nl}");
+            let mut prev = NONE;
+            match walk(g, &r.lft, s, d.lid, |c| {
+                if prev != NONE {
+                    edges[l].insert((prev, c));
+                }
+                prev = c;
+            }) {
+                WalkEnd::Delivered { .. } => {}
+                end => panic!("switch {s} -> LID {}: {end:?}", d.lid),
+            }
+        }
+    }
+    for (l, es) in edges.iter().enumerate() {
+        let mut pg = DiGraph::<(), ()>::new();
+        let nodes: Vec<_> = (0..g.num_channels()).map(|_| pg.add_node(())).collect();
+        for &(a, b) in es {
+            pg.add_edge(nodes[a as usize], nodes[b as usize], ());
+        }
+        assert!(!is_cyclic_directed(&pg), "layer {l} has a cycle");
+    }
+}
+
+fn layer0_cyclic(g: &SwitchGraph, r: &Routing) -> bool {
+    let mut pg = DiGraph::<(), ()>::new();
+    let nodes: Vec<_> = (0..g.num_channels()).map(|_| pg.add_node(())).collect();
+    for s in 0..g.num_switches() as u32 {
+        for d in &g.dests {
+            let mut prev = NONE;
+            walk(g, &r.lft, s, d.lid, |c| {
+                if prev != NONE {
+                    pg.update_edge(nodes[prev as usize], nodes[c as usize], ());
+                }
+                prev = c;
+            });
+        }
+    }
+    is_cyclic_directed(&pg)
+}
+
+/// Every route is delivered, minimal wherever the destination kept its SSSP routes, and Up*/Down*
+/// legal wherever it did not. Returns how many destinations changed routes.
+fn check_routes(g: &SwitchGraph, orig: &Routing, r: &Routing, rep: &LayerReport) -> usize {
+    let dist = sssp::SwitchDistances::new(g);
+    let ud = UpDown::with_roots(g, &rep.updown_roots);
+    let ns = g.num_switches() as u32;
+    let mut changed = 0;
+    for d in &g.dests {
+        let same = (0..ns).all(|s| orig.lft.port(s, d.lid) == r.lft.port(s, d.lid));
+        changed += usize::from(!same);
+        for s in 0..ns {
+            let mut chans = Vec::new();
+            let end = walk(g, &r.lft, s, d.lid, |c| chans.push(c));
+            let WalkEnd::Delivered { hops } = end else {
+                panic!("{s} -> {}: {end:?}", d.lid)
+            };
+            let expect_hops = hops + u32::from(d.exit_port != 0);
+            assert_eq!(
+                u32::from(r.hops.get(s, d.lid)),
+                expect_hops,
+                "hops {s} -> {}",
+                d.lid
+            );
+            if same {
+                assert_eq!(
+                    hops,
+                    u32::from(dist.get(s, d.switch)),
+                    "not minimal {s} -> {}",
+                    d.lid
+                );
+            } else {
+                let ups: Vec<bool> = chans.iter().map(|&c| ud.is_up(g, c)).collect();
+                assert!(
+                    ups.windows(2).all(|w| w[0] || !w[1]),
+                    "down then up: {s} -> {}",
+                    d.lid
+                );
+            }
+        }
+    }
+    assert!(
+        changed <= rep.escape_dests,
+        "{changed} changed > {} escape",
+        rep.escape_dests
+    );
+    changed
+}
+
+fn run(f: &Fabric, budget: u8) -> (SwitchGraph, Routing, Routing, LayerReport) {
+    let g = SwitchGraph::new(f).unwrap();
+    let orig = sssp::route(&g);
+    let mut r = orig.clone();
+    let rep = make_deadlock_free(&g, &mut r, budget).unwrap();
+    check_deadlock_free(&g, &r);
+    check_routes(&g, &orig, &r, &rep);
+    assert!(
+        r.num_layers <= budget && rep.layers_used <= budget,
+        "{rep:?}"
+    );
+    assert_eq!(rep.routes_per_layer.iter().sum::<u64>(), rep.routes);
+    (g, orig, r, rep)
+}
+
+#[test]
+fn five_ring_of_fig2_needs_two_layers() {
+    let f = grid(&[5], true, 1);
+    let g = SwitchGraph::new(&f).unwrap();
+    let orig = sssp::route(&g);
+    assert!(
+        layer0_cyclic(&g, &orig),
+        "SSSP on the 5-ring must have a cycle"
+    );
+    for budget in [2, 4, 8] {
+        let (_, _, _, rep) = run(&f, budget);
+        assert_eq!(rep.dfsssp_layers_needed, Some(2));
+        assert_eq!(rep.layers_before_balancing, 2);
+        assert_eq!(rep.escape_layer, None);
+        assert_eq!(rep.layers_used, budget, "balancing fills the budget");
+        assert_eq!(rep.minimal_fraction, 1.0);
+    }
+    // Without balancing exactly two layers hold paths.
+    let mut r = orig.clone();
+    let opts = DfssspOptions {
+        balance: false,
+        ..Default::default()
+    };
+    let rep = make_deadlock_free_with(&g, &mut r, 8, &opts, None).unwrap();
+    assert_eq!((rep.layers_used, r.num_layers), (2, 2));
+    check_deadlock_free(&g, &r);
+}
+
+#[test]
+fn five_ring_with_one_lane_escapes() {
+    let f = grid(&[5], true, 1);
+    let (g, orig, r, rep) = run(&f, 1);
+    assert_eq!(rep.escape_layer, Some(0));
+    assert_eq!(r.num_layers, 1);
+    assert!(
+        rep.escape_dests > 0 && rep.escape_dests < g.dests.len(),
+        "{rep:?}"
+    );
+    assert!(
+        rep.reclaimed_dests > 0,
+        "some destinations keep minimal routes: {rep:?}"
+    );
+    assert!(layer0_cyclic(&g, &orig) && !layer0_cyclic(&g, &r));
+}
+
+#[test]
+fn fat_tree_needs_one_layer_and_stays_minimal() {
+    let f = fat_tree(6, 4, 3);
+    for budget in [1, 8] {
+        let (_, orig, r, rep) = run(&f, budget);
+        assert_eq!(rep.dfsssp_layers_needed, Some(1));
+        assert_eq!(rep.escape_layer, None);
+        assert_eq!(rep.minimal_fraction, 1.0);
+        assert_eq!(r.lft, orig.lft);
+        assert_eq!(rep.cuts, 0);
+    }
+}
+
+#[test]
+fn tori_meshes_and_random_fabrics_within_budget() {
+    let fabrics = [
+        ("torus 4x4", grid(&[4, 4], true, 2)),
+        ("torus 3x3x3", grid(&[3, 3, 3], true, 1)),
+        ("torus 5x4", grid(&[5, 4], true, 1)),
+        ("mesh 4x4", grid(&[4, 4], false, 2)),
+        ("mesh 3x3x2", grid(&[3, 3, 2], false, 1)),
+        ("random 24/20", random(24, 20, 2, 7)),
+        ("random 40/50", random(40, 50, 1, 11)),
+    ];
+    for (name, f) in &fabrics {
+        for budget in [1, 2, 4] {
+            let (g, _, _, rep) = run(f, budget);
+            let need = rep.dfsssp_layers_needed;
+            match need {
+                Some(n) if n <= budget => {
+                    assert_eq!(rep.escape_layer, None, "{name}");
+                    assert_eq!(rep.minimal_fraction, 1.0, "{name}");
+                }
+                _ => {
+                    assert_eq!(rep.escape_layer, Some(budget - 1), "{name}");
+                    assert!(rep.escape_dests <= g.dests.len());
+                }
+            }
+            eprintln!(
+                "{name} budget {budget}: needs {need:?}, escape {}/{} dests, minimal {:.3}",
+                rep.escape_dests,
+                g.dests.len(),
+                rep.minimal_fraction
+            );
+        }
+    }
+}
+
+#[test]
+fn larger_budget_never_needs_escape_where_dfsssp_fits() {
+    let f = grid(&[4, 4], true, 1);
+    let (_, _, _, rep) = run(&f, 15);
+    let n = rep
+        .dfsssp_layers_needed
+        .expect("a 4x4 torus fits in 15 layers");
+    assert!(n >= 2, "a torus needs more than one layer");
+    let (_, _, _, rep) = run(&f, n);
+    assert_eq!(rep.escape_layer, None);
+    let (_, _, _, rep) = run(&f, n - 1);
+    assert_eq!(rep.escape_layer, Some(n - 2));
+}
+
+#[test]
+fn mesh_minimal_routes_are_acyclic_or_broken() {
+    // Meshes have no wrap-around; every route stays minimal with 2 lanes or more.
+    let f = grid(&[4, 3], false, 1);
+    let (_, _, _, rep) = run(&f, 4);
+    assert_eq!(rep.escape_layer, None);
+    assert_eq!(rep.minimal_fraction, 1.0);
+}
+
+#[test]
+fn disconnected_fabric_is_handled_per_component() {
+    // Two 5-rings with no link between them.
+    let mut net = Net::new(10, 16);
+    for base in [0, 5] {
+        for i in 0..5 {
+            net.link(base + i, base + (i + 1) % 5);
+        }
+    }
+    net.cas_everywhere(1);
+    let f = net.build();
+    let g = SwitchGraph::new(&f).unwrap();
+    let orig = sssp::route(&g);
+    let mut r = orig.clone();
+    let rep = make_deadlock_free(&g, &mut r, 1).unwrap();
+    assert_eq!(rep.updown_roots.len(), 2);
+    // Routes within each component are complete; across components there are none.
+    for s in 0..10u32 {
+        for d in &g.dests {
+            let end = walk(&g, &r.lft, s, d.lid, |_| {});
+            let same_side = (s < 5) == (d.switch < 5);
+            assert_eq!(
+                matches!(end, WalkEnd::Delivered { .. }),
+                same_side,
+                "{s} -> {}",
+                d.lid
+            );
+        }
+    }
+}
+
+#[test]
+fn invalid_input_is_an_error_not_a_panic() {
+    let f = grid(&[4], true, 1);
+    let g = SwitchGraph::new(&f).unwrap();
+    let r0 = sssp::route(&g);
+    let mut r = r0.clone();
+    assert!(matches!(
+        make_deadlock_free(&g, &mut r, 0),
+        Err(DfssspError::Budget(0))
+    ));
+    assert!(matches!(
+        make_deadlock_free(&g, &mut r, 16),
+        Err(DfssspError::Budget(16))
+    ));
+    // A loop between switches 0 and 1 towards switch 2's LID.
+    let lid = g
+        .dests
+        .iter()
+        .find(|d| d.switch == 2 && d.exit_port == 0)
+        .unwrap()
+        .lid;
+    let c01 = g
+        .out_channels(0)
+        .find(|&c| g.chan_head[c as usize] == 1)
+        .unwrap();
+    let c10 = g
+        .out_channels(1)
+        .find(|&c| g.chan_head[c as usize] == 0)
+        .unwrap();
+    r.lft.set(0, lid, g.chan_port[c01 as usize]);
+    r.lft.set(1, lid, g.chan_port[c10 as usize]);
+    assert!(
+        matches!(make_deadlock_free(&g, &mut r, 2), Err(DfssspError::Loop { lid: l, .. }) if l == lid)
+    );
+    // A missing entry.
+    let mut r = r0.clone();
+    r.lft.set(3, lid, NO_PATH);
+    assert!(matches!(
+        make_deadlock_free(&g, &mut r, 2),
+        Err(DfssspError::NoEntry { switch: 3, .. })
+    ));
+    // A port that leads to a CA.
+    let mut r = r0.clone();
+    r.lft.set(1, lid, 30);
+    assert!(matches!(
+        make_deadlock_free(&g, &mut r, 2),
+        Err(DfssspError::DeadEnd { switch: 1, .. })
+    ));
+}
+
+#[test]
+fn updown_alone_is_deadlock_free_on_one_layer() {
+    for f in [
+        grid(&[4, 4], true, 1),
+        grid(&[3, 3, 3], true, 1),
+        random(30, 40, 1, 3),
+    ] {
+        let g = SwitchGraph::new(&f).unwrap();
+        let r = updown::route(&g);
+        check_deadlock_free(&g, &r);
+        assert!(!layer0_cyclic(&g, &r));
+    }
+}
+
+/// The incremental counts of cycle breaking equal a recount from the final layer assignment.
+#[test]
+fn breaking_counts_stay_consistent() {
+    for f in [
+        grid(&[4, 4], true, 2),
+        random(30, 45, 1, 5),
+        grid(&[3, 3, 3], true, 1),
+    ] {
+        let g = SwitchGraph::new(&f).unwrap();
+        let r = sssp::route(&g);
+        let comp = components(&g);
+        let weight: Vec<u32> = g.terminal_count.iter().map(|&t| t + 1).collect();
+        let ei = EdgeIndex::new(&g);
+        let cols = transpose(&g, &r.lft);
+        let c0 = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
+        let mut layers = SwitchLidTable::new(g.num_switches(), r.lft.max_lid, 0);
+        let mut br = Breaker::new(&g, &ei, &r.lft, &cols, &weight, &mut layers, c0);
+        let mut i = 0;
+        while br.break_layer(i) > 0 {
+            i += 1;
+        }
+        let counts = std::mem::take(&mut br.counts);
+        drop(br);
+        assert!(counts.len() >= 2, "the fabric should need layers");
+        let mut tree = DestTree::new(g.num_switches());
+        let mut recount = vec![vec![0u32; ei.num_edges()]; counts.len()];
+        for (di, d) in g.dests.iter().enumerate() {
+            let ns = g.num_switches();
+            let col = &cols[di * ns..(di + 1) * ns];
+            tree.build_from_ports(&g, d, |s| col[s as usize], &comp)
+                .unwrap();
+            for (l, rc) in recount.iter_mut().enumerate() {
+                tree.apply(
+                    &g,
+                    &ei,
+                    rc,
+                    |s| {
+                        if usize::from(layers.get(s, d.lid)) == l {
+                            weight[s as usize]
+                        } else {
+                            0
+                        }
+                    },
+                    true,
+                );
+            }
+        }
+        assert_eq!(counts, recount);
+        for c in &counts {
+            assert!(topological_order(&g, &ei, c).is_some());
+        }
+    }
+}
+
+#[test]
+fn dynamic_topological_order_matches_brute_force() {
+    // Random edge insertions into one layer of a random fabric's CDG; refused edges are exactly
+    // those that would close a cycle.
+    let f = random(12, 14, 0, 9);
+    let g = SwitchGraph::new(&f).unwrap();
+    let ei = EdgeIndex::new(&g);
+    let mut counts = vec![0u32; ei.num_edges()];
+    let order: Vec<u32> = (0..g.num_channels() as u32).collect();
+    let mut topo = dyntopo::DynTopo::from_order(&order);
+    let mut sc = dyntopo::TopoScratch::new(g.num_channels());
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let (mut accepted, mut refused) = (0, 0);
+    for _ in 0..400 {
+        let c1 = rng.gen_range(0..g.num_channels() as u32);
+        let outs = g.out_channels(g.chan_head[c1 as usize]);
+        let c2 = rng.gen_range(outs.start..outs.end);
+        let e = ei.edge(&g, c1, c2) as usize;
+        if counts[e] > 0 {
+            continue;
+        }
+        counts[e] = 1;
+        let cyclic = topological_order(&g, &ei, &counts).is_none();
+        counts[e] = 0;
+        let ok = topo.try_insert(&g, &ei, &counts, &mut sc, c1, c2);
+        assert_eq!(ok, !cyclic);
+        if ok {
+            counts[e] = 1;
+            accepted += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    assert!(accepted > 20 && refused > 5, "{accepted} {refused}");
+}
