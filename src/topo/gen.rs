@@ -212,8 +212,15 @@ impl FatTreeParams {
         if down == 0 || up == 0 {
             return Err(param_err("fat tree", "ratio terms must be >= 1"));
         }
-        let total = down + up;
-        if (u64::from(radix) * u64::from(down)) % u64::from(total) != 0 {
+        let (r64, d64, t64) = (
+            u64::from(radix),
+            u64::from(down),
+            u64::from(down) + u64::from(up),
+        );
+        if r64 > 254 {
+            return Err(param_err("fat tree", format!("radix {radix} above 254")));
+        }
+        if (r64 * d64) % t64 != 0 {
             return Err(param_err(
                 "fat tree",
                 format!("{radix} ports cannot be split {down}:{up} between CAs and uplinks"),
@@ -221,7 +228,7 @@ impl FatTreeParams {
         }
         Ok(FatTreeParams {
             radix,
-            down: Some(radix * down / total),
+            down: Some((r64 * d64 / t64) as u32),
             lmc,
         })
     }
@@ -428,16 +435,29 @@ pub fn kautz(p: &KautzParams) -> Result<Fabric, TopoError> {
     // Enumerate the words in lexicographic order, encoded in base d+1 (first symbol most
     // significant); `index` maps a word code to its switch.
     let len = p.diameter;
-    let total = base.pow(len);
-    let mut words = Vec::with_capacity(n as usize);
-    let mut index = std::collections::HashMap::with_capacity(n as usize);
+    // words are coded in base d+1, first symbol most significant
+    let total = base
+        .checked_pow(len)
+        .ok_or_else(|| param_err(G, format!("string length {len} too large")))?;
     let sym = |code: u64, i: u32| (code / base.pow(len - 1 - i)) % base;
-    for code in 0..total {
-        if (1..len).all(|i| sym(code, i) != sym(code, i - 1)) {
-            index.insert(code, words.len() as u32);
+    // depth-first, in lexicographic order: only the (d+1)·d^(n-1) valid words are visited
+    let mut words: Vec<u64> = Vec::with_capacity(n as usize);
+    let mut stack: Vec<(u64, u32)> = (0..base).rev().map(|x| (x, 1)).collect();
+    while let Some((code, l)) = stack.pop() {
+        if l == len {
             words.push(code);
+            continue;
+        }
+        let last = code % base;
+        for x in (0..base).rev().filter(|&x| x != last) {
+            stack.push((code * base + x, l + 1));
         }
     }
+    let index: std::collections::HashMap<u64, u32> = words
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| (w, i as u32))
+        .collect();
     let mut net = Net::new(G);
     for &w in &words {
         let s: String = (0..len)
@@ -452,7 +472,7 @@ pub fn kautz(p: &KautzParams) -> Result<Fabric, TopoError> {
     }
     for (u, &w) in words.iter().enumerate() {
         let last = sym(w, len - 1);
-        let shifted = (w * base) % total;
+        let shifted = (w % (total / base)) * base;
         for x in 0..base {
             if x != last {
                 let v = index[&(shifted + x)];

@@ -182,6 +182,11 @@ fn hypercube_kautz_dragonfly() {
         assert!(*g.bfs_distances_to(s).iter().max().unwrap() <= 3);
     }
 
+    // K(1, n): two vertices whatever n, joined by two opposite arcs = two parallel links
+    let f = by_name("kautz:1,60,1").unwrap();
+    assert_eq!(counts(&f), (2, 2, 2, 2));
+    assert!(by_name("kautz:2,70").is_err());
+
     let f = by_name("dragonfly:4,2,2,9").unwrap();
     assert_eq!(counts(&f), (36, 72, 9 * 6 + 36, 72));
     assert!(ports_used(&f)
