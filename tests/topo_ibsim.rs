@@ -87,13 +87,13 @@ fn run_opensm_with(dir: &Path, sock: &str, lmc: u8, engine: &[&str]) {
 }
 
 /// Sorted, index-free view of a fabric, to compare two fabrics built in different orders.
-fn canon(
-    f: &Fabric,
-) -> (
+type Canon = (
     Vec<(u64, u8, u8, String)>,
     Vec<((u64, u8), (u64, u8))>,
     Vec<(u64, u8, u64, u16, u8)>,
-) {
+);
+
+fn canon(f: &Fabric) -> Canon {
     let mut n: Vec<_> = f
         .nodes
         .iter()

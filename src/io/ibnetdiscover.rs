@@ -1,20 +1,22 @@
 //! `ibnetdiscover`'s default text output (infiniband-diags), read and written.
 //!
+//! Fields are tab-separated (shown here as spaces):
+//!
 //! ```text
 //! vendid=0x2c9
 //! devid=0xbd36
 //! sysimgguid=0x2c90000000000
 //! switchguid=0x2c90000000000(2c90000000000)
-//! Switch	36 "S-0002c90000000000"		# "leaf 1" enhanced port 0 lid 1 lmc 0
-//! [1]	"H-0002c90100000000"[1](2c90100000001) 		# "host 0" lid 40 4xQDR
-//! [19]	"S-0002c90000000024"[1]		# "spine 0" lid 37 4xQDR
+//! Switch  36 "S-0002c90000000000"    # "leaf 1" enhanced port 0 lid 1 lmc 0
+//! [1]  "H-0002c90100000000"[1](2c90100000001)     # "host 0" lid 40 4xQDR
+//! [19]  "S-0002c90000000024"[1]    # "spine 0" lid 37 4xQDR
 //!
 //! vendid=0x2c9
 //! devid=0x1003
 //! sysimgguid=0x2c90100000000
 //! caguid=0x2c90100000000
-//! Ca	2 "H-0002c90100000000"		# "host 0"
-//! [1](2c90100000001) 	"S-0002c90000000000"[1]		# lid 40 lmc 0 "leaf 1" lid 1 4xQDR
+//! Ca  2 "H-0002c90100000000"    # "host 0"
+//! [1](2c90100000001)   "S-0002c90000000000"[1]    # lid 40 lmc 0 "leaf 1" lid 1 4xQDR
 //! ```
 //!
 //! The record grammar is the one ibsim reads (see [`super::ibsim`]); here node GUIDs come from the
@@ -169,13 +171,13 @@ mod tests {
     use crate::fabric::{FabricBuilder, PortRef};
     use crate::topo;
 
-    fn canon(
-        f: &Fabric,
-    ) -> (
+    type Canon = (
         Vec<(u64, u8, u8, String)>,
         Vec<((u64, u8), (u64, u8))>,
         Vec<(u64, u8, u64, u16, u8)>,
-    ) {
+    );
+
+    fn canon(f: &Fabric) -> Canon {
         let mut n: Vec<_> = f
             .nodes
             .iter()

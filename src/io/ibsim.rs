@@ -205,16 +205,10 @@ pub fn write_net(f: &Fabric) -> String {
 }
 
 /// How [`parse_net`] gives LIDs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NetOptions {
     /// LMC for CA/router ports when LIDs are assigned here.
     pub lmc: u8,
-}
-
-impl Default for NetOptions {
-    fn default() -> Self {
-        NetOptions { lmc: 0 }
-    }
 }
 
 /// Which program's reading of the shared record format to follow.

@@ -214,7 +214,7 @@ pub fn parse_subnet_lst(text: &str, file: &str, lmc: u8) -> Result<Fabric, IoErr
             .map_err(|e| ctx.fabric(n.line, e))?;
         index.insert(g, idx);
     }
-    let mut ports: Vec<(&(u64, u8), &(u64, u8, usize))> = remote.iter().collect();
+    let mut ports: Vec<_> = remote.iter().collect();
     ports.sort_unstable_by_key(|((g, p), _)| (index[g], *p));
     for ((g, p), (rg, rp, ln)) in ports {
         let (a, r) = (index[g], index[rg]);
@@ -226,7 +226,7 @@ pub fn parse_subnet_lst(text: &str, file: &str, lmc: u8) -> Result<Fabric, IoErr
             .map_err(|e| ctx.fabric(*ln, e))?;
         }
     }
-    let mut eps: Vec<(&(u64, u8), &(u64, u16, usize))> = lids.iter().collect();
+    let mut eps: Vec<_> = lids.iter().collect();
     eps.sort_unstable_by_key(|(_, (pg, ..))| qmap_key(*pg));
     for ((g, p), (pg, lid, ln)) in eps {
         if *lid == 0 {

@@ -296,7 +296,7 @@ pub struct TorusParams {
 
 pub fn torus(p: &TorusParams) -> Result<Fabric, TopoError> {
     let g: &'static str = if p.wrap { "torus" } else { "mesh" };
-    if p.dims.is_empty() || p.dims.iter().any(|&d| d == 0) {
+    if p.dims.is_empty() || p.dims.contains(&0) {
         return Err(param_err(
             g,
             "need at least one dimension, each of size >= 1",
@@ -419,10 +419,7 @@ pub fn kautz(p: &KautzParams) -> Result<Fabric, TopoError> {
     }
     let base = u64::from(p.degree) + 1;
     let mut sizes = vec![base];
-    sizes.extend(std::iter::repeat_n(
-        u64::from(p.degree),
-        p.diameter as usize - 1,
-    ));
+    sizes.extend(std::iter::repeat(u64::from(p.degree)).take(p.diameter as usize - 1));
     let n = checked_product(G, sizes)?;
     checked_product(G, [n, u64::from(p.cas_per_switch) + 1])?;
     let ports = u64::from(p.cas_per_switch) + 2 * u64::from(p.degree);

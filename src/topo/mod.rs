@@ -212,14 +212,14 @@ impl Net {
                 .map_err(wrap)?;
         }
         let mut lid = 1u64;
-        for i in 0..self.kinds.len() {
-            if self.kinds[i] == NodeKind::Switch {
+        for (i, (&kind, &guid)) in self.kinds.iter().zip(&guids).enumerate() {
+            if kind == NodeKind::Switch {
                 b.set_lid(
                     PortRef {
                         node: i as u32,
                         port: 0,
                     },
-                    guids[i],
+                    guid,
                     lid as u16,
                     0,
                 )
@@ -228,14 +228,14 @@ impl Net {
             }
         }
         lid = first_ca;
-        for i in 0..self.kinds.len() {
-            if self.kinds[i] != NodeKind::Switch {
+        for (i, (&kind, &guid)) in self.kinds.iter().zip(&guids).enumerate() {
+            if kind != NodeKind::Switch {
                 for p in 1..=self.ports[i] {
                     let at = PortRef {
                         node: i as u32,
                         port: p,
                     };
-                    b.set_lid(at, guids[i] + u64::from(p), lid as u16, lmc)
+                    b.set_lid(at, guid + u64::from(p), lid as u16, lmc)
                         .map_err(wrap)?;
                     lid += step;
                 }
