@@ -623,3 +623,151 @@ pub fn routing_from_dumps(g: &SwitchGraph, lft: Lft, path_sl: Option<PathSlDump>
         num_layers,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topo;
+
+    fn fabric() -> (Fabric, SwitchGraph) {
+        let f = topo::by_name("torus:3x1,2,lmc=1").unwrap();
+        let g = SwitchGraph::new(&f).unwrap();
+        (f, g)
+    }
+
+    #[test]
+    fn path_sl_round_trip_and_conflicts() {
+        let (f, g) = fabric();
+        let mut r = crate::sssp::route(&g);
+        let mut layers = SwitchLidTable::new(g.num_switches(), g.max_lid, 0);
+        for s in 0..g.num_switches() as u32 {
+            for d in &g.dests {
+                layers.set(s, d.lid, ((s + u32::from(d.lid)) % 3) as u8);
+            }
+        }
+        r.layers = Some(layers);
+        r.num_layers = 3;
+        let text = write_path_sl(&f, &g, &r);
+        // 6 CAs x (3 switch LIDs + 6 CAs x 2 LIDs)
+        assert_eq!(text.lines().count(), 6 * (3 + 12));
+        let first = text.lines().next().unwrap();
+        assert!(first.starts_with("0x0002c90100000000 "), "{first}");
+        let p = parse_path_sl(&text, "psl", &f, &g).unwrap();
+        assert_eq!((p.num_layers, p.missing), (3, 0));
+        assert!(p.conflicts.is_empty());
+        for s in 0..3u32 {
+            for d in &g.dests {
+                assert_eq!(p.layers.get(s, d.lid), r.layer(s, d.lid));
+            }
+        }
+        // the second CA on switch 0 disagrees with the first about one DLID
+        let ca1 = f
+            .nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Ca)
+            .nth(1)
+            .unwrap()
+            .guid;
+        let lid = g.dests.last().unwrap().lid;
+        let extra = format!("{text}0x{ca1:016x} {lid} 7\n");
+        let p = parse_path_sl(&extra, "psl", &f, &g).unwrap();
+        assert_eq!(p.conflicts.len(), 1);
+        let c = &p.conflicts[0];
+        assert_eq!((c.dlid, c.sl, c.line), (lid, 7, text.lines().count() + 1));
+        // a path no line covers is counted, not invented: drop the first DLID of both CAs on
+        // switch 0 (15 lines per CA)
+        let fewer: String = text
+            .lines()
+            .enumerate()
+            .filter(|&(i, _)| i != 0 && i != 15)
+            .map(|(_, l)| format!("{l}\n"))
+            .collect();
+        assert_eq!(parse_path_sl(&fewer, "psl", &f, &g).unwrap().missing, 1);
+    }
+
+    #[test]
+    fn path_sl_errors_name_the_line() {
+        let (f, g) = fabric();
+        for (text, line, what) in [
+            (
+                "0x0002c90100000000 1 0\n0x0002c90100000000 1\n",
+                2,
+                "expected",
+            ),
+            ("0x0002c90000000000 1 0\n", 1, "not a CA"),
+            ("0x0002c90100000000 999 0\n", 1, "not in the fabric"),
+            ("0x0002c90100000000 1 16\n", 1, "SL"),
+            ("0002c90100000000 1 1\n", 1, "0x"),
+        ] {
+            let e = parse_path_sl(text, "p.dump", &f, &g).unwrap_err();
+            assert_eq!(e.line(), Some(line), "{e}");
+            assert!(e.to_string().contains(what), "{e}");
+        }
+    }
+
+    #[test]
+    fn lft_writer_and_parser_agree_and_reject_bad_lines() {
+        let (f, g) = fabric();
+        let r = crate::sssp::route(&g);
+        let text = write_lfts(&f, &g, &r.lft);
+        assert!(text.starts_with("Unicast lids [0-"), "{text}");
+        assert!(text.contains(" # Channel Adapter portguid 0x0002c90100000001: 'H-0'"));
+        let d = parse_lfts(&text, "l", &f, &g).unwrap();
+        assert_eq!(d.lft, r.lft);
+        let routing = routing_from_dumps(&g, d.lft, None);
+        assert_eq!(routing.hops, r.hops, "walked hops equal the engine's");
+
+        let head = text.lines().next().unwrap();
+        for (bad, line, what) in [
+            (format!("0x0001 001\n{head}\n"), 1, "before any switch"),
+            (format!("{head}\n0x0001 099\n"), 2, "no port 99"),
+            (format!("{head}\n0x0001\n"), 2, "port"),
+            (format!("{head}\n{head}\n"), 2, "second block"),
+            (
+                "Unicast lids [0-3] of switch Lid 1 guid 0x1234 ('x'):\n".to_string(),
+                1,
+                "not in the fabric",
+            ),
+            (format!("{head}\nhello\n"), 2, "expected"),
+        ] {
+            let e = parse_lfts(&bad, "l.dump", &f, &g).unwrap_err();
+            assert_eq!(e.line(), Some(line), "{e}");
+            assert!(
+                e.to_string().contains(what) && e.to_string().contains("l.dump"),
+                "{e}"
+            );
+        }
+        // a switch without a block is reported, its table stays empty
+        let one: String = text
+            .lines()
+            .take_while(|l| !l.ends_with("lids dumped"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(
+            parse_lfts(&one, "l", &f, &g)
+                .unwrap()
+                .switches_missing
+                .len(),
+            2
+        );
+    }
+
+    #[test]
+    fn subnet_lst_inconsistencies_are_errors() {
+        let line = "{ SW Ports:04 SystemGUID:0000000000000001 NodeGUID:0000000000000001 PortGUID:0000000000000001 VenID:000000 DevID:0000 Rev:000000A1 {a} LID:0001 PN:01 } { CA Ports:01 SystemGUID:0000000000000002 NodeGUID:0000000000000002 PortGUID:0000000000000003 VenID:00000000 DevID:0000 Rev:000000A1 {b} LID:0002 PN:01 } PHY=4x LOG=ACT SPD=2.5";
+        let f = parse_subnet_lst(line, "s", 0).unwrap();
+        assert_eq!((f.nodes.len(), f.links.len(), f.endpoints.len()), (2, 1, 2));
+        let other_port = line.replacen("PN:01 } PHY", "PN:01 } PHY", 1).replacen(
+            "LID:0001 PN:01",
+            "LID:0001 PN:02",
+            1,
+        );
+        let e = parse_subnet_lst(&format!("{line}\n{other_port}"), "s", 0).unwrap_err();
+        assert_eq!(e.line(), Some(2), "{e}");
+        let other_lid = line.replacen("LID:0001 PN:01", "LID:0005 PN:02", 1);
+        let e = parse_subnet_lst(&format!("{line}\n{other_lid}"), "s", 0).unwrap_err();
+        assert!(e.to_string().contains("LID differs"), "{e}");
+        let e = parse_subnet_lst(&line.replace("Ports:04", "Ports:00"), "s", 0).unwrap_err();
+        assert!(e.to_string().contains("port count"), "{e}");
+    }
+}
