@@ -11,8 +11,9 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=OPENSM_INCLUDE_DIR");
 
-    let include_dir =
-        PathBuf::from(env::var("OPENSM_INCLUDE_DIR").unwrap_or_else(|_| OPENSM_INCLUDE.to_string()));
+    let include_dir = PathBuf::from(
+        env::var("OPENSM_INCLUDE_DIR").unwrap_or_else(|_| OPENSM_INCLUDE.to_string()),
+    );
     let version_header = include_dir.join("opensm/osm_version.h");
     if !version_header.exists() {
         panic!(
@@ -32,6 +33,12 @@ fn main() {
         .clang_arg("-Iinclude")
         .allowlist_function("osm_.*|cl_qmap_.*|cl_ptr_vector_.*|ib_port_info_get_.*|ib_switch_info_.*")
         .allowlist_type("osm_.*|external_routing_engine_module_t|ib_slvl_table_t|ib_net16_t|ib_net64_t")
+        // Functions of the opensm process are resolved at run time (src/opensm/ffi.rs), never
+        // linked: keep them out of the bindings so nothing calls them directly.
+        .blocklist_function(
+            "osm_log|osm_register_external_routing_engine|osm_get_switch_by_guid|\
+             osm_switch_set_hops|osm_switch_clear_hops|osm_link_is_healthy",
+        )
         .allowlist_var("OSM_VERSION|OSM_LOG_.*|OSM_NO_PATH|IB_NODE_TYPE_.*|IB_LINK_.*|IB_MAX_NUM_VLS|OSM_EVENT_PLUGIN_INTERFACE_VER")
         .wrap_static_fns(true)
         .wrap_static_fns_path(&wrappers)
@@ -50,6 +57,10 @@ fn main() {
         .expect("write opensm_bindings.rs");
 
     compile_wrappers(&wrappers, &include_dir);
+
+    // OpenSM dlclose()s its plug-ins on shutdown while threads started by the engine (rayon's
+    // pool) may still exist: keep the library mapped.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
 }
 
 fn compile_wrappers(wrappers: &Path, include_dir: &Path) {

@@ -12,6 +12,13 @@
 #define DFSSSP_RS_H
 
 #include <stdint.h>
+/*
+ * osm_config.h must come first: osm_subnet.h tests ENABLE_OSM_PERF_MGR to lay out osm_subn_opt_t
+ * but does not include osm_config.h itself. Without it the options struct is 56 bytes short of
+ * what the opensm binary uses, and every field of osm_opensm_t after `subn` (sm, sa, log, ...)
+ * is read at the wrong offset.
+ */
+#include <opensm/osm_config.h>
 #include <complib/cl_types.h>
 #include <complib/cl_qmap.h>
 #include <complib/cl_ptr_vector.h>

@@ -1,21 +1,688 @@
-//! TODO
-#[allow(non_upper_case_globals, non_camel_case_types, non_snake_case, dead_code, clippy::all)]
-mod ffi {
-    include!(concat!(env!("OUT_DIR"), "/opensm_bindings.rs"));
+//! The OpenSM plug-in: the only place with `unsafe` code.
+//!
+//! OpenSM (>= 3.3.23) loads `libdfsssp_rs.so` for `event_plugin_name dfsssp_rs` in its config and
+//! reads the exported symbol [`osm_event_plugin`]. Its `create()` registers two routing engines,
+//! `sssp-rs` and `dfsssp-rs`, with `osm_register_external_routing_engine`; `routing_engine
+//! sssp-rs` (or `dfsssp-rs`) then selects one.
+//!
+//! Per routing run OpenSM calls, under its lock:
+//! 1. `build_lid_matrices`: reads the subnet ([`subnet`]), runs the engine ([`crate::engine`]),
+//!    checks the result fits every switch ([`tables::plan`]). All computation happens here.
+//! 2. `ucast_build_fwd_tables`: writes `new_lft` and hop counts ([`tables::write`]) and, with the
+//!    routing log flag (0x40), the engine's dump files ([`dump`]).
+//!
+//! A negative return makes OpenSM try its next engine, then minhop. dfsssp-rs also answers
+//! `path_sl` (the path's layer is its SL) and `update_sl2vl` (SL i -> VL i for every layer; OpenSM
+//! calls it only with QoS on). `mcast_build_stree` is left unset: OpenSM's default multicast
+//! routing builds the spanning trees over the unicast tables. `ucast_dump_tables` is not set:
+//! OpenSM 3.3.23 never calls it.
+//!
+//! Nothing may harm the SM: every callback runs inside `catch_unwind`; a panic or error is logged
+//! at ERROR and reported to OpenSM as a failure (`path_sl` then returns OpenSM's hint).
+//!
+//! Environment (read at every routing run):
+//! - `DFSSSP_RS_MAX_LANES=N`: dfsssp-rs uses at most N virtual lanes (below what the ports offer).
+//! - `DFSSSP_RS_BISECTION_PATTERNS=N`, `DFSSSP_RS_SEED=S`: effective bisection bandwidth over N
+//!   random patterns logged after routing (default 0: skipped).
+//! - `DFSSSP_RS_INJECT_FAILURE=panic|error`: **test hook**, makes `build_lid_matrices` panic or
+//!   fail, to check that OpenSM falls back.
+
+mod dump;
+mod ffi;
+mod log;
+mod sl;
+mod subnet;
+mod tables;
+
+pub use dump::{RunRecord, PATH_SL_FILE, RUN_FILE};
+
+use std::any::Any;
+use std::ffi::{c_int, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Instant;
+
+use thiserror::Error;
+
+use self::log::OsmLog;
+use self::subnet::Subnet;
+use crate::engine::{self, EngineConfig, EngineError, EngineKind};
+use crate::fabric::{FabricError, SwitchGraph, NONE};
+use crate::routing::Routing;
+
+/// Environment variable capping dfsssp-rs's virtual lanes.
+pub const ENV_MAX_LANES: &str = "DFSSSP_RS_MAX_LANES";
+/// Test hook: `panic` or `error` makes `build_lid_matrices` fail.
+pub const ENV_INJECT_FAILURE: &str = "DFSSSP_RS_INJECT_FAILURE";
+pub const ENV_BISECTION_PATTERNS: &str = "DFSSSP_RS_BISECTION_PATTERNS";
+pub const ENV_SEED: &str = "DFSSSP_RS_SEED";
+
+#[derive(Debug, Error)]
+enum AdapterError {
+    #[error("cannot model the subnet: {0}")]
+    Subnet(#[from] FabricError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("the routing does not fit OpenSM's switches: {0}")]
+    Plan(String),
+    #[error("writing the tables failed: {0}")]
+    Write(String),
+    #[error("ucast_build_fwd_tables called without a routing computed by build_lid_matrices")]
+    NothingComputed,
+    #[error("bad environment setting: {0}")]
+    Env(String),
+    #[error("OpenSM's functions were not resolved")]
+    NoApi,
+    #[error("injected failure ({ENV_INJECT_FAILURE}=error, a test hook)")]
+    Injected,
 }
 
-pub fn probe(osm: *mut ffi::osm_opensm_t) {
-    unsafe { ffi::osm_log(&mut (*osm).log, 2, c"%s\n".as_ptr(), c"hi".as_ptr()); }
-}
-unsafe extern "C" fn create(osm: *mut ffi::osm_opensm_t) -> *mut std::ffi::c_void {
-    probe(osm);
-    unsafe { ffi::osm_register_external_routing_engine(osm, std::ptr::null(), std::ptr::null_mut()); }
-    std::ptr::null_mut()
-}
+/// The exported plug-in descriptor, laid out exactly as OpenSM's `osm_event_plugin_t`.
+#[repr(transparent)]
+pub struct PluginDecl(ffi::osm_event_plugin_t);
+
+// SAFETY: the descriptor is immutable; its pointers are a static string and functions.
+unsafe impl Sync for PluginDecl {}
+
+/// The symbol OpenSM's event-plugin loader looks up. Its version must equal the running OpenSM's.
 #[no_mangle]
-pub static mut osm_event_plugin: ffi::osm_event_plugin_t = ffi::osm_event_plugin_t {
-    osm_version: ffi::OSM_VERSION.as_ptr() as *const _,
-    create: Some(create),
-    delete: None,
+pub static osm_event_plugin: PluginDecl = PluginDecl(ffi::osm_event_plugin_t {
+    osm_version: ffi::OSM_VERSION.as_ptr().cast(),
+    create: Some(plugin_create),
+    delete: Some(plugin_delete),
     report: None,
-};
+});
+
+/// What `create()` returns to OpenSM: owns the engines' contexts until `delete()`.
+struct Plugin {
+    // Boxed: OpenSM holds a pointer to each context, so they must not move when the Vec grows.
+    #[allow(clippy::vec_box)]
+    engines: Vec<Box<EngineCtx>>,
+}
+
+/// One registered engine. OpenSM hands its address back as the callbacks' `context`.
+struct EngineCtx {
+    kind: EngineKind,
+    name: &'static CStr,
+    osm: *mut ffi::osm_opensm_t,
+    log: OsmLog,
+    state: RwLock<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Computed by build_lid_matrices, consumed by ucast_build_fwd_tables.
+    pending: Option<Pending>,
+    /// The routing OpenSM currently uses, for path_sl and update_sl2vl.
+    active: Option<Active>,
+}
+
+struct Pending {
+    subnet: Subnet,
+    cfg: EngineConfig,
+    graph: SwitchGraph,
+    routing: Routing,
+    plan: tables::Plan,
+    routing_log: bool,
+    started: Instant,
+}
+
+struct Active {
+    graph: SwitchGraph,
+    routing: Routing,
+    /// Each SL-to-VL problem is logged once per routing, not once per port.
+    warned_few_vls: AtomicBool,
+    warned_admin_table: AtomicBool,
+}
+
+impl EngineCtx {
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// build_lid_matrices: everything is computed here.
+    fn build(&self) -> Result<(), AdapterError> {
+        let started = Instant::now();
+        let name = self.kind.name();
+        *self.write() = State::default();
+        match std::env::var(ENV_INJECT_FAILURE).as_deref() {
+            Ok("panic") => panic!("{ENV_INJECT_FAILURE}=panic: injected panic (test hook)"),
+            Ok("error") => return Err(AdapterError::Injected),
+            _ => {}
+        }
+
+        // SAFETY: OpenSM calls us from ucast_mgr_route with its lock held; self.osm is the
+        // running OpenSM that registered this engine.
+        let api = ffi::api().ok_or(AdapterError::NoApi)?;
+        let subnet = unsafe { subnet::read(api, self.osm) }?;
+        let read_time = started.elapsed();
+        let f = &subnet.fabric;
+        self.log.verbose(&format!(
+            "{name}: read the subnet in {:.3} s: {} switches, {} CAs/routers, {} links, {} LID \
+             ports, max LID {}, LMC {}",
+            read_time.as_secs_f64(),
+            f.switch_count(),
+            f.terminal_node_count(),
+            f.links.len(),
+            f.endpoints.len(),
+            f.max_lid(),
+            subnet.lmc
+        ));
+        let sk = &subnet.skipped;
+        if sk.down_links
+            + sk.unhealthy_links
+            + sk.loop_links
+            + sk.ports_without_lid
+            + sk.unknown_nodes
+            > 0
+        {
+            self.log.info(&format!(
+                "{name}: not routed over: {} links with a DOWN port, {} unhealthy links, {} \
+                 loopback links; ignored: {} ports without LID, {} nodes of unknown type",
+                sk.down_links,
+                sk.unhealthy_links,
+                sk.loop_links,
+                sk.ports_without_lid,
+                sk.unknown_nodes
+            ));
+        }
+
+        let cfg = self.config(&subnet)?;
+        let out = engine::run(&subnet.fabric, &cfg)?;
+        for (level, line) in &out.log {
+            self.log.log(*level, line);
+        }
+        let plan = tables::plan(&subnet, &out.graph, &out.routing).map_err(AdapterError::Plan)?;
+        self.log.info(&format!(
+            "{name}: computed tables for {} switches, {} CA/router ports, {} LIDs, {} layer(s) in \
+             {:.3} s",
+            out.graph.num_switches(),
+            out.graph.terminals.len(),
+            out.graph.dests.len(),
+            out.routing.num_layers,
+            started.elapsed().as_secs_f64()
+        ));
+        self.write().pending = Some(Pending {
+            subnet,
+            cfg,
+            graph: out.graph,
+            routing: out.routing,
+            plan,
+            routing_log: self.log.is_active(log::ROUTING),
+            started,
+        });
+        Ok(())
+    }
+
+    /// The engine configuration for this run: lanes from the ports' operational VLs, capped by
+    /// the environment; one lane when QoS is off.
+    fn config(&self, subnet: &Subnet) -> Result<EngineConfig, AdapterError> {
+        let name = self.kind.name();
+        let mut cfg = EngineConfig::new(self.kind);
+        cfg.qos = subnet.qos;
+        if let Some(n) = env_number(ENV_BISECTION_PATTERNS, u64::from(u32::MAX))? {
+            cfg.bisection_patterns = n as u32;
+        }
+        if let Some(n) = env_number(ENV_SEED, u64::MAX)? {
+            cfg.seed = n;
+        }
+        cfg.lanes = match subnet.min_data_vls {
+            Some(v) => v,
+            None => {
+                self.log.info(&format!(
+                    "{name}: no active port reports its operational VLs; assuming 1"
+                ));
+                1
+            }
+        };
+        if let Some(cap) = env_number(ENV_MAX_LANES, 15)? {
+            if cap == 0 {
+                return Err(AdapterError::Env(format!(
+                    "{ENV_MAX_LANES}=0: at least 1 lane is needed"
+                )));
+            }
+            cfg.lanes = cfg.lanes.min(cap as u8);
+        }
+        if self.kind == EngineKind::Dfsssp {
+            if subnet.qos {
+                self.log.info(&format!(
+                    "{name}: QoS on: up to {} virtual lanes (fewest operational data VLs of any \
+                     active port{})",
+                    cfg.lanes,
+                    if std::env::var_os(ENV_MAX_LANES).is_some() {
+                        format!(", capped by {ENV_MAX_LANES}")
+                    } else {
+                        String::new()
+                    }
+                ));
+            } else {
+                self.log.info(&format!(
+                    "{name}: QoS is off, so OpenSM does not program SL-to-VL tables: routing \
+                     within a single virtual lane. Set `qos TRUE` (or run opensm -Q) to enable \
+                     multi-lane routing ({} lanes available)",
+                    cfg.lanes
+                ));
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// ucast_build_fwd_tables: only writes what build() computed.
+    fn write_tables(&self) -> Result<(), AdapterError> {
+        let name = self.kind.name();
+        let p = self
+            .write()
+            .pending
+            .take()
+            .ok_or(AdapterError::NothingComputed)?;
+        let t = Instant::now();
+        // SAFETY: called by ucast_mgr_route under OpenSM's lock, right after build_lid_matrices
+        // of the same run (the pending routing), so OpenSM's switches are prepared for it.
+        let api = ffi::api().ok_or(AdapterError::NoApi)?;
+        let stats = unsafe { tables::write(api, self.osm, &p.plan, &p.routing) }
+            .map_err(AdapterError::Write)?;
+        self.log.info(&format!(
+            "{name}: wrote the tables of {} switches ({} routed entries) in {:.3} s; {:.3} s since \
+             routing started",
+            stats.switches,
+            stats.routed_entries,
+            t.elapsed().as_secs_f64(),
+            p.started.elapsed().as_secs_f64()
+        ));
+        if p.routing_log {
+            self.write_dumps(&p);
+        }
+        self.write().active = Some(Active {
+            graph: p.graph,
+            routing: p.routing,
+            warned_few_vls: AtomicBool::new(false),
+            warned_admin_table: AtomicBool::new(false),
+        });
+        Ok(())
+    }
+
+    /// The engine's own dumps. The tables are in place already: a failure here is logged only.
+    fn write_dumps(&self, p: &Pending) {
+        let name = self.kind.name();
+        let Some(dir) = &p.subnet.dump_dir else {
+            self.log.error(&format!(
+                "{name}: OpenSM has no dump_files_dir; not writing dumps"
+            ));
+            return;
+        };
+        let path = dir.join(RUN_FILE);
+        match dump::write_run_record(&path, &RunRecord::new(&p.cfg, &p.subnet.fabric)) {
+            Ok(()) => self
+                .log
+                .verbose(&format!("{name}: wrote {}", path.display())),
+            Err(e) => self
+                .log
+                .error(&format!("{name}: cannot write {}: {e}", path.display())),
+        }
+        if self.kind != EngineKind::Dfsssp {
+            return;
+        }
+        let t = Instant::now();
+        let path = dir.join(PATH_SL_FILE);
+        match dump::write_path_sl(&path, &p.subnet.fabric, &p.graph, &p.routing) {
+            Ok(st) => {
+                self.log.info(&format!(
+                    "{name}: wrote {} ({} sources, {} lines) in {:.3} s",
+                    path.display(),
+                    st.sources,
+                    st.lines,
+                    t.elapsed().as_secs_f64()
+                ));
+                if st.split_sources > 0 {
+                    self.log.info(&format!(
+                        "{name}: {} CAs have ports on different switches; {} is keyed by node GUID, \
+                         so it lists the SLs of each CA's first port only",
+                        st.split_sources, PATH_SL_FILE
+                    ));
+                }
+            }
+            Err(e) => self
+                .log
+                .error(&format!("{name}: cannot write {}: {e}", path.display())),
+        }
+    }
+
+    /// path_sl: the layer of the path from the switch where SLID's traffic enters to DLID.
+    fn path_sl(&self, hint: u8, slid: u16, dlid: u16) -> u8 {
+        let st = self.read();
+        let Some(a) = &st.active else { return hint };
+        if a.routing.num_layers <= 1 || dlid > a.routing.lft.max_lid {
+            return hint;
+        }
+        let (Some(src), Some(dst)) = (a.graph.dest_of_lid(slid), a.graph.dest_of_lid(dlid)) else {
+            return hint;
+        };
+        if src.switch == NONE || dst.switch == NONE {
+            return hint;
+        }
+        a.routing.layer(src.switch, dlid)
+    }
+
+    /// update_sl2vl: SL i -> VL i for every layer i.
+    ///
+    /// # Safety
+    /// `port` and `table` come from OpenSM's QoS setup: a live physical port and its table.
+    unsafe fn update_sl2vl(&self, port: *const ffi::osm_physp_t, table: *mut ffi::ib_slvl_table_t) {
+        let st = self.read();
+        let Some(a) = &st.active else { return };
+        let layers = a.routing.num_layers;
+        if layers <= 1 || table.is_null() {
+            return;
+        }
+        let before = (*table).raw_vl_by_sl;
+        let mut after = before;
+        let changed = sl::map_layers(&mut after, layers);
+        (*table).raw_vl_by_sl = after;
+        let name = self.kind.name();
+        if changed != 0 && !a.warned_admin_table.swap(true, Ordering::Relaxed) {
+            self.log.info(&format!(
+                "{name}: OpenSM's QoS SL-to-VL setting ({}) differs from the routing's layers; \
+                 using SL i -> VL i for SL 0..{} as the deadlock analysis requires (logged once)",
+                sl::describe(&before, changed),
+                layers - 1
+            ));
+        }
+        if port.is_null() {
+            return;
+        }
+        let vls = subnet::data_vls(ffi::ib_port_info_get_op_vls(&(*port).port_info));
+        if vls.is_some_and(|v| v < layers) && !a.warned_few_vls.swap(true, Ordering::Relaxed) {
+            let node = (*port).p_node;
+            let guid = if node.is_null() {
+                0
+            } else {
+                u64::from_be(ffi::osm_node_get_node_guid(node))
+            };
+            self.log.error(&format!(
+                "{name}: port {} of node 0x{guid:016x} operates {} data VLs but the routing uses {} \
+                 layers: SLs beyond its VLs share a VL there and deadlock freedom is not \
+                 guaranteed (logged once; rerouting picks up the new VL count)",
+                (*port).port_num,
+                vls.unwrap_or(0),
+                layers
+            ));
+        }
+    }
+}
+
+/// A number from the environment, at most `max`; `None` when unset or empty.
+fn env_number(var: &str, max: u64) -> Result<Option<u64>, AdapterError> {
+    match std::env::var(var) {
+        Ok(s) if s.trim().is_empty() => Ok(None),
+        Ok(s) => match s.trim().parse::<u64>() {
+            Ok(n) if n <= max => Ok(Some(n)),
+            _ => Err(AdapterError::Env(format!(
+                "{var}={s:?}: expected a number 0..={max}"
+            ))),
+        },
+        Err(_) => Ok(None),
+    }
+}
+
+fn panic_message(p: &(dyn Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-text payload".to_string()
+    }
+}
+
+/// Runs a callback body: errors and panics are logged at ERROR and become `fallback`.
+fn guarded<T>(
+    log: OsmLog,
+    what: &str,
+    fallback: T,
+    f: impl FnOnce() -> Result<T, AdapterError>,
+) -> T {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            log.error(&format!("ERR DF01: {what} failed: {e}"));
+            fallback
+        }
+        Err(p) => {
+            // Logging cannot panic in a way that matters here, but stay defensive.
+            let msg = panic_message(&*p);
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                log.error(&format!("ERR DF02: {what} panicked: {msg}"));
+            }));
+            fallback
+        }
+    }
+}
+
+/// # Safety
+/// `context` must be an `EngineCtx` registered by `plugin_create` and not yet deleted.
+unsafe fn ctx<'a>(context: *mut c_void) -> Option<&'a EngineCtx> {
+    (context as *const EngineCtx).as_ref()
+}
+
+/// Whether our bindings lay out `osm_opensm_t` as the running OpenSM does: OpenSM initialised
+/// its SM and SA with pointers to its own `subn` and `log` before loading plug-ins, so compare
+/// those with where the bindings put them (an include-order mistake once shifted them by 56
+/// bytes; see include/dfsssp_rs.h).
+///
+/// # Safety
+/// `osm` must be the running OpenSM, as passed to `create()`.
+unsafe fn layout_matches(osm: *mut ffi::osm_opensm_t) -> bool {
+    let subn = std::ptr::addr_of_mut!((*osm).subn);
+    let log = std::ptr::addr_of_mut!((*osm).log);
+    (*osm).subn.p_osm == osm
+        && (*osm).sm.p_subn == subn
+        && (*osm).sm.p_log == log
+        && (*osm).sa.p_subn == subn
+        && (*osm).sa.p_log == log
+        && (*osm).sm.ucast_mgr.p_subn == subn
+}
+
+unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
+    if osm.is_null() {
+        return std::ptr::null_mut();
+    }
+    let api = match ffi::resolve_api() {
+        Ok(api) => api,
+        Err(e) => {
+            eprintln!("dfsssp-rs: ERROR: not running inside OpenSM ({e}); not registering any routing engine");
+            return std::ptr::null_mut();
+        }
+    };
+    if !layout_matches(osm) {
+        // OpenSM's log cannot be trusted to be where we think: say it on stderr and stay out.
+        eprintln!(
+            "dfsssp-rs: ERROR: this plug-in was built against OpenSM headers whose osm_opensm_t \
+             layout differs from the running opensm ({}); not registering any routing engine",
+            CStr::from_ptr(ffi::OSM_VERSION.as_ptr().cast()).to_string_lossy()
+        );
+        return std::ptr::null_mut();
+    }
+    let log = OsmLog::new(std::ptr::addr_of_mut!((*osm).log));
+    let created = catch_unwind(AssertUnwindSafe(|| {
+        let mut plugin = Box::new(Plugin {
+            engines: Vec::new(),
+        });
+        for (kind, name) in [
+            (EngineKind::Sssp, c"sssp-rs"),
+            (EngineKind::Dfsssp, c"dfsssp-rs"),
+        ] {
+            let ctx = Box::new(EngineCtx {
+                kind,
+                name,
+                osm,
+                log,
+                state: RwLock::new(State::default()),
+            });
+            let ctx_ptr = &*ctx as *const EngineCtx as *mut c_void;
+            let module = ffi::external_routing_engine_module_t {
+                name: name.as_ptr(),
+                setup: Some(engine_setup),
+                context: ctx_ptr,
+            };
+            // OpenSM copies the module (name included) and keeps ctx_ptr as the engine context.
+            let status = (api.register_external_routing_engine)(osm, &module, ctx_ptr);
+            if status == 0 {
+                plugin.engines.push(ctx);
+            } else {
+                log.error(&format!(
+                    "ERR DF03: dfsssp-rs: cannot register routing engine '{}' (status {status})",
+                    kind.name()
+                ));
+            }
+        }
+        plugin
+    }));
+    match created {
+        // Once an engine is registered OpenSM holds pointers into this library: never return
+        // NULL then (OpenSM would dlclose us).
+        Ok(plugin) if !plugin.engines.is_empty() => {
+            log.info(&format!(
+                "dfsssp-rs {}: registered routing engines {}",
+                env!("CARGO_PKG_VERSION"),
+                plugin
+                    .engines
+                    .iter()
+                    .map(|e| e.kind.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            Box::into_raw(plugin).cast()
+        }
+        Ok(_) => std::ptr::null_mut(),
+        Err(p) => {
+            log.error(&format!(
+                "ERR DF02: dfsssp-rs: plug-in creation panicked: {}",
+                panic_message(&*p)
+            ));
+            std::ptr::null_mut()
+        }
+    }
+}
+
+unsafe extern "C" fn plugin_delete(plugin_data: *mut c_void) {
+    if !plugin_data.is_null() {
+        // OpenSM destroys its routing engines before its plug-ins: no callback can follow.
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            drop(Box::from_raw(plugin_data as *mut Plugin))
+        }));
+    }
+}
+
+unsafe extern "C" fn engine_setup(
+    re: *mut ffi::osm_routing_engine,
+    _osm: *mut ffi::osm_opensm_t,
+) -> c_int {
+    let Some(re) = re.as_mut() else { return -1 };
+    let Some(c) = ctx(re.context) else { return -1 };
+    re.build_lid_matrices = Some(cb_build_lid_matrices);
+    re.ucast_build_fwd_tables = Some(cb_ucast_build_fwd_tables);
+    re.destroy = Some(cb_destroy);
+    // Left to OpenSM: mcast_build_stree (its default builds multicast trees over our unicast
+    // tables), update_vlarb, ucast_dump_tables (never called by 3.3.23).
+    if c.kind == EngineKind::Dfsssp {
+        // sssp-rs has a single layer: like stock sssp it leaves SLs and SL-to-VL tables alone.
+        re.path_sl = Some(cb_path_sl);
+        re.update_sl2vl = Some(cb_update_sl2vl);
+    }
+    c.log.verbose(&format!(
+        "{}: set up as an OpenSM routing engine",
+        c.name.to_string_lossy()
+    ));
+    0
+}
+
+unsafe extern "C" fn cb_build_lid_matrices(context: *mut c_void) -> c_int {
+    let Some(c) = ctx(context) else { return -1 };
+    guarded(c.log, &format!("{}: routing", c.kind.name()), -1, || {
+        c.build().map(|()| 0)
+    })
+}
+
+unsafe extern "C" fn cb_ucast_build_fwd_tables(context: *mut c_void) -> c_int {
+    let Some(c) = ctx(context) else { return -1 };
+    guarded(
+        c.log,
+        &format!("{}: writing the forwarding tables", c.kind.name()),
+        -1,
+        || c.write_tables().map(|()| 0),
+    )
+}
+
+unsafe extern "C" fn cb_path_sl(
+    context: *mut c_void,
+    hint: u8,
+    slid: ffi::ib_net16_t,
+    dlid: ffi::ib_net16_t,
+) -> u8 {
+    let Some(c) = ctx(context) else { return hint };
+    guarded(c.log, "dfsssp-rs: path_sl", hint, || {
+        Ok(c.path_sl(hint, u16::from_be(slid), u16::from_be(dlid)))
+    })
+}
+
+unsafe extern "C" fn cb_update_sl2vl(
+    context: *mut c_void,
+    port: *mut ffi::osm_physp_t,
+    _in_port: u8,
+    _out_port: u8,
+    table: *mut ffi::ib_slvl_table_t,
+) {
+    let Some(c) = ctx(context) else { return };
+    guarded(c.log, "dfsssp-rs: update_sl2vl", (), || {
+        c.update_sl2vl(port, table);
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn cb_destroy(context: *mut c_void) {
+    // The context itself belongs to the plug-in (freed in plugin_delete); drop the routing.
+    if let Some(c) = ctx(context) {
+        let _ = catch_unwind(AssertUnwindSafe(|| *c.write() = State::default()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptor_carries_the_headers_version() {
+        let v = unsafe { CStr::from_ptr(osm_event_plugin.0.osm_version) };
+        assert!(v.to_str().unwrap().starts_with("OpenSM 3.3."), "{v:?}");
+    }
+
+    #[test]
+    fn panic_messages_are_extracted() {
+        let p = catch_unwind(|| panic!("boom {}", 7)).unwrap_err();
+        assert_eq!(panic_message(&*p), "boom 7");
+        let p = catch_unwind(|| panic!("static")).unwrap_err();
+        assert_eq!(panic_message(&*p), "static");
+        let p = catch_unwind(|| std::panic::panic_any(42u8)).unwrap_err();
+        assert!(panic_message(&*p).contains("non-text"));
+    }
+
+    #[test]
+    fn env_numbers_are_checked() {
+        std::env::set_var("DFSSSP_RS_TEST_NUM", "12");
+        assert_eq!(env_number("DFSSSP_RS_TEST_NUM", 15).unwrap(), Some(12));
+        std::env::set_var("DFSSSP_RS_TEST_NUM", "16");
+        assert!(env_number("DFSSSP_RS_TEST_NUM", 15).is_err());
+        std::env::set_var("DFSSSP_RS_TEST_NUM", "x");
+        assert!(env_number("DFSSSP_RS_TEST_NUM", 15)
+            .unwrap_err()
+            .to_string()
+            .contains("DFSSSP_RS_TEST_NUM"));
+        std::env::remove_var("DFSSSP_RS_TEST_NUM");
+        assert_eq!(env_number("DFSSSP_RS_TEST_NUM", 15).unwrap(), None);
+    }
+}

@@ -1,0 +1,274 @@
+//! The engine's own dump files, written into OpenSM's `dump_files_dir` whenever OpenSM writes its
+//! dumps (routing log flag 0x40):
+//! - `opensm-path-sl.dump` (dfsssp-rs): one line `0x<source node GUID> <DLID> <SL>` per source
+//!   CA/router and destination LID, the format `ibdmchk -c` reads;
+//! - `dfsssp-rs-fabric.json`: the fabric as the plug-in read it from OpenSM plus the engine
+//!   configuration, so the routing can be recomputed and judged offline.
+//!
+//! Files are written under a temporary name and renamed, so a reader never sees half a file.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{EngineConfig, EngineKind};
+use crate::fabric::{Fabric, NodeKind, SwitchGraph, NONE};
+use crate::routing::Routing;
+
+pub const PATH_SL_FILE: &str = "opensm-path-sl.dump";
+pub const RUN_FILE: &str = "dfsssp-rs-fabric.json";
+
+/// A routing run as the plug-in saw it: the engine, its configuration and the fabric read from
+/// OpenSM. `engine::run(&rec.fabric, &rec.config())` recomputes the same routing.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// "sssp-rs" or "dfsssp-rs".
+    pub engine: String,
+    pub lanes: u8,
+    pub qos: bool,
+    pub bisection_patterns: u32,
+    pub seed: u64,
+    pub fabric: Fabric,
+}
+
+impl RunRecord {
+    pub fn new(cfg: &EngineConfig, fabric: &Fabric) -> Self {
+        RunRecord {
+            engine: cfg.kind.name().to_string(),
+            lanes: cfg.lanes,
+            qos: cfg.qos,
+            bisection_patterns: cfg.bisection_patterns,
+            seed: cfg.seed,
+            fabric: fabric.clone(),
+        }
+    }
+
+    pub fn config(&self) -> Result<EngineConfig, String> {
+        let kind: EngineKind = self.engine.parse()?;
+        let mut cfg = EngineConfig::new(kind);
+        cfg.lanes = self.lanes;
+        cfg.qos = self.qos;
+        cfg.bisection_patterns = self.bisection_patterns;
+        cfg.seed = self.seed;
+        Ok(cfg)
+    }
+}
+
+/// Writes `contents` through a temporary file renamed into place.
+fn write_atomically(
+    path: &Path,
+    contents: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    let result = (|| {
+        let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+        contents(&mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()
+    })();
+    match result {
+        Ok(()) => fs::rename(&tmp, path),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+pub(crate) fn write_run_record(path: &Path, rec: &RunRecord) -> io::Result<()> {
+    write_atomically(path, |w| {
+        serde_json::to_writer(&mut *w, rec).map_err(io::Error::other)?;
+        w.write_all(b"\n")
+    })
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PathSlStats {
+    pub sources: usize,
+    pub lines: u64,
+    /// Source nodes with ports on different switches: only their first port's SLs are listed.
+    pub split_sources: usize,
+}
+
+/// Source nodes for the path-SL dump: every CA/router attached to a switch, by node GUID, with the
+/// switch its first (lowest-numbered) attached port hangs off.
+fn sources(f: &Fabric, g: &SwitchGraph) -> (Vec<(u64, u32)>, usize) {
+    // node -> (port, switch, several switches seen)
+    let mut first: HashMap<u32, (u8, u32, bool)> = HashMap::new();
+    for &(e, s) in &g.terminals {
+        let ep = &f.endpoints[e as usize];
+        if f.nodes[ep.node as usize].kind == NodeKind::Switch {
+            continue;
+        }
+        first
+            .entry(ep.node)
+            .and_modify(|(port, sw, split)| {
+                *split |= *sw != s;
+                if ep.port < *port {
+                    (*port, *sw) = (ep.port, s);
+                }
+            })
+            .or_insert((ep.port, s, false));
+    }
+    let split = first.values().filter(|v| v.2).count();
+    let mut out: Vec<(u64, u32)> = first
+        .iter()
+        .map(|(&n, &(_, s, _))| (f.nodes[n as usize].guid, s))
+        .collect();
+    out.sort_unstable();
+    (out, split)
+}
+
+/// Writes the path-SL table `ibdmchk -c` reads.
+pub(crate) fn write_path_sl(
+    path: &Path,
+    f: &Fabric,
+    g: &SwitchGraph,
+    r: &Routing,
+) -> io::Result<PathSlStats> {
+    let (srcs, split_sources) = sources(f, g);
+    // " <DLID> " of every routable destination, formatted once.
+    let dests: Vec<(u16, Vec<u8>)> = g
+        .dests
+        .iter()
+        .filter(|d| d.switch != NONE && d.lid <= r.lft.max_lid)
+        .map(|d| (d.lid, format!(" {} ", d.lid).into_bytes()))
+        .collect();
+    let line_len = 19 + dests.iter().map(|d| d.1.len() + 3).sum::<usize>();
+    let mut stats = PathSlStats {
+        sources: srcs.len(),
+        lines: 0,
+        split_sources,
+    };
+    write_atomically(path, |w| {
+        // Format a batch of sources in parallel, write it in order.
+        for batch in srcs.chunks(64) {
+            let bufs: Vec<Vec<u8>> = batch
+                .par_iter()
+                .map(|&(guid, s)| {
+                    let prefix = format!("0x{guid:016x}");
+                    let mut buf = Vec::with_capacity(line_len);
+                    for (lid, text) in &dests {
+                        buf.extend_from_slice(prefix.as_bytes());
+                        buf.extend_from_slice(text);
+                        let sl = r.layer(s, *lid);
+                        if sl >= 10 {
+                            buf.push(b'1');
+                        }
+                        buf.push(b'0' + sl % 10);
+                        buf.push(b'\n');
+                    }
+                    buf
+                })
+                .collect();
+            for b in &bufs {
+                w.write_all(b)?;
+            }
+        }
+        Ok(())
+    })?;
+    stats.lines = (srcs.len() * dests.len()) as u64;
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::{FabricBuilder, PortRef};
+    use crate::routing::SwitchLidTable;
+
+    /// sw0 -- sw1; ca0 (2 ports) on sw0 and sw1, ca1 on sw1.
+    fn fabric() -> Fabric {
+        let mut b = FabricBuilder::new();
+        let s0 = b.add_node(NodeKind::Switch, 0x10, 4, "sw0").unwrap();
+        let s1 = b.add_node(NodeKind::Switch, 0x11, 4, "sw1").unwrap();
+        let c0 = b.add_node(NodeKind::Ca, 0x20, 2, "ca0").unwrap();
+        let c1 = b.add_node(NodeKind::Ca, 0x21, 1, "ca1").unwrap();
+        b.link(PortRef { node: s0, port: 1 }, PortRef { node: s1, port: 1 })
+            .unwrap();
+        b.link(PortRef { node: c0, port: 2 }, PortRef { node: s0, port: 2 })
+            .unwrap();
+        b.link(PortRef { node: c0, port: 1 }, PortRef { node: s1, port: 2 })
+            .unwrap();
+        b.link(PortRef { node: c1, port: 1 }, PortRef { node: s1, port: 3 })
+            .unwrap();
+        b.set_lid(PortRef { node: s0, port: 0 }, 0x10, 1, 0)
+            .unwrap();
+        b.set_lid(PortRef { node: s1, port: 0 }, 0x11, 2, 0)
+            .unwrap();
+        b.set_lid(PortRef { node: c0, port: 2 }, 0x22, 4, 1)
+            .unwrap();
+        b.set_lid(PortRef { node: c0, port: 1 }, 0x23, 6, 0)
+            .unwrap();
+        b.set_lid(PortRef { node: c1, port: 1 }, 0x24, 12, 0)
+            .unwrap();
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn path_sl_lines_use_the_first_ports_switch() {
+        let f = fabric();
+        let g = SwitchGraph::new(&f).unwrap();
+        let mut r = crate::sssp::route(&g);
+        // Layer = 10 + switch for every path, to see which switch each line used.
+        let mut layers = SwitchLidTable::new(2, r.lft.max_lid, 0);
+        for lid in 0..=r.lft.max_lid {
+            layers.set(0, lid, 10);
+            layers.set(1, lid, 11);
+        }
+        r.layers = Some(layers);
+        r.num_layers = 12;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(PATH_SL_FILE);
+        let st = write_path_sl(&p, &f, &g, &r).unwrap();
+        assert_eq!(
+            st,
+            PathSlStats {
+                sources: 2,
+                lines: 2 * 6,
+                split_sources: 1
+            }
+        );
+        let text = fs::read_to_string(&p).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 12);
+        // ca0's first port is port 1, on sw1.
+        assert_eq!(lines[0], "0x0000000000000020 1 11");
+        assert!(lines[..6]
+            .iter()
+            .all(|l| l.starts_with("0x0000000000000020 ") && l.ends_with(" 11")));
+        assert_eq!(
+            lines[6..]
+                .iter()
+                .map(|l| l.split(' ').nth(1).unwrap())
+                .collect::<Vec<_>>(),
+            vec!["1", "2", "4", "5", "6", "12"]
+        );
+        assert!(!dir.path().join("opensm-path-sl.dump.tmp").exists());
+    }
+
+    #[test]
+    fn run_record_round_trips() {
+        let f = fabric();
+        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.lanes = 4;
+        cfg.qos = false;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(RUN_FILE);
+        write_run_record(&p, &RunRecord::new(&cfg, &f)).unwrap();
+        let rec: RunRecord = serde_json::from_str(&fs::read_to_string(&p).unwrap()).unwrap();
+        let back = rec.config().unwrap();
+        assert_eq!(
+            (back.kind, back.lanes, back.qos),
+            (EngineKind::Dfsssp, 4, false)
+        );
+        assert_eq!(rec.fabric.nodes, f.nodes);
+        assert_eq!(rec.fabric.links, f.links);
+        assert_eq!(rec.fabric.endpoints, f.endpoints);
+    }
+}

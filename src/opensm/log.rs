@@ -1,0 +1,102 @@
+//! Logging through OpenSM's own log (`osm_log`), with its levels.
+
+use std::ffi::CString;
+
+use super::ffi;
+use crate::engine::LogLevel;
+
+/// OpenSM formats every message into a 4096-byte stack buffer with `vsprintf` (no bound), after
+/// an optional log prefix: keep each line well below that.
+const MAX_LINE: usize = 3072;
+
+/// OpenSM's routing log flag (`-D 0x40`): with it OpenSM writes its dump files, and so do we.
+pub(crate) const ROUTING: u8 = ffi::OSM_LOG_ROUTING as u8;
+
+/// A handle on the running OpenSM's log.
+#[derive(Clone, Copy)]
+pub(crate) struct OsmLog(*mut ffi::osm_log_t);
+
+// SAFETY: osm_log serializes concurrent writers with its own lock, and the log lives as long as
+// OpenSM itself, which outlives the plug-in.
+unsafe impl Send for OsmLog {}
+unsafe impl Sync for OsmLog {}
+
+impl OsmLog {
+    /// # Safety
+    /// `log` must point at the `osm_log_t` of the running OpenSM.
+    pub(crate) unsafe fn new(log: *mut ffi::osm_log_t) -> Self {
+        OsmLog(log)
+    }
+
+    /// Whether messages with this flag (an OSM_LOG_* bit) would be written.
+    pub(crate) fn is_active(self, flag: u8) -> bool {
+        // SAFETY: self.0 is OpenSM's live log (see `new`); the helper only reads its level.
+        unsafe { ffi::osm_log_is_active(self.0, flag) != 0 }
+    }
+
+    pub(crate) fn log(self, level: LogLevel, msg: &str) {
+        let flag = osm_level(level);
+        let Some(api) = ffi::api() else { return };
+        if !self.is_active(flag) {
+            return;
+        }
+        for line in msg.lines() {
+            let c = to_cstring(line);
+            // SAFETY: constant "%s\n" format with one NUL-terminated string argument, shorter
+            // than OpenSM's line buffer (see MAX_LINE).
+            unsafe { (api.log)(self.0, flag, c"%s\n".as_ptr(), c.as_ptr()) };
+        }
+    }
+
+    pub(crate) fn error(self, msg: &str) {
+        self.log(LogLevel::Error, msg);
+    }
+
+    pub(crate) fn info(self, msg: &str) {
+        self.log(LogLevel::Info, msg);
+    }
+
+    pub(crate) fn verbose(self, msg: &str) {
+        self.log(LogLevel::Verbose, msg);
+    }
+}
+
+pub(crate) fn osm_level(level: LogLevel) -> u8 {
+    (match level {
+        LogLevel::Error => ffi::OSM_LOG_ERROR,
+        LogLevel::Info => ffi::OSM_LOG_INFO,
+        LogLevel::Verbose => ffi::OSM_LOG_VERBOSE,
+        LogLevel::Debug => ffi::OSM_LOG_DEBUG,
+    }) as u8
+}
+
+/// A C string for OpenSM's log: interior NULs shown as `\0`, cut to [`MAX_LINE`] bytes on a
+/// character boundary.
+pub(crate) fn to_cstring(s: &str) -> CString {
+    let mut s = s.replace('\0', "\\0");
+    if s.len() > MAX_LINE {
+        let mut cut = MAX_LINE;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push_str(" [...]");
+    }
+    CString::new(s).expect("NULs were replaced")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cstrings_are_safe_for_osm_log() {
+        assert_eq!(to_cstring("a\0b").as_bytes(), b"a\\0b");
+        let long = "é".repeat(4000);
+        let c = to_cstring(&long);
+        assert!(c.as_bytes().len() <= MAX_LINE + 6);
+        assert!(std::str::from_utf8(c.as_bytes())
+            .unwrap()
+            .ends_with(" [...]"));
+    }
+}

@@ -1,0 +1,85 @@
+//! SL-to-VL tables (IBA 14.2.5.8, OpenSM's `ib_slvl_table_t`): 16 SLs, 4 bits each, two per byte,
+//! the even SL in the high nibble.
+
+/// Highest VL usable for data (VL15 is the management lane).
+pub(crate) const MAX_DATA_VLS: u8 = 15;
+
+pub(crate) fn get_vl(raw: &[u8; 8], sl: u8) -> u8 {
+    let b = raw[usize::from(sl / 2)];
+    if sl % 2 == 0 {
+        b >> 4
+    } else {
+        b & 0x0F
+    }
+}
+
+pub(crate) fn set_vl(raw: &mut [u8; 8], sl: u8, vl: u8) {
+    let i = usize::from(sl / 2);
+    raw[i] = if sl % 2 == 0 {
+        (vl << 4) | (raw[i] & 0x0F)
+    } else {
+        (raw[i] & 0xF0) | (vl & 0x0F)
+    };
+}
+
+/// Makes SL `i` use VL `i` for every layer `i < layers`, as the deadlock analysis assumes.
+/// Returns a bit mask of the SLs the given table (OpenSM's QoS configuration) mapped elsewhere.
+pub(crate) fn map_layers(raw: &mut [u8; 8], layers: u8) -> u16 {
+    let mut changed = 0u16;
+    for sl in 0..layers.min(MAX_DATA_VLS) {
+        if get_vl(raw, sl) != sl {
+            changed |= 1 << sl;
+            set_vl(raw, sl, sl);
+        }
+    }
+    changed
+}
+
+/// "SL1->VL0, SL3->VL7" for the SLs in `mask` of the original table.
+pub(crate) fn describe(raw: &[u8; 8], mask: u16) -> String {
+    (0..16u8)
+        .filter(|sl| mask & (1 << sl) != 0)
+        .map(|sl| format!("SL{sl}->VL{}", get_vl(raw, sl)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nibble_layout_matches_ib_slvl_table_set() {
+        let mut t = [0u8; 8];
+        set_vl(&mut t, 0, 3);
+        set_vl(&mut t, 1, 5);
+        set_vl(&mut t, 15, 7);
+        assert_eq!(t[0], 0x35);
+        assert_eq!(t[7], 0x07);
+        assert_eq!((get_vl(&t, 0), get_vl(&t, 1), get_vl(&t, 15)), (3, 5, 7));
+    }
+
+    #[test]
+    fn layers_map_to_their_own_vl() {
+        // OpenSM's default QoS table: SL i -> VL i, SL15 -> VL7.
+        let default = [0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xE7];
+        let mut t = default;
+        assert_eq!(map_layers(&mut t, 8), 0);
+        assert_eq!(t, default);
+
+        // An admin table with everything on VL0.
+        let orig = [0u8; 8];
+        let mut t = orig;
+        let changed = map_layers(&mut t, 3);
+        assert_eq!(changed, 0b110);
+        assert_eq!(
+            (get_vl(&t, 0), get_vl(&t, 1), get_vl(&t, 2), get_vl(&t, 3)),
+            (0, 1, 2, 0)
+        );
+        assert_eq!(describe(&orig, changed), "SL1->VL0, SL2->VL0");
+        // Never beyond the 15 data VLs.
+        let mut t = [0u8; 8];
+        map_layers(&mut t, 16);
+        assert_eq!(get_vl(&t, 15), 0);
+    }
+}

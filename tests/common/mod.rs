@@ -1,0 +1,675 @@
+//! End-to-end harness: a simulated fabric in `ibsim`, the stock `/usr/sbin/opensm` loading our
+//! plug-in through `umad2sim`, and the outside checks (`ibdmchk`, `ibroute`, OpenSM's dumps).
+//!
+//! ```ignore
+//! let fabric = dfsssp_rs::topo::by_name("fattree2:8")?;
+//! let sim = Sim::start("my-test", &fabric);          // ibsim on a private socket, killed on drop
+//! let run = sim.opensm(&OpenSm::new("sssp-rs"));      // opensm --once, files in sim.dir()
+//! run.assert_configured_by("sssp-rs");
+//! let rep = run.ibdmchk(false, false);               // CA-to-CA connectivity, credit loops
+//! assert!(rep.all_paths_found());
+//! ```
+//!
+//! Every `Sim` has its own temporary directory (OpenSM's dump, cache and log files go there) and
+//! its own `IBSIM_SOCKNAME`, so tests run in parallel. The plug-in is the `libdfsssp_rs.so` that
+//! cargo built for this very test run (`target/<profile>/deps`), copied into the directory.
+//! Set `DFSSSP_RS_KEEP_E2E=1` to keep the directories of finished tests (their path is printed).
+
+#![allow(dead_code)] // each test binary uses a different part of the harness
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use dfsssp_rs::fabric::{Fabric, SwitchGraph};
+use dfsssp_rs::io::ibsim::{write_net, IbsimCaps};
+use dfsssp_rs::routing::{walk, Lft, WalkEnd};
+
+pub const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+pub const OPENSM: &str = "/usr/sbin/opensm";
+pub const NO_PATH: u8 = 0xFF;
+
+/// Fails the test with what to install when a tool is missing (CI installs them all; see
+/// scripts/setup.sh).
+pub fn require_tools() {
+    let mut missing = Vec::new();
+    for (tool, pkg) in [
+        ("ibsim", "ibsim-utils"),
+        ("ibdmchk", "ibutils"),
+        ("ibroute", "infiniband-diags"),
+    ] {
+        if !on_path(tool) {
+            missing.push(format!("{tool} (apt-get install {pkg})"));
+        }
+    }
+    if !Path::new(OPENSM).exists() {
+        missing.push(format!("{OPENSM} (apt-get install opensm)"));
+    }
+    if !Path::new(UMAD2SIM).exists() {
+        missing.push(format!("{UMAD2SIM} (apt-get install libumad2sim0)"));
+    }
+    assert!(
+        missing.is_empty(),
+        "end-to-end tests need: {}; scripts/setup.sh installs them",
+        missing.join(", ")
+    );
+}
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        .unwrap_or(false)
+}
+
+/// The plug-in cargo built with this test binary: `target/<profile>/deps/libdfsssp_rs.so` (cargo
+/// compiles the crate's cdylib there for every `cargo test`), else `target/<profile>/`.
+pub fn plugin_so() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let deps = exe.parent().expect("deps dir");
+    let candidates = [
+        deps.join("libdfsssp_rs.so"),
+        deps.parent().unwrap_or(deps).join("libdfsssp_rs.so"),
+    ];
+    for c in &candidates {
+        if c.is_file() {
+            return c.clone();
+        }
+    }
+    panic!(
+        "libdfsssp_rs.so not found next to the test binary ({}); build it with `cargo build --lib`",
+        candidates
+            .iter()
+            .map(|c| c.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
+
+/// A running `ibsim` with its own socket and directory. Killed when dropped.
+pub struct Sim {
+    dir: Option<tempfile::TempDir>,
+    sock: String,
+    child: Child,
+    pub fabric: Fabric,
+}
+
+impl Sim {
+    /// Writes `fabric` as an ibsim net file and starts `ibsim -s` on it (links up).
+    pub fn start(name: &str, fabric: &Fabric) -> Sim {
+        require_tools();
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("dfsssp-e2e-{name}-"))
+            .tempdir()
+            .expect("tempdir");
+        let net = dir.path().join("fabric.net");
+        fs::write(&net, write_net(fabric)).expect("write net file");
+        let sock = format!("dfsssp-{name}-{}", std::process::id());
+        let out = fs::File::create(dir.path().join("ibsim.out")).expect("ibsim.out");
+        let mut cmd = Command::new("ibsim");
+        cmd.arg("-s")
+            .arg("-n")
+            .args(IbsimCaps::of(fabric).args())
+            .arg(&net);
+        cmd.env("IBSIM_SOCKNAME", &sock)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out);
+        let child = cmd.spawn().expect("start ibsim");
+        let mut sim = Sim {
+            dir: Some(dir),
+            sock,
+            child,
+            fabric: fabric.clone(),
+        };
+        sim.wait_ready(Duration::from_secs(30));
+        sim
+    }
+
+    /// ibsim is ready once its control socket exists: abstract `<sock>:ctl` plus a NUL, which
+    /// /proc/net/unix shows as `@<sock>:ctl@`.
+    fn wait_ready(&mut self, limit: Duration) {
+        let want = format!("@{}:ctl@", self.sock);
+        let t = Instant::now();
+        loop {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!(
+                    "ibsim exited ({st}) before listening:\n{}",
+                    self.read("ibsim.out")
+                );
+            }
+            let unix = fs::read_to_string("/proc/net/unix").unwrap_or_default();
+            if unix
+                .lines()
+                .any(|l| l.split_whitespace().last() == Some(want.as_str()))
+            {
+                return;
+            }
+            assert!(
+                t.elapsed() < limit,
+                "ibsim did not listen within {limit:?}:\n{}",
+                self.read("ibsim.out")
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.as_ref().expect("dir lives until drop").path()
+    }
+
+    pub fn read(&self, file: &str) -> String {
+        fs::read_to_string(self.dir().join(file)).unwrap_or_default()
+    }
+
+    /// Runs `opensm --once` against this simulator with the plug-in loaded.
+    pub fn opensm(&self, o: &OpenSm) -> OsmRun {
+        let dir = self.dir();
+        let plugin_dir = dir.join("plugin");
+        fs::create_dir_all(&plugin_dir).unwrap();
+        // A private copy: a concurrent `cargo build` must not swap the library under opensm.
+        fs::copy(plugin_so(), plugin_dir.join("libdfsssp_rs.so")).expect("copy plug-in");
+        let mut conf = format!(
+            "event_plugin_name dfsssp_rs\nrouting_engine {}\ndump_files_dir {}\nlmc {}\nqos {}\n",
+            o.engine,
+            dir.display(),
+            o.lmc,
+            if o.qos { "TRUE" } else { "FALSE" }
+        );
+        for l in &o.extra_conf {
+            conf.push_str(l);
+            conf.push('\n');
+        }
+        fs::write(dir.join("osm.conf"), conf).unwrap();
+        let _ = fs::remove_file(dir.join("osm.log"));
+
+        let mut cmd = Command::new(OPENSM);
+        cmd.args(["--once", "-F", "osm.conf", "-f", "osm.log", "-d", "0", "-D"])
+            .arg(format!("0x{:x}", o.log_flags))
+            .current_dir(dir)
+            .env("LD_PRELOAD", UMAD2SIM)
+            .env("LD_LIBRARY_PATH", &plugin_dir)
+            .env("IBSIM_SOCKNAME", &self.sock)
+            .env("OSM_TMP_DIR", dir)
+            .env("OSM_CACHE_DIR", dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Only the settings this run asks for: nothing leaks from the test's own environment.
+        for (k, _) in std::env::vars() {
+            if k.starts_with("DFSSSP_RS_") {
+                cmd.env_remove(k);
+            }
+        }
+        for (k, v) in &o.env {
+            cmd.env(k, v);
+        }
+        let t = Instant::now();
+        let (status, stdout, stderr) = run_with_timeout(cmd, o.timeout);
+        OsmRun {
+            dir: dir.to_path_buf(),
+            log: self.read("osm.log"),
+            status,
+            stdout,
+            stderr,
+            elapsed: t.elapsed(),
+        }
+    }
+
+    /// The LFT a simulated switch holds now, read back with `ibroute <lid>`: LID -> port.
+    pub fn ibroute(&self, switch_lid: u16) -> BTreeMap<u16, u8> {
+        let mut cmd = Command::new("ibroute");
+        cmd.arg(switch_lid.to_string())
+            .env("LD_PRELOAD", UMAD2SIM)
+            .env("IBSIM_SOCKNAME", &self.sock)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let (status, out, err) = run_with_timeout(cmd, Duration::from_secs(60));
+        assert!(
+            status.success(),
+            "ibroute {switch_lid} failed ({status}): {err}"
+        );
+        parse_lft_lines(&out)
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::env::var_os("DFSSSP_RS_KEEP_E2E").is_some() {
+            if let Some(d) = self.dir.take() {
+                eprintln!("kept {}", d.keep().display());
+            }
+        }
+    }
+}
+
+/// Runs a command to completion, killing it after `limit`. Returns status, stdout, stderr.
+pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> (ExitStatus, String, String) {
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    // Drain the pipes in threads so a chatty child never blocks on a full pipe.
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let to = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = so.read_to_end(&mut s);
+        String::from_utf8_lossy(&s).into_owned()
+    });
+    let te = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = se.read_to_end(&mut s);
+        String::from_utf8_lossy(&s).into_owned()
+    });
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let st = child.wait().expect("wait");
+            panic!(
+                "{cmd:?} timed out after {limit:?} ({st}):\n{}\n{}",
+                to.join().unwrap(),
+                te.join().unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, to.join().unwrap(), te.join().unwrap())
+}
+
+/// How to run OpenSM.
+#[derive(Clone, Debug)]
+pub struct OpenSm {
+    /// `routing_engine` value, e.g. "sssp-rs" or "dfsssp-rs,minhop".
+    pub engine: String,
+    pub lmc: u8,
+    pub qos: bool,
+    /// `-D` flags: 0x47 = error, info, verbose, routing (dump files).
+    pub log_flags: u32,
+    /// Extra environment for opensm (and so for the plug-in).
+    pub env: Vec<(String, String)>,
+    /// Extra opensm.conf lines.
+    pub extra_conf: Vec<String>,
+    pub timeout: Duration,
+}
+
+impl OpenSm {
+    pub fn new(engine: &str) -> Self {
+        OpenSm {
+            engine: engine.to_string(),
+            lmc: 0,
+            qos: false,
+            log_flags: 0x47,
+            env: Vec::new(),
+            extra_conf: Vec::new(),
+            timeout: Duration::from_secs(300),
+        }
+    }
+    pub fn lmc(mut self, lmc: u8) -> Self {
+        self.lmc = lmc;
+        self
+    }
+    pub fn qos(mut self, on: bool) -> Self {
+        self.qos = on;
+        self
+    }
+    pub fn env(mut self, k: &str, v: &str) -> Self {
+        self.env.push((k.to_string(), v.to_string()));
+        self
+    }
+    pub fn conf(mut self, line: &str) -> Self {
+        self.extra_conf.push(line.to_string());
+        self
+    }
+}
+
+/// The outcome of one `opensm --once`.
+pub struct OsmRun {
+    pub dir: PathBuf,
+    pub log: String,
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl OsmRun {
+    pub fn read(&self, file: &str) -> String {
+        fs::read_to_string(self.dir.join(file))
+            .unwrap_or_else(|e| panic!("read {file}: {e}\n{}", self.summary()))
+    }
+
+    /// Log lines (without OpenSM's timestamp prefix) containing `needle`.
+    pub fn log_lines(&self, needle: &str) -> Vec<&str> {
+        self.log
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(strip_prefix)
+            .collect()
+    }
+
+    /// ERROR-level lines (OpenSM tags them 0x01).
+    pub fn errors(&self) -> Vec<&str> {
+        self.log
+            .lines()
+            .filter(|l| l.contains(" 0x01 -> "))
+            .map(strip_prefix)
+            .collect()
+    }
+
+    /// The engine OpenSM reports in "<engine> tables configured on all switches".
+    pub fn configured_by(&self) -> Option<&str> {
+        self.log.lines().rev().find_map(|l| {
+            let l = strip_prefix(l);
+            l.strip_prefix("osm_ucast_mgr_process: ")?
+                .strip_suffix(" tables configured on all switches")
+        })
+    }
+
+    pub fn assert_configured_by(&self, engine: &str) {
+        assert!(self.status.success(), "opensm failed: {}", self.summary());
+        assert_eq!(self.configured_by(), Some(engine), "{}", self.summary());
+        assert!(
+            self.log.contains("SUBNET UP"),
+            "subnet not up: {}",
+            self.summary()
+        );
+    }
+
+    /// Seconds from "building routing with '<engine>'" to the "tables configured" line (needs
+    /// log flag 0x04): the routing phase.
+    pub fn routing_phase(&self) -> Option<f64> {
+        let start = self
+            .log
+            .lines()
+            .find(|l| l.contains("building routing with"))?;
+        let end = self
+            .log
+            .lines()
+            .find(|l| l.contains("tables configured on all switches"))?;
+        Some(log_time(end)? - log_time(start)?)
+    }
+
+    /// A readable digest for assertion messages: status, errors, our own lines, stderr.
+    pub fn summary(&self) -> String {
+        let ours: Vec<&str> = self
+            .log
+            .lines()
+            .filter(|l| {
+                l.contains("sssp-rs") || l.contains(" 0x01 -> ") || l.contains("tables configured")
+            })
+            .map(strip_prefix)
+            .collect();
+        format!(
+            "opensm {} in {:.1} s, dir {}\n--- log (ours, errors) ---\n{}\n--- stderr ---\n{}",
+            self.status,
+            self.elapsed.as_secs_f64(),
+            self.dir.display(),
+            ours.join("\n"),
+            self.stderr.chars().take(4000).collect::<String>()
+        )
+    }
+
+    /// The LFTs OpenSM holds after routing, from opensm-lfts.dump: switch GUID -> LID -> port.
+    pub fn lfts(&self) -> BTreeMap<u64, BTreeMap<u16, u8>> {
+        parse_lfts_dump(&self.read("opensm-lfts.dump"))
+    }
+
+    /// Switch node GUID -> its LID, from opensm-lfts.dump headers.
+    pub fn switch_lids(&self) -> BTreeMap<u64, u16> {
+        let mut out = BTreeMap::new();
+        for l in self.read("opensm-lfts.dump").lines() {
+            if let Some((lid, guid)) = parse_lfts_header(l) {
+                out.insert(guid, lid);
+            }
+        }
+        out
+    }
+
+    /// Runs ibdmchk over OpenSM's dumps, optionally with our path-SL dump (`-c`) and OpenSM's
+    /// SL-to-VL dump (`-d`).
+    pub fn ibdmchk(&self, path_sl: bool, sl2vl: bool, lmc: u8) -> IbdmReport {
+        let mut cmd = Command::new("ibdmchk");
+        cmd.args([
+            "-s",
+            "opensm-subnet.lst",
+            "-f",
+            "opensm.fdbs",
+            "-m",
+            "opensm.mcfdbs",
+        ]);
+        if lmc > 0 {
+            cmd.args(["-l", &lmc.to_string()]);
+        }
+        if path_sl {
+            cmd.args(["-c", "opensm-path-sl.dump"]);
+        }
+        if sl2vl {
+            cmd.args(["-d", "opensm-sl2vl.dump"]);
+        }
+        cmd.current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // ibdmchk may segfault while exiting, after printing its report: judge the report.
+        let (status, out, err) = run_with_timeout(cmd, Duration::from_secs(1800));
+        IbdmReport::parse(&format!("{out}\n{err}"), status)
+    }
+}
+
+/// What ibdmchk reported.
+#[derive(Clone, Debug)]
+pub struct IbdmReport {
+    pub text: String,
+    pub status: ExitStatus,
+    /// CA-to-CA paths checked.
+    pub paths: Option<u64>,
+    /// Paths ibdmchk could not follow to their destination.
+    pub missing: u64,
+    /// `Some(true)` if it found credit loops, `Some(false)` if it found none.
+    pub credit_loops: Option<bool>,
+}
+
+impl IbdmReport {
+    pub fn parse(text: &str, status: ExitStatus) -> Self {
+        let mut r = IbdmReport {
+            text: text.to_string(),
+            status,
+            paths: None,
+            missing: 0,
+            credit_loops: None,
+        };
+        for l in text.lines() {
+            if let Some(rest) = l.strip_prefix("-I- Scanned:") {
+                r.paths = rest.split_whitespace().next().and_then(|n| n.parse().ok());
+            } else if let Some(rest) = l.strip_prefix("-E- Found ") {
+                // "-E- Found 2 missing paths out of:12 paths"
+                let mut w = rest.split_whitespace();
+                if let (Some(n), Some("missing")) = (w.next(), w.next()) {
+                    r.missing = n.parse().unwrap_or(u64::MAX);
+                    r.paths = rest
+                        .split("out of:")
+                        .nth(1)
+                        .and_then(|s| s.split_whitespace().next()?.parse().ok());
+                }
+            } else if l.contains("no credit loops found") {
+                r.credit_loops = Some(false);
+            } else if l.contains("credit loops in routing") || l.contains("Potential Credit Loop") {
+                r.credit_loops = Some(true);
+            }
+        }
+        r
+    }
+
+    /// Every CA-to-CA path was followed to its destination, and `expected` paths were checked.
+    pub fn assert_connected(&self, expected: u64) {
+        assert_eq!(
+            self.missing,
+            0,
+            "ibdmchk found missing paths:\n{}",
+            self.errors()
+        );
+        assert_eq!(
+            self.paths,
+            Some(expected),
+            "ibdmchk checked another number of paths:\n{}",
+            self.errors()
+        );
+    }
+
+    /// The error and warning lines of the report.
+    pub fn errors(&self) -> String {
+        let lines: Vec<&str> = self
+            .text
+            .lines()
+            .filter(|l| l.starts_with("-E-") || l.starts_with("-W-"))
+            .take(40)
+            .collect();
+        if lines.is_empty() {
+            self.text.chars().take(3000).collect()
+        } else {
+            lines.join("\n")
+        }
+    }
+}
+
+/// Tables read from a dump (switch GUID -> LID -> port) as an [`Lft`] over `g`'s switch ids.
+/// LIDs above the fabric's highest LID are dropped; missing entries are NO_PATH.
+pub fn lft_from_dump(f: &Fabric, g: &SwitchGraph, dump: &BTreeMap<u64, BTreeMap<u16, u8>>) -> Lft {
+    let mut lft = Lft::new(g.num_switches(), g.max_lid);
+    for s in 0..g.num_switches() as u32 {
+        let guid = f.nodes[g.switch_node[s as usize] as usize].guid;
+        for (&lid, &port) in dump.get(&guid).into_iter().flatten() {
+            if lid <= g.max_lid {
+                lft.set(s, lid, port);
+            }
+        }
+    }
+    lft
+}
+
+/// Walks `lft` from every switch to every LID attached to a switch: all must arrive. Returns the
+/// number of routes walked. Independent of how the tables were made.
+pub fn assert_all_routes_arrive(g: &SwitchGraph, lft: &Lft) -> usize {
+    let mut n = 0;
+    for d in g
+        .dests
+        .iter()
+        .filter(|d| d.switch != dfsssp_rs::fabric::NONE)
+    {
+        for s in 0..g.num_switches() as u32 {
+            match walk(g, lft, s, d.lid, |_| {}) {
+                WalkEnd::Delivered { .. } => n += 1,
+                end => panic!("route from switch {s} to LID {} ends with {end:?}", d.lid),
+            }
+        }
+    }
+    n
+}
+
+/// "Nov 22 02:30:55 580780 [17E886C0] 0x04 -> msg" -> "msg".
+pub fn strip_prefix(l: &str) -> &str {
+    l.split_once(" -> ").map_or(l, |x| x.1)
+}
+
+/// Seconds within the day of an OpenSM log line ("Mon DD HH:MM:SS usec ...").
+fn log_time(l: &str) -> Option<f64> {
+    let mut w = l.split_whitespace();
+    let (_, _, hms, usec) = (w.next()?, w.next()?, w.next()?, w.next()?);
+    let mut p = hms.split(':').map(|x| x.parse::<f64>().ok());
+    let (h, m, s) = (p.next()??, p.next()??, p.next()??);
+    Some(h * 3600.0 + m * 60.0 + s + usec.parse::<f64>().ok()? / 1e6)
+}
+
+/// "Unicast lids [0-6] of switch Lid 1 guid 0x0000000000200000 ('S1'):" -> (1, 0x200000).
+fn parse_lfts_header(l: &str) -> Option<(u16, u64)> {
+    let rest = l.strip_prefix("Unicast lids [")?;
+    let lid = rest
+        .split("switch Lid ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let guid = rest.split(" guid 0x").nth(1)?.split_whitespace().next()?;
+    Some((lid, u64::from_str_radix(guid, 16).ok()?))
+}
+
+/// "0x0002 001 ..." lines (OpenSM's lfts dump and ibroute): LID -> port.
+fn parse_lft_lines(text: &str) -> BTreeMap<u16, u8> {
+    let mut out = BTreeMap::new();
+    for l in text.lines() {
+        let mut w = l.split_whitespace();
+        let (Some(lid), Some(port)) = (w.next(), w.next()) else {
+            continue;
+        };
+        let Some(lid) = lid
+            .strip_prefix("0x")
+            .and_then(|h| u16::from_str_radix(h, 16).ok())
+        else {
+            continue;
+        };
+        let Ok(port) = port.parse::<u8>() else {
+            continue;
+        };
+        out.insert(lid, port);
+    }
+    out
+}
+
+/// opensm-lfts.dump: switch GUID -> LID -> port.
+pub fn parse_lfts_dump(text: &str) -> BTreeMap<u64, BTreeMap<u16, u8>> {
+    let mut out: BTreeMap<u64, BTreeMap<u16, u8>> = BTreeMap::new();
+    let mut cur: Option<u64> = None;
+    let mut block = String::new();
+    for l in text.lines().chain(std::iter::once("Unicast lids [end")) {
+        if l.starts_with("Unicast lids [") {
+            if let Some(g) = cur.take() {
+                out.insert(g, parse_lft_lines(&block));
+            }
+            block.clear();
+            cur = parse_lfts_header(l).map(|x| x.1);
+        } else {
+            block.push_str(l);
+            block.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_opensm_and_ibdmchk_output() {
+        let dump = "Unicast lids [0-3] of switch Lid 1 guid 0x0000000000200000 ('S1'):\n\
+                    0x0001 000 # Switch portguid 0x0000000000200000: 'S1'\n\
+                    0x0003 002 # Channel Adapter portguid 0x0000000000100001: 'H1'\n\
+                    3 lids dumped\n\
+                    Unicast lids [0-3] of switch Lid 2 guid 0x0000000000200001 ('S2'):\n\
+                    0x0002 000 # x\n";
+        let l = parse_lfts_dump(dump);
+        assert_eq!(
+            l[&0x200000]
+                .iter()
+                .map(|(a, b)| (*a, *b))
+                .collect::<Vec<_>>(),
+            vec![(1, 0), (3, 2)]
+        );
+        assert_eq!(l[&0x200001][&2], 0);
+        assert_eq!(
+            log_time("Nov 22 02:30:55 580780 [17E886C0] 0x04 -> x"),
+            Some(2.0 * 3600.0 + 30.0 * 60.0 + 55.580780)
+        );
+    }
+}
