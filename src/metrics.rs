@@ -61,8 +61,23 @@ pub struct MetricsOptions {
     pub patterns: u32,
     pub seed: u64,
     pub lid_choice: LidChoice,
+    /// Direction of the bisection flows; [`PairTraffic::OneWay`] is seed 004's definition.
+    pub traffic: PairTraffic,
     /// How many failing (switch, LID) pairs are named.
     pub max_failures: usize,
+}
+
+/// Who sends in a bisection pattern.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PairTraffic {
+    /// Seed 004 §IV-A: the i-th port of the first half sends to the i-th of the second (⌊P/2⌋
+    /// flows).
+    #[default]
+    OneWay,
+    /// Every matched pair exchanges data both ways (2·⌊P/2⌋ flows): every port sends, as in an
+    /// MPI exchange between the halves. Contention per channel roughly doubles.
+    Exchange,
 }
 
 impl Default for MetricsOptions {
@@ -71,6 +86,7 @@ impl Default for MetricsOptions {
             patterns: 1000,
             seed: 1,
             lid_choice: LidChoice::Base,
+            traffic: PairTraffic::OneWay,
             max_failures: 8,
         }
     }
@@ -198,7 +214,8 @@ pub struct EfiStats {
 pub struct Bisection {
     pub patterns: u32,
     pub seed: u64,
-    /// Flows per pattern (⌊P/2⌋).
+    pub traffic: PairTraffic,
+    /// Flows per pattern (⌊P/2⌋, twice that for [`PairTraffic::Exchange`]).
     pub flows: u64,
     /// Λ: mean over patterns of the mean flow bandwidth (fraction of link bandwidth).
     pub lambda: f64,
@@ -259,9 +276,14 @@ impl Metrics {
         );
         if let Some(b) = &self.bisection {
             s += &format!(
-                "; Λ {:.4} ({} patterns, seed {})",
+                "; Λ {:.4} ({} patterns, seed {}",
                 b.lambda, b.patterns, b.seed
             );
+            s += if b.traffic == PairTraffic::Exchange {
+                ", exchange)"
+            } else {
+                ")"
+            };
         }
         if self.lid_choice != LidChoice::Base {
             s += "; LIDs by source";
@@ -327,9 +349,12 @@ pub fn compute(
         m.bisection = Some(effective_bisection_bandwidth(
             g,
             &r.lft,
-            opts.patterns,
-            opts.seed,
-            opts.lid_choice,
+            &BisectionSpec {
+                patterns: opts.patterns,
+                seed: opts.seed,
+                lid_choice: opts.lid_choice,
+                traffic: opts.traffic,
+            },
         )?);
     }
     Ok(m)
@@ -736,15 +761,40 @@ fn pattern_value(
     }
 }
 
-/// Effective bisection bandwidth Λ over `patterns` random bisections (see the module doc).
+/// What [`effective_bisection_bandwidth`] simulates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BisectionSpec {
+    pub patterns: u32,
+    pub seed: u64,
+    pub lid_choice: LidChoice,
+    pub traffic: PairTraffic,
+}
+
+impl BisectionSpec {
+    /// Seed 004's definition: one-way flows to base LIDs.
+    pub fn new(patterns: u32, seed: u64) -> Self {
+        BisectionSpec {
+            patterns,
+            seed,
+            lid_choice: LidChoice::Base,
+            traffic: PairTraffic::OneWay,
+        }
+    }
+}
+
+/// Effective bisection bandwidth Λ over `spec.patterns` random bisections (see the module doc).
 /// Deterministic for a given seed, whatever the thread count.
 pub fn effective_bisection_bandwidth(
     g: &SwitchGraph,
     lft: &Lft,
-    patterns: u32,
-    seed: u64,
-    choice: LidChoice,
+    spec: &BisectionSpec,
 ) -> Result<Bisection, MetricsError> {
+    let BisectionSpec {
+        patterns,
+        seed,
+        lid_choice: choice,
+        traffic,
+    } = *spec;
     check_shape(g, lft)?;
     let terms = Terminals::new(g);
     let p = g.terminals.len() as u32;
@@ -760,8 +810,18 @@ pub fn effective_bisection_bandwidth(
                 perm.clear();
                 perm.extend(0..p);
                 perm.shuffle(&mut rng);
-                let flows = (0..half as usize).map(|j| (perm[j], perm[half as usize + j]));
-                let v = pattern_value(g, lft, &terms, flows, choice, sc);
+                let h = half as usize;
+                let v = match traffic {
+                    PairTraffic::OneWay => {
+                        let flows = (0..h).map(|j| (perm[j], perm[h + j]));
+                        pattern_value(g, lft, &terms, flows, choice, sc)
+                    }
+                    PairTraffic::Exchange => {
+                        let flows =
+                            (0..h).flat_map(|j| [(perm[j], perm[h + j]), (perm[h + j], perm[j])]);
+                        pattern_value(g, lft, &terms, flows, choice, sc)
+                    }
+                };
                 sc.perm = perm;
                 v
             },
@@ -771,7 +831,13 @@ pub fn effective_bisection_bandwidth(
     Ok(Bisection {
         patterns,
         seed,
-        flows: u64::from(half),
+        traffic,
+        flows: u64::from(half)
+            * if traffic == PairTraffic::Exchange {
+                2
+            } else {
+                1
+            },
         lambda: values.iter().sum::<f64>() / n,
         min: if values.is_empty() {
             0.0
@@ -906,7 +972,7 @@ mod tests {
     fn dumbbell_lambda_matches_the_exact_expectation() {
         let (g, r) = dumbbell();
         let exact = dumbbell_exact_lambda();
-        let b = effective_bisection_bandwidth(&g, &r.lft, 20_000, 7, LidChoice::Base).unwrap();
+        let b = effective_bisection_bandwidth(&g, &r.lft, &BisectionSpec::new(20_000, 7)).unwrap();
         assert!(
             (b.lambda - exact).abs() < 0.01,
             "Λ {} vs exact {exact}",
@@ -930,7 +996,7 @@ mod tests {
         let (a, b) = (run(1), run(3));
         assert_eq!(a, b);
         let other_seed =
-            effective_bisection_bandwidth(&g, &r.lft, 300, 2, LidChoice::Base).unwrap();
+            effective_bisection_bandwidth(&g, &r.lft, &BisectionSpec::new(300, 2)).unwrap();
         assert_ne!(other_seed.lambda, a.bisection.unwrap().lambda);
     }
 
