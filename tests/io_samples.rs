@@ -200,3 +200,31 @@ fn opensm_lft_dumps_route_everything() {
         assert_eq!((p.missing, p.num_layers), (0, 1));
     }
 }
+
+#[test]
+fn dump_directory_loads_with_inferred_lmc() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "mesh2x2-par2-lmc1";
+    std::fs::write(
+        dir.path().join("opensm-subnet.lst"),
+        data(&format!("{name}.subnet.lst")),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("opensm-lfts.dump"),
+        data(&format!("{name}.lfts.dump")),
+    )
+    .unwrap();
+    let d = osm_dump::load_dump_dir(dir.path(), None).unwrap();
+    assert_eq!((d.lmc, d.has_path_sl, d.routing.num_layers), (1, false, 1));
+    assert_eq!(counts(&d.fabric), (4, 4, 8, 12, 8, 1));
+    // with a path-SL dump written from it
+    let psl = osm_dump::write_path_sl(&d.fabric, &d.graph, &d.routing);
+    std::fs::write(dir.path().join("opensm-path-sl.dump"), psl).unwrap();
+    let d = osm_dump::load_dump_dir(dir.path(), Some(1)).unwrap();
+    assert!(d.has_path_sl && d.path_sl_conflicts.is_empty() && d.path_sl_missing == 0);
+    // a broken file names itself and the line
+    std::fs::write(dir.path().join("opensm-lfts.dump"), "0x0001 001\n").unwrap();
+    let e = osm_dump::load_dump_dir(dir.path(), Some(1)).unwrap_err();
+    assert!(e.to_string().contains("opensm-lfts.dump:1"), "{e}");
+}

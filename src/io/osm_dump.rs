@@ -771,3 +771,62 @@ mod tests {
         assert!(e.to_string().contains("port count"), "{e}");
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// a whole dump directory
+
+/// Everything needed to judge a routing OpenSM installed: the fabric from opensm-subnet.lst, its
+/// switch graph, and the routing from opensm-lfts.dump plus, when present, opensm-path-sl.dump.
+#[derive(Debug)]
+pub struct DumpSet {
+    pub fabric: Fabric,
+    pub graph: SwitchGraph,
+    pub routing: Routing,
+    /// The LMC used for CA ports (given, or inferred from the LFT dump).
+    pub lmc: u8,
+    pub switches_missing: Vec<u64>,
+    /// Path-SL inconsistencies and uncovered paths, when a path-SL dump was read.
+    pub path_sl_conflicts: Vec<PathSlConflict>,
+    pub path_sl_missing: usize,
+    pub has_path_sl: bool,
+}
+
+/// Reads `opensm-subnet.lst` and `opensm-lfts.dump` (and `opensm-path-sl.dump` if it exists)
+/// from OpenSM's dump directory. `lmc`: the subnet's LMC, or `None` to infer it from the LFTs.
+pub fn load_dump_dir(dir: &std::path::Path, lmc: Option<u8>) -> Result<DumpSet, IoError> {
+    let lst_path = dir.join("opensm-subnet.lst");
+    let lft_path = dir.join("opensm-lfts.dump");
+    let psl_path = dir.join("opensm-path-sl.dump");
+    let lfts = super::read_text(&lft_path)?;
+    let lmc = lmc.unwrap_or_else(|| infer_lmc(&lfts).unwrap_or(0));
+    let lst_name = lst_path.display().to_string();
+    let fabric = parse_subnet_lst(&super::read_text(&lst_path)?, &lst_name, lmc)?;
+    let graph = SwitchGraph::new(&fabric).map_err(|e| Ctx { file: &lst_name }.fabric(1, e))?;
+    let d = parse_lfts(&lfts, &lft_path.display().to_string(), &fabric, &graph)?;
+    let psl = if psl_path.exists() {
+        let text = super::read_text(&psl_path)?;
+        Some(parse_path_sl(
+            &text,
+            &psl_path.display().to_string(),
+            &fabric,
+            &graph,
+        )?)
+    } else {
+        None
+    };
+    let (conflicts, missing, has) = match &psl {
+        Some(p) => (p.conflicts.clone(), p.missing, true),
+        None => (Vec::new(), 0, false),
+    };
+    let routing = routing_from_dumps(&graph, d.lft, psl);
+    Ok(DumpSet {
+        fabric,
+        graph,
+        routing,
+        lmc,
+        switches_missing: d.switches_missing,
+        path_sl_conflicts: conflicts,
+        path_sl_missing: missing,
+        has_path_sl: has,
+    })
+}
