@@ -1233,4 +1233,38 @@ mod tests {
             })
         );
     }
+
+    #[test]
+    fn generated_fat_trees_sssp_against_unbalanced_shortest_paths() {
+        for spec in ["ktree:4,3", "fattree2:8"] {
+            let f = crate::topo::by_name(spec).unwrap();
+            let g = SwitchGraph::new(&f).unwrap();
+            let sssp = compute(&g, &crate::sssp::route(&g), &opts(1000)).unwrap();
+            let naive = compute(&g, &shortest_path_routing(&g), &opts(1000)).unwrap();
+            let p = g.terminals.len() as u64;
+            for m in [&sssp, &naive] {
+                assert!(m.connectivity.complete(), "{spec}: {}", m.summary());
+                assert_eq!(m.hops.routes, p * (p - 1));
+                assert_eq!(m.hops.fraction_minimal, 1.0);
+            }
+            // Both are minimal, so the total load is the same; only its spread differs.
+            assert_eq!(sssp.efi.average, naive.efi.average);
+            assert!(
+                sssp.efi.max * 3 < naive.efi.max,
+                "{spec}: {} vs {}",
+                sssp.summary(),
+                naive.summary()
+            );
+            assert!(
+                (sssp.efi.max as f64) <= 1.25 * sssp.efi.average,
+                "{spec}: {}",
+                sssp.summary()
+            );
+            let (ls, ln) = (
+                sssp.bisection.unwrap().lambda,
+                naive.bisection.unwrap().lambda,
+            );
+            assert!(ls > 0.7 && ls > ln + 0.3, "{spec}: Λ sssp {ls}, naive {ln}");
+        }
+    }
 }

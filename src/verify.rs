@@ -863,6 +863,32 @@ pub(crate) mod tests {
         assert_eq!(rep.paths, 6 * g.dests.len() as u64);
         assert!(rep.cdg_edges_per_layer[0] > 0);
     }
+
+    #[test]
+    fn sssp_has_credit_loops_dfsssp_layers_verify() {
+        // Single-layer SSSP is not deadlock-free once switch-LID paths count, on fat trees too (a
+        // middle switch reaches a sibling down and up again); the DFSSSP layers must verify.
+        for spec in ["ktree:4,3", "torus:4x4,2", "random:16,8,3,20"] {
+            let f = crate::topo::by_name(spec).unwrap();
+            let g = SwitchGraph::new(&f).unwrap();
+            let r = crate::sssp::route(&g);
+            assert!(
+                matches!(
+                    verify(&g, &r),
+                    Err(VerifyError::CreditLoop { layer: 0, .. })
+                ),
+                "{spec}"
+            );
+            for budget in [1u8, 4] {
+                let mut d = r.clone();
+                crate::dfsssp::make_deadlock_free(&g, &mut d, budget).unwrap();
+                let rep =
+                    verify(&g, &d).unwrap_or_else(|e| panic!("{spec}: {}", e.describe(&f, &g)));
+                assert_eq!(rep.paths, (g.num_switches() * g.dests.len()) as u64);
+                assert!(rep.layers_used <= budget);
+            }
+        }
+    }
 }
 
 /// Timings on a large fabric, for humans: `cargo test --release --lib verify::perf -- --ignored
@@ -901,6 +927,19 @@ mod perf {
             route.as_secs_f64(),
             ver.as_secs_f64(),
             rep
+        );
+        let mut layered = r.clone();
+        let t = Instant::now();
+        let lr = crate::dfsssp::make_deadlock_free(&g, &mut layered, 8);
+        let dfs = t.elapsed();
+        let t = Instant::now();
+        let rep = verify(&g, &layered).unwrap();
+        println!(
+            "dfsssp {:.3} s ({:?} layers), verify {:.3} s: {}",
+            dfs.as_secs_f64(),
+            lr.map(|_| layered.num_layers).ok(),
+            t.elapsed().as_secs_f64(),
+            rep.summary()
         );
         use crate::metrics::PairTraffic;
         for (patterns, traffic) in [
