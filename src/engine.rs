@@ -10,9 +10,12 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::fabric::{Fabric, FabricError, SwitchGraph, NONE};
-use crate::routing::{walk, Routing, WalkEnd};
-use crate::sssp;
+use crate::dfsssp::{self, DfssspError, DfssspOptions, LayerReport};
+use crate::fabric::{Fabric, FabricError, SwitchGraph};
+use crate::metrics::{self, Metrics, MetricsOptions};
+use crate::routing::Routing;
+use crate::sssp::{self, SwitchDistances};
+use crate::verify::{self, VerifyError, VerifyReport};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum EngineKind {
@@ -98,10 +101,8 @@ pub enum EngineError {
     Fabric(#[from] FabricError),
     #[error("the subnet has no switches")]
     NoSwitches,
-    #[error(
-        "{0}: deadlock removal is not available in this build; refusing rather than pretending"
-    )]
-    Unsupported(EngineKind),
+    #[error("deadlock removal failed: {0}")]
+    Deadlock(#[from] DfssspError),
     #[error("routing failed verification, nothing uploaded: {0}")]
     Verification(String),
 }
@@ -111,6 +112,12 @@ pub struct EngineOutput {
     pub routing: Routing,
     pub log: Vec<(LogLevel, String)>,
     pub stats: EngineStats,
+    /// What deadlock removal did (dfsssp-rs).
+    pub layer_report: Option<LayerReport>,
+    /// The independent check's report (`None` for sssp-rs routes with credit loops).
+    pub verified: Option<VerifyReport>,
+    /// Metrics of the routing, when `bisection_patterns > 0`.
+    pub metrics: Option<Metrics>,
 }
 
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -126,7 +133,9 @@ pub struct EngineStats {
     pub verify_time: Duration,
 }
 
-/// Routes the fabric with the configured engine and verifies the result before returning it.
+/// Routes the fabric with the configured engine and verifies the result before returning it:
+/// every route complete and, for dfsssp-rs, every layer's channel dependency graph acyclic,
+/// checked by [`verify`] (a code path separate from the router).
 pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineError> {
     let start = Instant::now();
     let graph = SwitchGraph::new(fabric)?;
@@ -149,16 +158,59 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         ),
     ));
 
-    let routing = match cfg.kind {
-        EngineKind::Sssp => sssp::route(&graph),
-        EngineKind::Dfsssp => return Err(EngineError::Unsupported(cfg.kind)),
-    };
+    let dist = SwitchDistances::new(&graph);
+    let mut routing = sssp::route_with_distances(&graph, &dist);
+    let mut layer_report = None;
+    if cfg.kind == EngineKind::Dfsssp {
+        let budget = cfg.layer_budget().min(dfsssp::MAX_LAYERS);
+        if !cfg.qos {
+            log.push((
+                LogLevel::Info,
+                format!(
+                    "{}: QoS is off, so SL-to-VL tables are not programmed: routing deadlock-free \
+                     within one lane; `qos TRUE` in opensm.conf enables multi-lane routing",
+                    cfg.kind
+                ),
+            ));
+        }
+        let report = dfsssp::make_deadlock_free_with(
+            &graph,
+            &mut routing,
+            budget,
+            &DfssspOptions::default(),
+            Some(&dist),
+        )?;
+        for line in report.log_lines() {
+            log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
+        }
+        layer_report = Some(report);
+    }
     stats.route_time = start.elapsed();
     stats.layers = routing.num_layers;
 
     let verify_start = Instant::now();
-    stats.unreachable = check_complete(&graph, &routing)?;
+    let verified = match verify::verify(&graph, &routing) {
+        Ok(report) => Some(report),
+        // sssp-rs is not deadlock-free by design (like stock sssp); complete routes suffice.
+        Err(VerifyError::CreditLoop { layer, ref cycle }) if cfg.kind == EngineKind::Sssp => {
+            log.push((
+                LogLevel::Info,
+                format!(
+                    "{}: the routes have credit loops (e.g. {} channels in layer {layer}); \
+                     dfsssp-rs removes them",
+                    cfg.kind,
+                    cycle.len()
+                ),
+            ));
+            None
+        }
+        Err(e) => return Err(EngineError::Verification(e.describe(fabric, &graph))),
+    };
     stats.verify_time = verify_start.elapsed();
+    if let Some(v) = &verified {
+        stats.unreachable = v.unreachable;
+        log.push((LogLevel::Info, format!("{}: verified: {}", cfg.kind, v.summary())));
+    }
     if stats.unreachable > 0 {
         log.push((
             LogLevel::Error,
@@ -178,35 +230,19 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
             stats.layers
         ),
     ));
-    Ok(EngineOutput {
-        graph,
-        routing,
-        log,
-        stats,
-    })
-}
 
-/// Walks every (switch, LID) route: each must reach its destination, except towards LIDs whose
-/// switch the source cannot reach at all. Returns the number of such unreachable pairs.
-fn check_complete(g: &SwitchGraph, r: &Routing) -> Result<u64, EngineError> {
-    let mut unreachable = 0u64;
-    for to in 0..g.num_switches() as u32 {
-        let dist = g.bfs_distances_to(to);
-        for d in g.dests.iter().filter(|d| d.switch == to) {
-            for s in 0..g.num_switches() as u32 {
-                match walk(g, &r.lft, s, d.lid, |_| {}) {
-                    WalkEnd::Delivered { .. } => {}
-                    WalkEnd::NoEntry { .. } if dist[s as usize] == u32::MAX => unreachable += 1,
-                    end => {
-                        return Err(EngineError::Verification(format!(
-                            "route from switch {s} to LID {} ended with {end:?}",
-                            d.lid
-                        )))
-                    }
-                }
-            }
-        }
-    }
-    let orphan_lids = g.dests.iter().filter(|d| d.switch == NONE).count();
-    Ok(unreachable + (orphan_lids * g.num_switches()) as u64)
+    let metrics = if cfg.bisection_patterns > 0 {
+        let opts = MetricsOptions {
+            patterns: cfg.bisection_patterns,
+            seed: cfg.seed,
+            ..MetricsOptions::default()
+        };
+        let m = metrics::compute_named(fabric, &graph, &routing, &opts)
+            .map_err(|e| EngineError::Verification(e.to_string()))?;
+        log.push((LogLevel::Info, format!("{}: metrics: {}", cfg.kind, m.summary())));
+        Some(m)
+    } else {
+        None
+    };
+    Ok(EngineOutput { graph, routing, log, stats, layer_report, verified, metrics })
 }
