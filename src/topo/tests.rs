@@ -312,3 +312,50 @@ fn spec_examples_in_the_grammar_build() {
     let b = by_name("fattree2:36").unwrap();
     assert_eq!(a.links, b.links);
 }
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A generated fabric is internally consistent: every link within port ranges (the builder
+    /// checks), every CA port has a LID, the switch graph builds.
+    fn consistent(f: &Fabric) -> Result<(), TestCaseError> {
+        let g = SwitchGraph::new(f).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let ca_ports: usize = f
+            .nodes
+            .iter()
+            .filter(|n| n.kind != NodeKind::Switch)
+            .map(|n| usize::from(n.num_ports))
+            .sum();
+        prop_assert_eq!(f.endpoints.len(), f.switch_count() + ca_ports);
+        prop_assert_eq!(g.num_channels() % 2, 0);
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn generators_never_panic(which in 0u8..8, a in 0u32..12, b in 0u32..12, c in 0u32..6, d in 0u32..40, lmc in 0u8..9, seed in any::<u64>(), flag in any::<bool>()) {
+            let r = match which {
+                0 => xgft(&XgftParams { m: vec![a, b], w: vec![c.max(1), a], radix: None, lmc }),
+                1 => kary_ntree(&KaryNTreeParams { k: a, n: c, lmc }),
+                2 => fat_tree2(&FatTreeParams { radix: d, down: Some(a), lmc }),
+                3 => torus(&TorusParams { dims: vec![a, b], cas_per_switch: c, links_per_pair: c % 3, wrap: flag, lmc }),
+                4 => hypercube(&HypercubeParams { dim: a, cas_per_switch: c, links_per_pair: 1 + b % 2, lmc }),
+                5 => kautz(&KautzParams { degree: a % 4, diameter: c, cas_per_switch: b % 3, lmc }),
+                6 => dragonfly(&DragonflyParams { a, p: c, h: b % 4, g: d % 20, lmc }),
+                _ => random(&RandomParams { switches: a * 3, ports: b + 2, cas_per_switch: c, links: d, seed, parallel: flag, lmc }),
+            };
+            if let Ok(f) = r {
+                prop_assert!(lmc <= 7);
+                consistent(&f)?;
+                if which == 7 {
+                    prop_assert_eq!(counts(&f).2, d as usize);
+                    let g = SwitchGraph::new(&f).unwrap();
+                    prop_assert!(g.bfs_distances_to(0).iter().all(|&x| x != u32::MAX), "random must be connected");
+                }
+            }
+        }
+    }
+}
