@@ -12,9 +12,10 @@ ibsim_start() {
     local net=$1 dir=$2
     local switches cas ports
     switches=$(grep -c -E '^Switch' "$net" || true)
-    cas=$(grep -c -E '^(Hca|Rt)' "$net" || true)
-    ports=$(awk '/^(Switch|Hca|Rt)/ { n += $2 } END { print n + 0 }' "$net")
-    ibsim -s -N $((switches + cas + 16)) -S $((switches + 16)) -P $((ports + 64)) -n "$net" \
+    cas=$(grep -c -E '^(Hca|Ca|Rt)' "$net" || true)
+    # ibsim allocates one more port per switch (port 0)
+    ports=$(awk '/^(Switch|Hca|Ca|Rt)[ \t]/ { n += $2 + ($1 == "Switch") } END { print n + 0 }' "$net")
+    ibsim -s -N $((switches + cas + 16)) -S $((switches + 16)) -P $((ports + 64)) -L 49152 -n "$net" \
         >"$dir/ibsim.out" 2>&1 &
     IBSIM_PID=$!
     local i

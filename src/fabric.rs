@@ -416,10 +416,9 @@ impl SwitchGraph {
         }
         let mut fill = in_start.clone();
         let mut in_chans = vec![0u32; nc];
-        for c in 0..nc {
-            let h = chan_head[c] as usize;
-            in_chans[fill[h] as usize] = c as u32;
-            fill[h] += 1;
+        for (c, &h) in chan_head.iter().enumerate() {
+            in_chans[fill[h as usize] as usize] = c as u32;
+            fill[h as usize] += 1;
         }
 
         let max_lid = f.max_lid();
