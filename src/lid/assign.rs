@@ -374,9 +374,9 @@ impl SplitGraph {
         let mut k = 0;
         while left > 0 {
             conf_nbrs.iter_mut().for_each(|w| *w = 0);
-            for v in 0..self.n {
-                if colour[v] == u32::MAX && !bit(&conf_nbrs, v) {
-                    colour[v] = k;
+            for (v, col) in colour.iter_mut().enumerate() {
+                if *col == u32::MAX && !bit(&conf_nbrs, v) {
+                    *col = k;
                     left -= 1;
                     for (c, &r) in conf_nbrs.iter_mut().zip(self.row(v)) {
                         *c |= r;
@@ -1078,7 +1078,7 @@ mod random_tests {
             // Randomised DFS; the stack is the path.
             let mut on = vec![false; n];
             let mut stack: Vec<(u32, Vec<(u32, u32)>)> = Vec::new();
-            let mut order = |v: u32, rng: &mut ChaCha8Rng| {
+            let order = |v: u32, rng: &mut ChaCha8Rng| {
                 let mut o = adj[v as usize].clone();
                 for i in (1..o.len()).rev() {
                     o.swap(i, rng.gen_range(0..=i));

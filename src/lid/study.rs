@@ -288,12 +288,9 @@ pub fn random_fabric<R: Rng>(
         )
         .map_err(fab)?;
     }
-    for s in 0..n {
+    for (s, &node) in sw.iter().enumerate() {
         b.set_lid(
-            PortRef {
-                node: sw[s],
-                port: 0,
-            },
+            PortRef { node, port: 0 },
             0x1000 + s as u64,
             s as u16 + 1,
             0,
