@@ -1,5 +1,17 @@
 //! Command-line front of the core. Every error names the file (and line) it comes from; the
 //! process exits with status 1 on errors and 2 on usage errors (clap's convention).
+//!
+//! - `generate`: a fabric from a spec, as an ibsim net file or ibnetdiscover text;
+//! - `route`: the core's engines offline, LFTs for OpenSM's `file` engine and the path-SL dump;
+//! - `eval` ([`eval`]): judge one routing, from OpenSM's dumps or routed in-process;
+//! - `compare` ([`compare`]): several routings of one fabric side by side, with an SVG chart
+//!   ([`chart`]).
+
+mod chart;
+mod compare;
+mod eval;
+mod judge;
+mod progress;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,6 +21,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use dfsssp_rs::engine::{self, EngineConfig, EngineKind};
 use dfsssp_rs::fabric::Fabric;
 use dfsssp_rs::io::{self, ibnetdiscover, ibsim, osm_dump};
+use dfsssp_rs::metrics::{LidChoice, PairTraffic};
+use dfsssp_rs::opensm::RunRecord;
 use dfsssp_rs::topo;
 
 #[derive(Parser)]
@@ -50,6 +64,17 @@ enum Command {
         #[arg(long)]
         path_sl_out: Option<PathBuf>,
     },
+    /// Judge one routing: connectivity, forwarding loops, hops, edge forwarding index, link load,
+    /// effective bisection bandwidth, lanes and a deadlock check of every lane's channel
+    /// dependency graph. Reads OpenSM's dumps of any engine (--dumps) or routes a fabric
+    /// in-process. Exit status 0 even when the routing is bad (it is a report); 1 when the input
+    /// cannot be read.
+    #[command(after_help = eval::AFTER_HELP)]
+    Eval(eval::EvalArgs),
+    /// Compare several routings of one fabric: our engines routed in-process and/or OpenSM dumps
+    /// of other engines, as a table and an SVG bar chart of Λ and lanes per engine.
+    #[command(after_help = compare::AFTER_HELP)]
+    Compare(compare::CompareArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -61,13 +86,14 @@ enum Format {
 /// Where the fabric comes from.
 #[derive(Args)]
 struct FabricArgs {
-    /// An ibsim net file, ibnetdiscover output or opensm-subnet.lst (detected from the content)
+    /// An ibsim net file, ibnetdiscover output, opensm-subnet.lst or the plug-in's
+    /// dfsssp-rs-fabric.json (detected from the content)
     #[arg(long, conflicts_with = "topo", required_unless_present = "topo")]
     fabric: Option<PathBuf>,
     /// A generated fabric (spec as for `generate`)
     #[arg(long)]
     topo: Option<String>,
-    /// LMC of CA ports where the input gives no LIDs (ibsim net files)
+    /// LMC of CA ports where the input gives no LIDs (ibsim net files, opensm-subnet.lst)
     #[arg(long, default_value_t = 0)]
     lmc: u8,
 }
@@ -91,6 +117,54 @@ impl EngineArgs {
         c.lanes = self.lanes;
         c.qos = !self.no_qos;
         c
+    }
+}
+
+/// How routings are measured (shared by `eval` and `compare`).
+#[derive(Args, Clone)]
+struct MeasureArgs {
+    /// Random bisection patterns for the effective bisection bandwidth Λ (0 skips it)
+    #[arg(long, default_value_t = 1000)]
+    patterns: u32,
+    /// Seed of the bisection patterns (pattern i draws from stream i of this seed)
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Which LID of a destination a route uses when LMC > 0: its base LID, or base + (source
+    /// index mod 2^LMC)
+    #[arg(long, value_enum, default_value_t = LidsArg::Base)]
+    lids: LidsArg,
+    /// Matched pairs of a bisection pattern send both ways (default: one way, as seed 004)
+    #[arg(long)]
+    exchange: bool,
+    /// No progress indication on standard error
+    #[arg(short, long)]
+    quiet: bool,
+    /// Also print the engine's log lines on standard error
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LidsArg {
+    Base,
+    BySource,
+}
+
+impl MeasureArgs {
+    fn options(&self) -> judge::EvalOptions {
+        judge::EvalOptions {
+            patterns: self.patterns,
+            seed: self.seed,
+            lid_choice: match self.lids {
+                LidsArg::Base => LidChoice::Base,
+                LidsArg::BySource => LidChoice::BySource,
+            },
+            traffic: if self.exchange {
+                PairTraffic::Exchange
+            } else {
+                PairTraffic::OneWay
+            },
+        }
     }
 }
 
@@ -134,7 +208,7 @@ fn run(cli: Cli) -> CliResult<()> {
             lfts_out,
             path_sl_out,
         } => {
-            let f = load_fabric(&fabric)?;
+            let f = load_fabric(fabric.fabric.as_deref(), fabric.topo.as_deref(), fabric.lmc)?;
             let out = engine::run(&f, &eargs.config()).map_err(|e| e.to_string())?;
             for (_, line) in &out.log {
                 eprintln!("{line}");
@@ -153,25 +227,30 @@ fn run(cli: Cli) -> CliResult<()> {
             }
             Ok(())
         }
+        Command::Eval(args) => eval::run(&args),
+        Command::Compare(args) => compare::run(&args),
     }
 }
 
-/// Reads the fabric named on the command line, detecting the file format from its content.
-fn load_fabric(a: &FabricArgs) -> CliResult<Fabric> {
-    if let Some(spec) = &a.topo {
+/// Reads the fabric named on the command line (a file, format detected from its content, or a
+/// generator spec).
+fn load_fabric(file: Option<&Path>, spec: Option<&str>, lmc: u8) -> CliResult<Fabric> {
+    if let Some(spec) = spec {
         return topo::by_name(spec).map_err(|e| e.to_string());
     }
-    let path = a
-        .fabric
-        .as_deref()
-        .ok_or("give --fabric FILE or --topo SPEC")?;
+    let path = file.ok_or("give --fabric FILE or --topo SPEC")?;
     let text = io::read_text(path).map_err(|e| e.to_string())?;
     let name = path.display().to_string();
-    let opts = ibsim::NetOptions { lmc: a.lmc };
+    let opts = ibsim::NetOptions { lmc };
     let parsed = match detect_format(&text) {
-        InputFormat::SubnetLst => osm_dump::parse_subnet_lst(&text, &name, a.lmc),
+        InputFormat::SubnetLst => osm_dump::parse_subnet_lst(&text, &name, lmc),
         InputFormat::Ibnetdiscover => ibnetdiscover::parse(&text, &name, opts),
         InputFormat::IbsimNet => ibsim::parse_net(&text, &name, opts),
+        InputFormat::RunRecord => {
+            return serde_json::from_str::<RunRecord>(&text)
+                .map(|r| r.fabric)
+                .map_err(|e| format!("{name}:{}: {e}", e.line()));
+        }
     };
     parsed.map_err(|e| e.to_string())
 }
@@ -180,6 +259,8 @@ enum InputFormat {
     IbsimNet,
     Ibnetdiscover,
     SubnetLst,
+    /// The plug-in's dfsssp-rs-fabric.json.
+    RunRecord,
 }
 
 fn detect_format(text: &str) -> InputFormat {
@@ -187,7 +268,10 @@ fn detect_format(text: &str) -> InputFormat {
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'));
-    for l in significant.take(50) {
+    for (i, l) in significant.take(50).enumerate() {
+        if i == 0 && l.starts_with('{') && !l.contains("Ports:") {
+            return InputFormat::RunRecord;
+        }
         if l.starts_with('{') && l.contains("Ports:") {
             return InputFormat::SubnetLst;
         }

@@ -1,0 +1,343 @@
+//! `dfsssp-rs eval`: judge one routing and print a human report or JSON.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args};
+
+use dfsssp_rs::engine::{EngineConfig, EngineKind};
+use dfsssp_rs::metrics::{Counts, FailureKind, PairTraffic};
+
+use super::judge::{self, Evaluation, Source};
+use super::progress::Progress;
+use super::{load_fabric, CliResult, MeasureArgs};
+
+pub const AFTER_HELP: &str = "\
+Inputs (one of):
+  --dumps DIR       OpenSM's dump directory (opensm -D 0x43 or more, `dump_files_dir`):
+                    opensm-subnet.lst + opensm-lfts.dump [+ opensm-path-sl.dump, else every
+                    route is in lane 0]. LMC from --lmc, else inferred from the LFTs.
+  --fabric FILE     ibsim net file, ibnetdiscover output, opensm-subnet.lst or the plug-in's
+                    dfsssp-rs-fabric.json, routed in-process with --engine
+  --topo SPEC       a generated fabric (see `dfsssp-rs generate --help`), routed in-process
+Examples:
+  dfsssp-rs eval --dumps /var/log/opensm-dumps
+  dfsssp-rs eval --topo torus:6x6x6,4 --engine dfsssp-rs --lanes 4 --json > eval.json";
+
+#[derive(Args)]
+#[command(group(ArgGroup::new("input").required(true).args(["dumps", "fabric", "topo"])))]
+pub struct EvalArgs {
+    /// OpenSM's dump directory (any engine's routing)
+    #[arg(long)]
+    dumps: Option<PathBuf>,
+    /// A fabric file to route in-process (format detected from the content)
+    #[arg(long)]
+    fabric: Option<PathBuf>,
+    /// A generated fabric to route in-process
+    #[arg(long)]
+    topo: Option<String>,
+    /// LMC of the CA ports (dumps: inferred when not given; fabric files without LIDs: 0)
+    #[arg(long)]
+    lmc: Option<u8>,
+    /// Engine for --fabric/--topo: sssp-rs or dfsssp-rs
+    #[arg(long, default_value = "dfsssp-rs", conflicts_with = "dumps")]
+    engine: EngineKind,
+    /// Virtual lanes available to dfsssp-rs
+    #[arg(long, default_value_t = 8, conflicts_with = "dumps")]
+    lanes: u8,
+    /// Route as OpenSM does with QoS off: a single lane
+    #[arg(long, conflicts_with = "dumps")]
+    no_qos: bool,
+    /// JSON on standard output instead of the table
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    measure: MeasureArgs,
+}
+
+pub fn run(a: &EvalArgs) -> CliResult<()> {
+    let p = Progress::new(a.measure.quiet);
+    let subject = if let Some(dir) = &a.dumps {
+        judge::load_dumps(&dir.display().to_string(), dir, a.lmc, &p)?
+    } else {
+        let fabric = load_fabric(a.fabric.as_deref(), a.topo.as_deref(), a.lmc.unwrap_or(0))?;
+        let name = match (&a.topo, &a.fabric) {
+            (Some(t), _) => t.clone(),
+            (None, Some(f)) => f.display().to_string(),
+            (None, None) => unreachable!("clap requires one input"),
+        };
+        let mut cfg = EngineConfig::new(a.engine);
+        cfg.lanes = a.lanes;
+        cfg.qos = !a.no_qos;
+        judge::route(a.engine.name(), fabric, &name, &cfg, &p)?
+    };
+    if a.measure.verbose {
+        for l in subject.engine.iter().flat_map(|e| &e.log) {
+            eprintln!("{l}");
+        }
+    }
+    let ev = judge::evaluate(subject, &a.measure.options(), &p)?;
+    if a.json {
+        let text = serde_json::to_string_pretty(&ev).map_err(|e| format!("JSON: {e}"))?;
+        println!("{text}");
+    } else {
+        for w in &ev.warnings {
+            eprintln!("dfsssp-rs: warning: {w}");
+        }
+        print!("{}", report(&ev));
+    }
+    Ok(())
+}
+
+/// `n/total delivered[, k no entry, ...]`.
+fn counts(n: &Counts) -> String {
+    let mut s = format!("{}/{} delivered", n.delivered, n.total());
+    for (v, what) in [
+        (n.no_entry, "no entry"),
+        (n.dead_end, "dead end"),
+        (n.loops, "forwarding loop"),
+        (n.disconnected, "in another component"),
+    ] {
+        if v > 0 {
+            let _ = write!(s, ", {v} {what}");
+        }
+    }
+    s
+}
+
+fn pct(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        100.0 * a as f64 / b as f64
+    }
+}
+
+/// The human report: one section per question, two aligned columns.
+pub fn report(ev: &Evaluation) -> String {
+    let mut rows: Vec<(String, String)> = Vec::new();
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
+    let m = &ev.metrics;
+    let f = &ev.fabric;
+
+    match &ev.source {
+        Source::Dumps { dir, path_sl } => row(
+            "routing",
+            format!(
+                "OpenSM dumps in {dir} ({})",
+                if *path_sl {
+                    "with opensm-path-sl.dump"
+                } else {
+                    "no opensm-path-sl.dump: every route in lane 0"
+                }
+            ),
+        ),
+        Source::Engine {
+            engine,
+            lanes,
+            qos,
+            fabric,
+        } => row(
+            "routing",
+            format!(
+                "{engine} on {fabric} ({lanes} lanes{})",
+                if *qos { "" } else { ", QoS off: one lane" }
+            ),
+        ),
+    }
+    row(
+        "fabric",
+        format!(
+            "{} switches, {} CA/router ports on {} nodes, {} LIDs (LMC {}), {} links, {} switch-to-switch channels",
+            f.switches, f.ca_ports, f.ca_nodes, f.lids, f.lmc, f.links, f.channels
+        ),
+    );
+
+    let c = &m.connectivity;
+    row("", String::new());
+    row(
+        "connectivity",
+        if c.complete() {
+            "complete".into()
+        } else {
+            "INCOMPLETE".into()
+        },
+    );
+    row("  switch -> LID", counts(&c.switch_to_lid));
+    row("  CA -> LID", counts(&c.ca_to_lid));
+    row("  forwarding loops", ev.forwarding_loops.to_string());
+    for x in &ev.failures {
+        let what = match x.kind {
+            FailureKind::NoEntry => format!("no entry at {}", x.at),
+            FailureKind::DeadEnd => {
+                format!("dead end at {} port {}", x.at, x.port.unwrap_or(0))
+            }
+            FailureKind::Loop => format!("forwarding loop through {}", x.at),
+            FailureKind::BeyondTable => "LID beyond the forwarding table".into(),
+        };
+        row(
+            "  failure",
+            format!("{} to LID {} ({}): {what}", x.switch, x.lid, x.destination),
+        );
+    }
+    let failed = c.switch_to_lid.failed();
+    if failed > ev.failures.len() as u64 && !ev.failures.is_empty() {
+        row(
+            "",
+            format!("... {} failing (switch, LID) pairs in all", failed),
+        );
+    }
+
+    let h = &m.hops;
+    row("", String::new());
+    row(
+        "hops (CA to CA)",
+        format!(
+            "{} routes, average {:.3}, max {}, {:.2}% minimal",
+            h.routes,
+            h.average,
+            h.max,
+            pct(h.minimal, h.routes)
+        ),
+    );
+    let hist: Vec<String> = h
+        .histogram
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(i, n)| format!("{i}:{n}"))
+        .collect();
+    row("  histogram", hist.join("  "));
+
+    row("", String::new());
+    row(
+        "edge forwarding index",
+        format!(
+            "max {}, average {:.2} routes per switch-to-switch channel",
+            m.efi.max, m.efi.average
+        ),
+    );
+    row(
+        "max link load",
+        format!(
+            "{:.4} (uniform all-to-all, each CA sending 1; switch links {:.4}, CA links 1)",
+            m.efi.max_link_load, m.efi.max_channel_load
+        ),
+    );
+    match &m.bisection {
+        Some(b) => row(
+            "effective bisection Λ",
+            format!(
+                "{:.4} over {} patterns (seed {}{}), worst {:.4}, best {:.4}",
+                b.lambda,
+                b.patterns,
+                b.seed,
+                if b.traffic == PairTraffic::Exchange {
+                    ", exchange"
+                } else {
+                    ""
+                },
+                b.min,
+                b.max
+            ),
+        ),
+        None => row("effective bisection Λ", "not measured".into()),
+    }
+
+    let d = &ev.deadlock;
+    row("", String::new());
+    row(
+        "lanes",
+        format!(
+            "{} used of {} declared; paths per lane {:?}",
+            d.lanes_used,
+            d.lanes_declared,
+            d.lanes.iter().map(|l| l.paths).collect::<Vec<_>>()
+        ),
+    );
+    row(
+        "deadlock check",
+        if d.deadlock_free {
+            "deadlock-free: every lane's channel dependency graph is acyclic".into()
+        } else {
+            "NOT deadlock-free".into()
+        },
+    );
+    for l in &d.lanes {
+        if l.paths == 0 {
+            continue;
+        }
+        let v = match &l.cycle_text {
+            None => format!(
+                "{} paths, {} dependencies, acyclic",
+                l.paths, l.dependencies
+            ),
+            Some(t) => {
+                // describe() starts with "credit loop in layer N: "; the row names the lane.
+                let cycle = t.split_once(": ").map_or(t.as_str(), |x| x.1);
+                format!(
+                    "{} paths, {} dependencies, CREDIT LOOP of {} channels: {cycle}",
+                    l.paths,
+                    l.dependencies,
+                    l.cycle.as_ref().map_or(0, Vec::len)
+                )
+            }
+        };
+        row(&format!("  lane {}", l.lane), v);
+    }
+    if d.bad_lane_paths > 0 {
+        row(
+            "  beyond lanes",
+            format!(
+                "{} paths in a lane >= the {} declared",
+                d.bad_lane_paths, d.lanes_declared
+            ),
+        );
+    }
+    if let Some(e) = &ev.engine {
+        row("", String::new());
+        row(
+            "engine time",
+            format!(
+                "routed in {:.3} s, verified in {:.3} s",
+                e.stats.route_time.as_secs_f64(),
+                e.stats.verify_time.as_secs_f64()
+            ),
+        );
+        if let Some(lr) = &e.layer_report {
+            if let Some(esc) = lr.escape_layer {
+                row(
+                    "escape",
+                    format!(
+                        "lane {esc} holds Up*/Down* routes of {} destination LID(s)",
+                        lr.escape_dests
+                    ),
+                );
+            }
+        }
+    }
+    let s = &ev.seconds;
+    row(
+        "eval time",
+        format!(
+            "{:.3} s all pairs, {:.3} s Λ, {:.3} s deadlock check",
+            s.all_pairs, s.bisection, s.deadlock_check
+        ),
+    );
+
+    let w = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for (k, v) in rows {
+        if k.is_empty() && v.is_empty() {
+            out.push('\n');
+        } else {
+            let pad = w - k.chars().count();
+            let _ = writeln!(out, "{k}{}  {v}", " ".repeat(pad));
+        }
+    }
+    out
+}
