@@ -248,6 +248,8 @@ pub struct Evaluation {
     pub fabric: FabricSummary,
     /// Connectivity, hops, edge forwarding index, link load and Λ (the core's metrics).
     pub metrics: Metrics,
+    /// `Metrics::summary()`: the line the plug-in logs as "<engine>: metrics: ...".
+    pub summary: String,
     /// The failures of `metrics.connectivity.failures`, named.
     pub failures: Vec<NamedFailure>,
     /// Forwarding loops: (switch, LID) pairs whose walk loops.
@@ -328,6 +330,7 @@ pub fn evaluate(s: Subject, o: &EvalOptions, p: &Progress) -> CliResult<Evaluati
         label: s.label,
         source: s.source,
         fabric,
+        summary: m.summary(),
         metrics: m,
         failures,
         forwarding_loops,
