@@ -14,7 +14,7 @@
 use crate::fabric::{SwitchGraph, NONE};
 use crate::routing::{Lft, SwitchLidTable};
 
-use super::cdg::{DestTree, EdgeIndex};
+use super::cdg::{EdgeIndex, TreeIndex};
 
 const WHITE: u8 = 0;
 const GRAY: u8 = 1;
@@ -28,12 +28,13 @@ pub(crate) struct Breaker<'a> {
     /// Destination-major copy of the LFT: `cols[di * S + s]` is the port switch `s` uses for
     /// `dests[di]` (contiguous per destination, for building its tree fast).
     pub cols: &'a [u8],
+    /// Every destination's tree in pre-order (subtrees are contiguous runs).
+    pub trees: &'a TreeIndex,
     /// Path weight of every source switch (source ports it stands for).
     pub weight: &'a [u32],
     pub layers: &'a mut SwitchLidTable,
     /// Per-layer edge counts (allocated when a layer is first used).
     pub counts: Vec<Vec<u32>>,
-    pub tree: DestTree,
     /// Dependency edges cut so far.
     pub cuts: u64,
     /// (switch, LID) paths moved to a higher layer so far (a path moved twice counts twice).
@@ -42,15 +43,18 @@ pub(crate) struct Breaker<'a> {
     state: Vec<u8>,
     stack_pos: Vec<u32>,
     stack: Vec<(u32, u32)>,
-    list: Vec<u32>,
+    /// Moved weight per switch (subtree sums), indexed by switch.
+    sub: Vec<u32>,
 }
 
 impl<'a> Breaker<'a> {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         g: &'a SwitchGraph,
         ei: &'a EdgeIndex,
         lft: &'a Lft,
         cols: &'a [u8],
+        trees: &'a TreeIndex,
         weight: &'a [u32],
         layers: &'a mut SwitchLidTable,
         counts0: Vec<u32>,
@@ -61,16 +65,16 @@ impl<'a> Breaker<'a> {
             ei,
             lft,
             cols,
+            trees,
             weight,
             layers,
             counts: vec![counts0],
-            tree: DestTree::new(g.num_switches()),
             cuts: 0,
             moved_paths: 0,
             state: vec![WHITE; nc],
             stack_pos: vec![NONE; nc],
             stack: Vec::new(),
-            list: Vec::new(),
+            sub: vec![0; g.num_switches()],
         }
     }
 
@@ -174,19 +178,28 @@ impl<'a> Breaker<'a> {
     }
 
     /// Moves every layer-`i` path that takes `c1` then `c2` to layer `i + 1`, updating the edge
-    /// counts of both layers along the whole of every moved path.
+    /// counts of both layers along the whole of every moved path. Cost: two LFT rows to find the
+    /// destinations behind the edge, then per destination the subtree of `tail(c1)` and the
+    /// path from there to the destination.
     pub fn move_edge_paths(&mut self, i: usize, c1: u32, c2: u32) {
         self.ensure_layer(i + 1);
-        let g = self.g;
-        let ei = self.ei;
+        let (g, ei, lft, cols, trees, weight) = (
+            self.g,
+            self.ei,
+            self.lft,
+            self.cols,
+            self.trees,
+            self.weight,
+        );
         let ns = g.num_switches();
         let (u, v) = (g.chan_tail[c1 as usize], g.chan_head[c1 as usize]);
         let (pu, pv) = (g.chan_port[c1 as usize], g.chan_port[c2 as usize]);
-        let row_u = self.lft.table(u);
-        let row_v = self.lft.table(v);
+        let row_u = lft.table(u);
+        let row_v = lft.table(v);
         let layer = i as u8;
         let (lo, hi) = self.counts.split_at_mut(i + 1);
         let (cur, nxt) = (&mut lo[i], &mut hi[0]);
+        let sub = &mut self.sub;
         for (lid, (&a, &b)) in row_u.iter().zip(row_v).enumerate() {
             if a != pu || b != pv {
                 continue;
@@ -195,39 +208,20 @@ impl<'a> Breaker<'a> {
             if di == NONE {
                 continue;
             }
-            let d = &g.dests[di as usize];
+            let di = di as usize;
+            let root = g.dests[di].switch;
             let lid = lid as u16;
-            let col = &self.cols[di as usize * ns..(di as usize + 1) * ns];
-            let tree = &mut self.tree;
-            // The routes were validated when layer 0 was built; only the links are rebuilt here.
-            for s in 0..ns {
-                tree.next[s] = if s as u32 == d.switch {
-                    NONE
-                } else {
-                    g.channel_at(s as u32, col[s]).unwrap_or(NONE)
-                };
-            }
-            if tree.link(g, d.switch).is_err() {
-                debug_assert!(false, "tree validated before");
-                continue;
-            }
-            // Sources in u's subtree that are still in layer i move; sum them bottom-up.
-            self.list.clear();
-            self.list.push(u);
-            let mut k = 0;
-            while k < self.list.len() {
-                let x = self.list[k] as usize;
-                k += 1;
-                for j in tree.child_start[x]..tree.child_start[x + 1] {
-                    self.list.push(tree.children[j as usize]);
-                }
-            }
+            let col = &cols[di * ns..(di + 1) * ns];
+            // The trees were validated when layer 0 was built.
+            let next = |x: u32| g.channel_at(x, col[x as usize]).unwrap_or(NONE);
+            // Sources in u's subtree still in layer i move; their weights summed bottom-up.
+            let st = trees.subtree(di, u);
             let mut moved = 0u64;
-            for &x in &self.list {
-                tree.sub[x as usize] = if self.layers.get(x, lid) == layer {
-                    self.layers.set(x, lid, layer + 1);
+            for &x in st {
+                sub[usize::from(x)] = if self.layers.get(u32::from(x), lid) == layer {
+                    self.layers.set(u32::from(x), lid, layer + 1);
                     moved += 1;
-                    self.weight[x as usize]
+                    weight[usize::from(x)]
                 } else {
                     0
                 };
@@ -236,30 +230,34 @@ impl<'a> Breaker<'a> {
                 continue;
             }
             self.moved_paths += moved;
-            for &x in self.list[1..].iter().rev() {
-                let p = g.chan_head[tree.next[x as usize] as usize];
-                tree.sub[p as usize] += tree.sub[x as usize];
+            for &x in st[1..].iter().rev() {
+                let w = sub[usize::from(x)];
+                if w > 0 {
+                    let p = g.chan_head[next(u32::from(x)) as usize];
+                    sub[p as usize] += w;
+                }
             }
+            // Shifts the edge a switch contributes from layer i to i + 1; returns its parent.
             let mut shift = |x: u32, w: u32| {
-                let cx = tree.next[x as usize];
+                let cx = next(x);
                 let h = g.chan_head[cx as usize];
-                if h != tree.root {
-                    let e = ei.edge(g, cx, tree.next[h as usize]) as usize;
+                if h != root {
+                    let e = ei.edge(g, cx, next(h)) as usize;
                     cur[e] -= w;
                     nxt[e] += w;
                 }
                 h
             };
-            for &x in &self.list {
-                let w = tree.sub[x as usize];
+            for &x in st {
+                let w = sub[usize::from(x)];
                 if w > 0 {
-                    shift(x, w);
+                    shift(u32::from(x), w);
                 }
             }
             // Above u every moved path shares the same channels.
-            let w = tree.sub[u as usize];
+            let w = sub[u as usize];
             let mut x = v;
-            while x != tree.root {
+            while x != root {
                 x = shift(x, w);
             }
         }

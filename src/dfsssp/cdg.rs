@@ -83,9 +83,11 @@ pub struct DestTree {
     pub root: u32,
     /// Channel each switch forwards by; [`NONE`] for the root and for unrouted switches.
     pub next: Vec<u32>,
-    /// Routed switches in breadth-first order from the root (root first): every switch comes
-    /// after its parent, so reverse order is bottom-up.
+    /// Routed switches in depth-first pre-order from the root (root first): every switch comes
+    /// after its parent, so reverse order is bottom-up, and every subtree is a contiguous run.
     pub order: Vec<u32>,
+    /// Number of switches in every routed switch's subtree (itself included).
+    pub size: Vec<u32>,
     /// Children CSR: `children[child_start[s]..child_start[s+1]]`.
     pub child_start: Vec<u32>,
     pub children: Vec<u32>,
@@ -93,6 +95,7 @@ pub struct DestTree {
     pub depth: Vec<u32>,
     /// Scratch for subtree sums.
     pub sub: Vec<u32>,
+    stack: Vec<u32>,
 }
 
 impl DestTree {
@@ -104,7 +107,9 @@ impl DestTree {
             child_start: vec![0; ns + 1],
             children: vec![0; ns],
             depth: vec![0; ns],
+            size: vec![0; ns],
             sub: vec![0; ns],
+            stack: Vec::with_capacity(ns),
         }
     }
 
@@ -173,18 +178,25 @@ impl DestTree {
             }
         }
         self.order.clear();
-        self.order.push(root);
+        self.stack.clear();
+        self.stack.push(root);
         self.depth[root as usize] = 0;
-        let mut i = 0;
-        while i < self.order.len() {
-            let v = self.order[i] as usize;
-            i += 1;
+        while let Some(v) = self.stack.pop() {
+            self.order.push(v);
+            let v = v as usize;
             let dv = self.depth[v] + 1;
             for k in self.child_start[v]..self.child_start[v + 1] {
                 let ch = self.children[k as usize];
                 self.depth[ch as usize] = dv;
-                self.order.push(ch);
+                self.stack.push(ch);
             }
+        }
+        for &s in &self.order {
+            self.size[s as usize] = 1;
+        }
+        for &s in self.order[1..].iter().rev() {
+            let p = g.chan_head[self.next[s as usize] as usize] as usize;
+            self.size[p] += self.size[s as usize];
         }
         if self.order.len() != routed {
             // Some routed switch never reaches the root: its parent chain closes a loop.
@@ -325,4 +337,51 @@ pub fn topological_order(g: &SwitchGraph, ei: &EdgeIndex, counts: &[u32]) -> Opt
         }
     }
     (order.len() == nc).then_some(order)
+}
+
+/// Marks a switch that is not in a destination's tree.
+pub const NOT_IN_TREE: u16 = u16::MAX;
+
+/// Every destination's tree in depth-first pre-order, so that the subtree of any switch is a
+/// contiguous run: `at[k]` is the switch at position `k`, `pos[s]` the position of switch `s`
+/// ([`NOT_IN_TREE`] if unrouted) and `end[k]` one past the last position of `at[k]`'s subtree.
+/// One row of `S` entries per destination; `u16` suffices because every switch owns a LID.
+pub struct TreeIndex {
+    pub ns: usize,
+    pub pos: Vec<u16>,
+    pub at: Vec<u16>,
+    pub end: Vec<u16>,
+}
+
+impl TreeIndex {
+    pub fn new(ns: usize, nd: usize) -> Self {
+        TreeIndex {
+            ns,
+            pos: vec![NOT_IN_TREE; ns * nd],
+            at: vec![0; ns * nd],
+            end: vec![0; ns * nd],
+        }
+    }
+
+    /// Records `tree` as destination `di`'s row (`pos`, `at`, `end` are that row's slices).
+    pub fn record(tree: &DestTree, pos: &mut [u16], at: &mut [u16], end: &mut [u16]) {
+        pos.fill(NOT_IN_TREE);
+        for (k, &s) in tree.order.iter().enumerate() {
+            pos[s as usize] = k as u16;
+            at[k] = s as u16;
+            end[k] = (k as u32 + tree.size[s as usize]) as u16;
+        }
+    }
+
+    /// The switches of the subtree of `s` in destination `di`'s tree (`s` first), pre-order.
+    #[inline]
+    pub fn subtree(&self, di: usize, s: u32) -> &[u16] {
+        let row = di * self.ns;
+        let k = self.pos[row + s as usize];
+        if k == NOT_IN_TREE {
+            return &[];
+        }
+        let k = usize::from(k);
+        &self.at[row + k..row + usize::from(self.end[row + k])]
+    }
 }

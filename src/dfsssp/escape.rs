@@ -1,15 +1,24 @@
 //! The escape when cycle breaking needs more layers than the budget: the last layer is reserved
-//! for Up*/Down* routes (seed 004 §III-D), and destinations whose paths do not fit in the other
-//! layers are re-routed with balanced Up*/Down* trees, all their paths on the escape layer.
+//! for Up*/Down* routes (seed 004 §III-D), and destinations whose paths do not all fit in the
+//! other layers are re-routed with balanced Up*/Down* trees, all their paths on the escape layer.
 //!
-//! Then *reclaiming*: destination by destination (those with the fewest overflowing paths first),
-//! the minimal SSSP tree is tried again. Each of its paths goes to a layer whose CDG stays acyclic
-//! with it (first its parent's layer, so usually a single new dependency edge is checked, then the
-//! others, the escape layer included), checked incrementally with a dynamic topological order per
-//! layer ([`super::dyntopo`]). If every path fits, the destination gets its minimal routes back;
-//! otherwise everything is rolled back and it stays on Up*/Down*. The escape layer only ever
-//! accepts edges that keep it acyclic together with all Up*/Down* routes still in it, so whatever
-//! the order of attempts, every layer stays deadlock-free.
+//! Then *settling*, destination by destination (those with the fewest overflowing paths first):
+//! the destination gets a hybrid tree. A set `A` of switches (initially only the destination's
+//! switch) forwards by Up*/Down*; every other switch forwards by its minimal SSSP channel. `A` is
+//! closed under Up*/Down* next hops, so a path is a minimal SSSP prefix followed, once it meets
+//! `A`, by an Up*/Down* suffix; paths from `A` are pure Up*/Down*. Loop-free: SSSP hops shorten the
+//! distance, Up*/Down* hops the Up*/Down* distance, and a path never leaves `A` once in it.
+//! Each path not from `A` goes to a layer whose CDG stays acyclic with it (its phase-A layer first,
+//! then its parent's, then the others, the escape layer included), checked incrementally with a
+//! dynamic topological order per layer ([`super::dyntopo`]). Sources whose path fits nowhere join
+//! `A` with their Up*/Down* path, and the destination is placed again, until everything fits. With
+//! `A` = everything the destination is pure Up*/Down*, so this always ends.
+//!
+//! Why every layer stays acyclic: the escape layer holds the *complete* Up*/Down* tree of every
+//! destination not yet settled (of the one being settled too), and only accepts other paths that
+//! keep it acyclic. Pure Up*/Down* paths of a settling destination are already in it, so they need
+//! no check; once a destination is settled, the Up*/Down* paths it no longer uses are removed,
+//! and removing paths never creates a cycle.
 
 use crate::fabric::{SwitchGraph, NONE};
 use crate::routing::{Routing, SwitchLidTable};
@@ -36,11 +45,11 @@ pub(crate) struct EscapeOutcome {
     pub roots: Vec<u32>,
     /// Destinations first put on Up*/Down*.
     pub initial: usize,
-    /// Of those, how many got their minimal routes back.
+    /// Of those, how many got their minimal routes back entirely.
     pub reclaimed: usize,
-    /// Destinations left on Up*/Down*.
+    /// Destinations with at least one Up*/Down* hop in the end.
     pub escape_dests: usize,
-    /// Routed (switch, LID) pairs of those destinations, and how many are minimal anyway.
+    /// Routed (switch, LID) paths with at least one Up*/Down* hop, and how many are minimal anyway.
     pub escape_routes: u64,
     pub escape_minimal: u64,
 }
@@ -83,7 +92,8 @@ pub(crate) fn run(
         }
     }
 
-    // Take the escape destinations' paths out of the kept layers.
+    // Without settling, the escape destinations' paths leave the kept layers; with it, their
+    // paths that fit stay where cycle breaking put them and settling starts from there.
     counts.truncate(e);
     let mut tree = DestTree::new(ns);
     let mut load = vec![0u64; g.num_channels()];
@@ -94,7 +104,7 @@ pub(crate) fn run(
         let c = col(di);
         tree.build_from_ports(g, d, |s| c[s as usize], ctx.comp)
             .map_err(|f| fault_error(g, d.lid, f))?;
-        if esc[di] {
+        if esc[di] && !ctx.reclaim {
             let mut mask = 0u32;
             for &s in &tree.order {
                 let l = layers.get(s, d.lid);
@@ -102,13 +112,13 @@ pub(crate) fn run(
                     mask |= 1 << l;
                 }
             }
-            for l in 0..e {
+            for (l, cnt) in counts.iter_mut().enumerate() {
                 if mask & (1 << l) != 0 {
                     let lv = l as u8;
                     tree.apply(
                         g,
                         ei,
-                        &mut counts[l],
+                        cnt,
                         |s| {
                             if layers.get(s, d.lid) == lv {
                                 weight[s as usize]
@@ -120,7 +130,7 @@ pub(crate) fn run(
                     );
                 }
             }
-        } else {
+        } else if !esc[di] {
             // Loads of the routes that stay, so escape trees balance against them as SSSP does.
             for &s in &tree.order {
                 tree.sub[s as usize] = g.terminal_count[s as usize];
@@ -144,6 +154,7 @@ pub(crate) fn run(
     let mut bal = Balancer::new(g);
     bal.load.copy_from_slice(&load);
     let mut router = UpDownRouter::new(g, &ud);
+    let phase_a = layers.clone();
     for di in routing_order(g) {
         let di = di as usize;
         if !esc[di] {
@@ -162,30 +173,32 @@ pub(crate) fn run(
     }
 
     if ctx.reclaim {
-        reclaim(
+        settle(
             ctx,
             routing,
             layers,
+            &phase_a,
             &mut counts,
-            &mut esc,
+            &esc,
             &prio,
             esc_layer,
             &mut out,
         )?;
-    }
-
-    // What is left on Up*/Down*.
-    for (di, d) in g.dests.iter().enumerate() {
-        if !esc[di] {
-            continue;
-        }
-        out.escape_dests += 1;
-        tree.build_from_ports(g, d, |s| routing.lft.port(s, d.lid), ctx.comp)
-            .map_err(|f| internal(format!("escape routes to LID {}: {f:?}", d.lid)))?;
-        let to = ctx.dist.to(d.switch);
-        for &s in &tree.order {
-            out.escape_routes += 1;
-            out.escape_minimal += u64::from(tree.depth[s as usize] == u32::from(to[s as usize]));
+    } else {
+        // Every overflowing destination stays on pure Up*/Down*.
+        for (di, d) in g.dests.iter().enumerate() {
+            if !esc[di] {
+                continue;
+            }
+            tree.build_from_ports(g, d, |s| routing.lft.port(s, d.lid), ctx.comp)
+                .map_err(|f| internal(format!("escape routes to LID {}: {f:?}", d.lid)))?;
+            out.escape_dests += 1;
+            let to = ctx.dist.to(d.switch);
+            for &s in &tree.order[1..] {
+                out.escape_routes += 1;
+                out.escape_minimal +=
+                    u64::from(tree.depth[s as usize] == u32::from(to[s as usize]));
+            }
         }
     }
     Ok(out)
@@ -195,14 +208,15 @@ fn internal(msg: String) -> DfssspError {
     DfssspError::Internal(msg)
 }
 
-/// Gives escape destinations their minimal routes back wherever every path fits acyclically.
+/// Settles every escape destination on a hybrid tree (module documentation).
 #[allow(clippy::too_many_arguments)]
-fn reclaim(
+fn settle(
     ctx: &EscapeCtx,
     routing: &mut Routing,
     layers: &mut SwitchLidTable,
+    phase_a: &SwitchLidTable,
     counts: &mut [Vec<u32>],
-    esc: &mut [bool],
+    esc: &[bool],
     prio: &[u32],
     esc_layer: u8,
     out: &mut EscapeOutcome,
@@ -219,110 +233,195 @@ fn reclaim(
     let mut topo = Vec::with_capacity(e + 1);
     for (l, cnt) in counts.iter().enumerate() {
         let order = topological_order(g, ei, cnt)
-            .ok_or_else(|| internal(format!("layer {l} has a cycle before reclaiming")))?;
+            .ok_or_else(|| internal(format!("layer {l} has a cycle before settling")))?;
         topo.push(DynTopo::from_order(&order));
     }
     let mut sc = TopoScratch::new(g.num_channels());
-    let mut tu = DestTree::new(ns);
-    let mut ts = DestTree::new(ns);
+    let mut tu = DestTree::new(ns); // Up*/Down* tree
+    let mut ts = DestTree::new(ns); // SSSP tree
+    let mut th = DestTree::new(ns); // hybrid tree
+    let mut in_a = vec![false; ns];
     let mut pl = vec![0u8; ns];
+    let mut is_placed = vec![false; ns];
+    let mut flag = vec![false; ns];
+    let mut failed: Vec<u32> = Vec::new();
+    let mut refused = vec![vec![0u32; ei.num_edges()]; e + 1];
+    let mut round = 0u32;
+    let mut late = vec![false; ns];
 
     let mut cand: Vec<usize> = (0..esc.len()).filter(|&di| esc[di]).collect();
     cand.sort_by_key(|&di| (prio[di], g.dests[di].lid));
     for di in cand {
         let d = g.dests[di];
-        let lid = d.lid;
+        let (lid, root) = (d.lid, d.switch);
         tu.build_from_ports(g, &d, |s| routing.lft.port(s, lid), ctx.comp)
             .map_err(|f| internal(format!("escape routes to LID {lid}: {f:?}")))?;
-        tu.apply(g, ei, &mut counts[e], |s| weight[s as usize], false);
         let c = &cols[di * ns..(di + 1) * ns];
         ts.build_from_ports(g, &d, |s| c[s as usize], ctx.comp)
             .map_err(|f| fault_error(g, lid, f))?;
-
-        let mut failed_at = None;
-        for idx in 1..ts.order.len() {
-            let s = ts.order[idx];
-            let p = ts.parent(g, s);
-            let pref = if p == ts.root { 0 } else { pl[p as usize] };
-            let tries = std::iter::once(pref).chain((0..=esc_layer).filter(|&l| l != pref));
-            let mut placed = false;
-            for l in tries {
-                let lu = usize::from(l);
-                if try_add_path(
-                    g,
-                    ei,
-                    &ts,
-                    s,
-                    weight[s as usize],
-                    &mut counts[lu],
-                    &mut topo[lu],
-                    &mut sc,
-                ) {
-                    pl[s as usize] = l;
-                    placed = true;
-                    break;
-                }
-            }
-            if !placed {
-                failed_at = Some(idx);
-                break;
+        in_a.fill(false);
+        in_a[root as usize] = true;
+        is_placed.fill(false);
+        for &s in &ts.order[1..] {
+            let l = phase_a.get(s, lid);
+            if l < esc_layer {
+                // Still counted in layer l from cycle breaking.
+                is_placed[s as usize] = true;
+                pl[s as usize] = l;
             }
         }
-        match failed_at {
-            None => {
-                pl[ts.root as usize] = 0;
-                let last = u32::from(d.exit_port != 0);
-                for s in 0..ns as u32 {
-                    let port = c[s as usize];
-                    routing.lft.set(s, lid, port);
-                    let routed = s == ts.root || ts.next[s as usize] != NONE;
-                    if routed {
-                        let h = ts.depth[s as usize] + last;
-                        routing.hops.set(s, lid, u8::try_from(h).unwrap_or(u8::MAX));
-                        layers.set(s, lid, pl[s as usize]);
-                    } else {
-                        layers.set(s, lid, 0);
+        // Refusals are remembered for the whole destination: rounds only take back this
+        // destination's own paths, so a stale refusal merely sends a source to A a bit early.
+        round += 1;
+        loop {
+            for (x, n) in th.next.iter_mut().enumerate() {
+                *n = if in_a[x] { tu.next[x] } else { ts.next[x] };
+            }
+            th.link(g, root)
+                .map_err(|f| internal(format!("hybrid tree for LID {lid} broken: {f:?}")))?;
+            failed.clear();
+            // Paths already placed in an earlier round did not change; place the others. A path
+            // extends its parent's, so below a source that fits nowhere nothing fits either.
+            for idx in 1..th.order.len() {
+                let s = th.order[idx];
+                let su = s as usize;
+                let p = th.parent(g, s);
+                flag[su] = false;
+                if in_a[su] {
+                    // Its Up*/Down* path is in the escape layer already.
+                    pl[su] = esc_layer;
+                    continue;
+                }
+                if is_placed[su] {
+                    continue;
+                }
+                if flag[p as usize] {
+                    flag[su] = true;
+                    continue;
+                }
+                let parent_l = if p == root { 0 } else { pl[p as usize] };
+                let a_l = phase_a.get(s, lid);
+                let first = if a_l < esc_layer && ts.next[su] == th.next[su] {
+                    a_l
+                } else {
+                    parent_l
+                };
+                let mut tries = [0u8; 17];
+                let mut n = 0;
+                for l in [first, parent_l].into_iter().chain(0..=esc_layer) {
+                    if !tries[..n].contains(&l) {
+                        tries[n] = l;
+                        n += 1;
                     }
                 }
-                esc[di] = false;
-                out.reclaimed += 1;
-            }
-            Some(upto) => {
-                for &s in &ts.order[1..upto] {
-                    let w = weight[s as usize];
-                    let cnt = &mut counts[usize::from(pl[s as usize])];
-                    ts.for_path_edges(g, ei, s, |eid| cnt[eid as usize] -= w);
-                }
-                // Put the Up*/Down* paths back; the order may have moved, so re-check new edges
-                // (they always fit: the layer held them before).
-                for &s in &tu.order {
-                    tu.sub[s as usize] = weight[s as usize];
-                }
-                for &s in tu.order[1..].iter().rev() {
-                    let c1 = tu.next[s as usize];
-                    let h = g.chan_head[c1 as usize];
-                    let w = tu.sub[s as usize];
-                    tu.sub[h as usize] += w;
-                    if h != tu.root {
-                        let c2 = tu.next[h as usize];
-                        let eid = ei.edge(g, c1, c2) as usize;
-                        if counts[e][eid] == 0
-                            && !topo[e].try_insert(g, ei, &counts[e], &mut sc, c1, c2)
-                        {
-                            return Err(internal(format!(
-                                "restoring the Up*/Down* routes to LID {lid} closed a cycle"
-                            )));
-                        }
-                        counts[e][eid] += w;
+                let w = weight[su];
+                for &l in &tries[..n] {
+                    let lu = usize::from(l);
+                    if try_add_path(
+                        g,
+                        ei,
+                        &th,
+                        s,
+                        w,
+                        &mut counts[lu],
+                        &mut topo[lu],
+                        &mut sc,
+                        &mut refused[lu],
+                        round,
+                    ) {
+                        pl[su] = l;
+                        is_placed[su] = true;
+                        break;
                     }
                 }
+                if !is_placed[su] {
+                    failed.push(s);
+                    flag[su] = true;
+                }
             }
+            flag[root as usize] = false;
+            if failed.is_empty() {
+                break;
+            }
+            // The failed sources join A with their Up*/Down* paths; placed paths through a
+            // switch that joined A change, so they are taken out again (`flag` marks them).
+            for &s in &th.order {
+                flag[s as usize] = false;
+            }
+            for &s in &failed {
+                let mut x = s;
+                while !in_a[x as usize] {
+                    in_a[x as usize] = true;
+                    flag[x as usize] = true;
+                    x = tu.parent(g, x);
+                }
+            }
+            for &s in &th.order[1..] {
+                let su = s as usize;
+                flag[su] |= flag[th.parent(g, s) as usize];
+                if flag[su] && is_placed[su] {
+                    let w = weight[su];
+                    let cnt = &mut counts[usize::from(pl[su])];
+                    th.for_path_edges(g, ei, s, |eid| cnt[eid as usize] -= w);
+                    is_placed[su] = false;
+                }
+            }
+            for &s in &th.order {
+                flag[s as usize] = false;
+            }
+        }
+        // The Up*/Down* paths from outside A leave the escape layer.
+        tu.apply(
+            g,
+            ei,
+            &mut counts[e],
+            |s| {
+                if in_a[s as usize] {
+                    0
+                } else {
+                    weight[s as usize]
+                }
+            },
+            false,
+        );
+        pl[root as usize] = 0;
+        let last = u32::from(d.exit_port != 0);
+        let to = ctx.dist.to(root);
+        let mut escaped = 0u64;
+        for &s in &th.order {
+            let su = s as usize;
+            let port = if s == root {
+                d.exit_port
+            } else {
+                g.chan_port[th.next[su] as usize]
+            };
+            routing.lft.set(s, lid, port);
+            let h = th.depth[su] + last;
+            routing.hops.set(s, lid, u8::try_from(h).unwrap_or(u8::MAX));
+            layers.set(s, lid, pl[su]);
+            // Whether the path takes an Up*/Down* hop: it starts in A, or meets A before the end.
+            late[su] = s != root && {
+                let p = th.parent(g, s) as usize;
+                in_a[su] || late[p] || (p != root as usize && in_a[p])
+            };
+            if late[su] {
+                escaped += 1;
+                out.escape_minimal += u64::from(th.depth[su] == u32::from(to[su]));
+            }
+        }
+        if escaped == 0 {
+            out.reclaimed += 1;
+        } else {
+            out.escape_dests += 1;
+            out.escape_routes += escaped;
         }
     }
     Ok(())
 }
 
-/// Adds the path from `s` (in tree `t`) to a layer if that keeps the layer acyclic.
+/// Adds the path from `s` (in tree `t`) to a layer if that keeps the layer acyclic. `refused`
+/// remembers, per dependency edge, the `round` (destination) in which the layer last refused it,
+/// so it is not searched again for that destination.
 #[allow(clippy::too_many_arguments)]
 fn try_add_path(
     g: &SwitchGraph,
@@ -333,25 +432,23 @@ fn try_add_path(
     counts: &mut [u32],
     topo: &mut DynTopo,
     sc: &mut TopoScratch,
+    refused: &mut [u32],
+    round: u32,
 ) -> bool {
-    let mut c1 = t.next[s as usize];
-    let mut added = 0usize;
-    let mut ok = true;
-    loop {
-        let h = g.chan_head[c1 as usize];
-        if h == t.root {
-            break;
-        }
-        let c2 = t.next[h as usize];
-        let eid = ei.edge(g, c1, c2) as usize;
-        if counts[eid] == 0 && !topo.try_insert(g, ei, counts, sc, c1, c2) {
-            ok = false;
-            break;
-        }
-        counts[eid] += w;
-        added += 1;
-        c1 = c2;
+    // Cheap pass first: an edge refused earlier in this round sinks the path at once.
+    if !path_edges(g, ei, t, s, |_, _, e| counts[e] > 0 || refused[e] != round) {
+        return false;
     }
+    let mut added = 0usize;
+    let ok = path_edges(g, ei, t, s, |c1, c2, e| {
+        if counts[e] == 0 && !topo.try_insert(g, ei, counts, sc, c1, c2) {
+            refused[e] = round;
+            return false;
+        }
+        counts[e] += w;
+        added += 1;
+        true
+    });
     if !ok {
         let mut c1 = t.next[s as usize];
         for _ in 0..added {
@@ -361,4 +458,28 @@ fn try_add_path(
         }
     }
     ok
+}
+
+/// Calls `f(c1, c2, edge)` along the dependency edges of the path from `s` until it returns
+/// `false`; returns whether it never did.
+#[inline]
+fn path_edges(
+    g: &SwitchGraph,
+    ei: &EdgeIndex,
+    t: &DestTree,
+    s: u32,
+    mut f: impl FnMut(u32, u32, usize) -> bool,
+) -> bool {
+    let mut c1 = t.next[s as usize];
+    loop {
+        let h = g.chan_head[c1 as usize];
+        if h == t.root {
+            return true;
+        }
+        let c2 = t.next[h as usize];
+        if !f(c1, c2, ei.edge(g, c1, c2) as usize) {
+            return false;
+        }
+        c1 = c2;
+    }
 }

@@ -10,12 +10,13 @@
 //!    A path counts as many source ports as it stands for (the switch's CAs and the switch
 //!    itself, [`PathWeight::SourcePorts`]), as stock OpenSM counts (source, destination) pairs.
 //! 2. **Offline cycle breaking** (Algorithm 2, [`breaking`]): per layer one resumable DFS; each
-//!    cycle's weakest edge (fewest paths) is cut by moving its paths to the next layer. The layers
-//!    pure DFSSSP needs are measured up to [`DfssspOptions::measure_up_to`] (15 by default).
+//!    cycle's weakest edge (fewest paths) is cut by moving its paths to the next layer, up to the
+//!    budget (or further, [`DfssspOptions::measure_up_to`], to report what pure DFSSSP needs).
 //! 3. **Escape** when that exceeds the budget ([`escape`]): the last layer (layer 0 for a budget of
-//!    one) is reserved for balanced Up*/Down* routes ([`crate::updown`]); destinations with a path
-//!    beyond the other layers are re-routed Up*/Down*, then given their minimal routes back one by
-//!    one wherever every path still fits acyclically (incremental cycle checks).
+//!    one) is reserved for balanced Up*/Down* routes ([`crate::updown`]). Destinations with a path
+//!    beyond the other layers first get Up*/Down* trees, then are *settled* one by one on hybrid
+//!    trees: minimal SSSP hops wherever their paths fit acyclically in some layer (incremental
+//!    cycle checks), Up*/Down* hops from the switches whose paths do not.
 //! 4. **Balancing** (as stock dfsssp): layers left empty are shared out among the used ones, the
 //!    fullest first; a used layer's paths are spread over its share (any subset of an acyclic
 //!    layer is acyclic).
@@ -43,7 +44,7 @@ use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
 use crate::sssp::SwitchDistances;
 
 use breaking::Breaker;
-use cdg::{components, topological_order, DestTree, EdgeIndex, TreeFault};
+use cdg::{components, topological_order, DestTree, EdgeIndex, TreeFault, TreeIndex};
 
 /// InfiniBand has at most 15 data virtual lanes.
 pub const MAX_LAYERS: u8 = 15;
@@ -61,9 +62,9 @@ pub enum PathWeight {
 #[derive(Clone, Debug)]
 pub struct DfssspOptions {
     pub weight: PathWeight,
-    /// Keep breaking cycles past the budget, up to this many layers, to report how many pure
-    /// DFSSSP needs (costs one more CDG search per extra layer). Values below the budget act as
-    /// the budget.
+    /// Keep breaking cycles past the budget, up to this many layers (at most 15), to report how
+    /// many pure DFSSSP would need; costs one more CDG search per extra layer and changes nothing
+    /// else. Values below the budget (the default, 0) stop at the budget: "more than the budget".
     pub measure_up_to: u8,
     /// Spread paths over the layers left unused (seed 003's balancing).
     pub balance: bool,
@@ -75,7 +76,7 @@ impl Default for DfssspOptions {
     fn default() -> Self {
         DfssspOptions {
             weight: PathWeight::SourcePorts,
-            measure_up_to: MAX_LAYERS,
+            measure_up_to: 0,
             balance: true,
             reclaim: true,
         }
@@ -153,11 +154,13 @@ pub struct LayerReport {
     pub escape_layer: Option<u8>,
     /// Up*/Down* roots (switch ids), one per connected component.
     pub updown_roots: Vec<u32>,
-    /// Destinations first put on Up*/Down*, of those given their minimal routes back, and left.
+    /// Destinations whose paths overflowed the budget (first put on Up*/Down*); of those, how
+    /// many got all their minimal routes back, and how many keep some Up*/Down* hops.
     pub escape_dests_initial: usize,
     pub reclaimed_dests: usize,
     pub escape_dests: usize,
-    /// Routed (switch, DLID) paths of the escape destinations, and how many are minimal anyway.
+    /// Routed (switch, DLID) paths with at least one Up*/Down* hop, and how many of them are
+    /// minimal anyway.
     pub escape_routes: u64,
     pub escape_routes_minimal: u64,
     /// All routed (switch, DLID) paths.
@@ -197,8 +200,8 @@ impl LayerReport {
         if let Some(e) = self.escape_layer {
             v.push(format!(
                 "escape: layer {e} reserved for Up*/Down* (root switch(es) {:?}); {} destination LID(s) \
-                 overflowed, {} got minimal routes back, {} stay on Up*/Down* with {} route(s) \
-                 ({:.1}% of them minimal anyway)",
+                 overflowed, {} of them kept all minimal routes, {} use Up*/Down* hops on {} route(s) \
+                 ({:.1}% of those minimal anyway)",
                 self.updown_roots,
                 self.escape_dests_initial,
                 self.reclaimed_dests,
@@ -285,7 +288,16 @@ pub fn make_deadlock_free_with(
     };
     let ei = EdgeIndex::new(g);
     let cols = transpose(g, &routing.lft);
-    let counts0 = build_layer0(g, &ei, &cols, &comp, &weight)?;
+    if ns > usize::from(u16::MAX) {
+        // Cannot happen for a valid fabric: every switch owns one of the 49151 unicast LIDs.
+        return Err(DfssspError::Shape {
+            tables: routing.lft.num_switches(),
+            max_lid: routing.lft.max_lid,
+            switches: ns,
+            fabric_max_lid: g.max_lid,
+        });
+    }
+    let (counts0, trees) = build_layer0(g, &ei, &cols, &comp, &weight)?;
     let mut layers = SwitchLidTable::new(ns, routing.lft.max_lid, 0);
     report.seconds_cdg = t0.elapsed().as_secs_f64();
 
@@ -294,7 +306,16 @@ pub fn make_deadlock_free_with(
     let cap = opts.measure_up_to.clamp(budget, MAX_LAYERS);
     report.measured_up_to = cap;
     let (needed, counts, cuts, moved) = {
-        let mut br = Breaker::new(g, &ei, &routing.lft, &cols, &weight, &mut layers, counts0);
+        let mut br = Breaker::new(
+            g,
+            &ei,
+            &routing.lft,
+            &cols,
+            &trees,
+            &weight,
+            &mut layers,
+            counts0,
+        );
         let mut needed = None;
         for i in 0..usize::from(cap) - 1 {
             if br.break_layer(i) == 0 {
@@ -406,22 +427,31 @@ fn transpose(g: &SwitchGraph, lft: &Lft) -> Vec<u8> {
     cols
 }
 
-/// Edge counts of layer 0 with every path, validating every destination's tree.
+/// Edge counts of layer 0 with every path, validating every destination's tree and recording
+/// it in pre-order for cycle breaking.
 fn build_layer0(
     g: &SwitchGraph,
     ei: &EdgeIndex,
     cols: &[u8],
     comp: &[u32],
     weight: &[u32],
-) -> Result<Vec<u32>, DfssspError> {
+) -> Result<(Vec<u32>, TreeIndex), DfssspError> {
     let ns = g.num_switches();
     let ne = ei.num_edges();
     let nd = g.dests.len();
+    let mut ti = TreeIndex::new(ns, nd);
+    if ns == 0 || nd == 0 {
+        return Ok((vec![0; ne], ti));
+    }
     let chunk = (nd / (rayon::current_num_threads() * 2)).max(64);
-    g.dests
+    let counts = g
+        .dests
         .par_chunks(chunk)
+        .zip(ti.pos.par_chunks_mut(chunk * ns))
+        .zip(ti.at.par_chunks_mut(chunk * ns))
+        .zip(ti.end.par_chunks_mut(chunk * ns))
         .enumerate()
-        .map(|(ci, ds)| {
+        .map(|(ci, (((ds, pos), at), end))| {
             let mut tree = DestTree::new(ns);
             let mut counts = vec![0u32; ne];
             for (k, d) in ds.iter().enumerate() {
@@ -433,6 +463,8 @@ fn build_layer0(
                 tree.build_from_ports(g, d, |s| col[s as usize], comp)
                     .map_err(|f| fault_error(g, d.lid, f))?;
                 tree.apply(g, ei, &mut counts, |s| weight[s as usize], true);
+                let r = k * ns..(k + 1) * ns;
+                TreeIndex::record(&tree, &mut pos[r.clone()], &mut at[r.clone()], &mut end[r]);
             }
             Ok(counts)
         })
@@ -444,7 +476,8 @@ fn build_layer0(
                 }
                 Ok(a)
             },
-        )
+        )?;
+    Ok((counts, ti))
 }
 
 /// Calls `f(switch, lid, layer)` for every routed (switch, LID) path.
