@@ -90,6 +90,31 @@ impl Balancer {
         &self.next
     }
 
+    /// [`choose_tree`](Self::choose_tree) over a prebuilt [`MinimalDag`]: the same choice, without
+    /// testing every channel of every switch again for each LID of the destination switch.
+    fn choose_tree_dag(&mut self, g: &SwitchGraph, dag: &MinimalDag) -> &[u32] {
+        self.next.fill(NONE);
+        let Some(&root) = dag.order.first() else {
+            return &self.next;
+        };
+        self.cost.fill(u64::MAX);
+        self.cost[root as usize] = 0;
+        for (i, &s) in dag.order.iter().enumerate().skip(1) {
+            let mut best = (u64::MAX, u64::MAX, NONE);
+            for &c in &dag.cands[dag.cand_start[i - 1] as usize..dag.cand_start[i] as usize] {
+                let head_cost = self.cost[g.chan_head[c as usize] as usize];
+                let w = self.load[c as usize] + self.penalty[c as usize];
+                let key = (head_cost.saturating_add(w), w, c);
+                if key < best {
+                    best = key;
+                }
+            }
+            self.cost[s as usize] = best.0;
+            self.next[s as usize] = best.2;
+        }
+        &self.next
+    }
+
     /// Adds the routes of the tree last chosen by [`choose_tree`](Self::choose_tree) to the channel
     /// loads: every CA port attached to a switch sends one route along its switch's path.
     pub fn add_tree_load(&mut self, g: &SwitchGraph, order: &[u32]) {
@@ -108,16 +133,13 @@ impl Balancer {
     }
 
     /// Steers the next tree away from the channels the given trees already use (one unit of
-    /// [`SIBLING_PENALTY`] per tree using a channel).
-    fn penalize_channels_of(
-        &mut self,
-        g: &SwitchGraph,
-        lft: &Lft,
-        lids: impl Iterator<Item = u16>,
-    ) {
-        for lid in lids {
-            for s in 0..g.num_switches() as u32 {
-                if let Some(c) = g.channel_at(s, lft.port(s, lid)) {
+    /// [`SIBLING_PENALTY`] per tree using a channel); trees as destination-major rows of ports, one
+    /// row of `num_switches` ports per tree.
+    fn penalize_rows(&mut self, g: &SwitchGraph, rows: &[u8]) {
+        let ns = g.num_switches();
+        for row in rows.chunks(ns.max(1)) {
+            for (s, &p) in row.iter().enumerate() {
+                if let Some(c) = g.channel_at(s as u32, p) {
                     if self.penalty[c as usize] == 0 {
                         self.penalized.push(c);
                     }
@@ -130,6 +152,37 @@ impl Balancer {
     fn clear_penalties(&mut self) {
         for c in self.penalized.drain(..) {
             self.penalty[c as usize] = 0;
+        }
+    }
+}
+
+/// The minimal routes towards one switch: the switches that reach it by increasing distance, each
+/// with the channels leading one hop closer (candidates of switch `order[i]`, i >= 1, are
+/// `cands[cand_start[i-1]..cand_start[i]]`). Built once per destination switch and shared by all
+/// the LIDs behind it.
+#[derive(Default)]
+struct MinimalDag {
+    to: u32,
+    order: Vec<u32>,
+    cand_start: Vec<u32>,
+    cands: Vec<u32>,
+}
+
+impl MinimalDag {
+    fn build(&mut self, g: &SwitchGraph, to_switch: u32, to: &[u16], counts: &mut Vec<u32>) {
+        self.to = to_switch;
+        order_by_distance(to, &mut self.order, counts);
+        self.cand_start.clear();
+        self.cand_start.push(0);
+        self.cands.clear();
+        for &s in self.order.iter().skip(1) {
+            let ds = to[s as usize];
+            for c in g.out_channels(s) {
+                if to[g.chan_head[c as usize] as usize].wrapping_add(1) == ds {
+                    self.cands.push(c);
+                }
+            }
+            self.cand_start.push(self.cands.len() as u32);
         }
     }
 }
@@ -195,14 +248,16 @@ pub fn order_by_distance(dist: &[u16], order: &mut Vec<u32>, counts: &mut Vec<u3
 
 /// The order in which destinations are routed: the LIDs of CAs and routers first (they carry the
 /// traffic that balancing is for), base LIDs of all ports before their second LIDs and so on, then
-/// the switches' own LIDs. Unreachable LIDs are left out.
+/// the switches' own LIDs; within each group, the LIDs behind one switch together (so the minimal
+/// routes towards that switch are found once for all of them), by switch id, then LID.
+/// Unreachable LIDs are left out.
 pub fn routing_order(g: &SwitchGraph) -> Vec<u32> {
     let mut order: Vec<u32> = (0..g.dests.len() as u32)
         .filter(|&i| g.dests[i as usize].switch != NONE)
         .collect();
     order.sort_by_key(|&i| {
         let d = &g.dests[i as usize];
-        (d.exit_port == 0, d.lid_offset, d.lid)
+        (d.exit_port == 0, d.lid_offset, d.switch, d.lid)
     });
     order
 }
@@ -244,32 +299,88 @@ pub fn route(g: &SwitchGraph) -> Routing {
 /// [`route`] with precomputed switch distances (callers that need them too compute them once).
 pub fn route_with_distances(g: &SwitchGraph, dist: &SwitchDistances) -> Routing {
     let ns = g.num_switches();
-    let mut lft = Lft::new(ns, g.max_lid);
-    let mut hops = SwitchLidTable::new(ns, g.max_lid, NO_PATH);
     let mut bal = Balancer::new(g);
-    let (mut order, mut counts) = (Vec::with_capacity(ns), Vec::new());
+    let mut dag = MinimalDag {
+        to: NONE,
+        ..Default::default()
+    };
+    let mut counts = Vec::new();
+    // Chosen ports and hops per destination, destination-major: each LID's row is written in one
+    // sweep, and the switch-major tables are filled by one parallel transpose at the end.
+    let stride = usize::from(g.max_lid) + 1;
+    let mut rows_port = vec![NO_PATH; stride * ns];
+    let mut rows_hops = vec![NO_PATH; stride * ns];
+    let mut lft = Lft::new(ns, g.max_lid);
 
     for di in routing_order(g) {
         let d = g.dests[di as usize];
         let to = dist.to(d.switch);
-        order_by_distance(to, &mut order, &mut counts);
-        if d.lid_offset > 0 {
-            let base = d.lid - u16::from(d.lid_offset);
-            bal.penalize_channels_of(g, &lft, base..d.lid);
+        if dag.to != d.switch {
+            dag.build(g, d.switch, to, &mut counts);
         }
-        let next = bal.choose_tree(g, &order, |c| {
-            to[g.chan_head[c as usize] as usize].wrapping_add(1)
-                == to[g.chan_tail[c as usize] as usize]
-        });
-        write_dest(g, &d, next, |s| to[s as usize], &mut lft, &mut hops);
-        bal.add_tree_load(g, &order);
+        if d.lid_offset > 0 {
+            // Siblings' routes are already in the destination-major rows.
+            let base = d.lid - u16::from(d.lid_offset);
+            bal.penalize_rows(
+                g,
+                &rows_port[usize::from(base) * ns..usize::from(d.lid) * ns],
+            );
+        }
+        let next = bal.choose_tree_dag(g, &dag);
+        let row = usize::from(d.lid) * ns..(usize::from(d.lid) + 1) * ns;
+        fill_row(
+            g,
+            &d,
+            next,
+            to,
+            &mut rows_port[row.clone()],
+            &mut rows_hops[row],
+        );
+        bal.add_tree_load(g, &dag.order);
         bal.clear_penalties();
     }
+    let mut hops = SwitchLidTable::new(ns, g.max_lid, NO_PATH);
+    lft.tables_mut()
+        .zip(hops.rows_mut())
+        .enumerate()
+        .par_bridge()
+        .for_each(|(s, (lft_row, hop_row))| {
+            for lid in 0..stride {
+                lft_row[lid] = rows_port[lid * ns + s];
+                hop_row[lid] = rows_hops[lid * ns + s];
+            }
+        });
     Routing {
         lft,
         hops,
         layers: None,
         num_layers: 1,
+    }
+}
+
+/// The ports and hop counts of every switch towards destination `d` (one destination-major row).
+fn fill_row(
+    g: &SwitchGraph,
+    d: &Dest,
+    next: &[u32],
+    to: &[u16],
+    ports: &mut [u8],
+    hops: &mut [u8],
+) {
+    let last_link = u16::from(d.exit_port != 0);
+    for s in 0..g.num_switches() {
+        let (port, h) = if s as u32 == d.switch {
+            (d.exit_port, last_link)
+        } else if next[s] != NONE {
+            (
+                g.chan_port[next[s] as usize],
+                to[s].saturating_add(last_link),
+            )
+        } else {
+            (NO_PATH, u16::from(NO_PATH))
+        };
+        ports[s] = port;
+        hops[s] = u8::try_from(h).unwrap_or(NO_PATH);
     }
 }
 
