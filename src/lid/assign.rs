@@ -524,8 +524,10 @@ impl SplitGraph {
         while left > 0 {
             cand.copy_from_slice(&uncoloured);
             if scope != DegreeScope::Original {
-                for v in ones(&uncoloured).collect::<Vec<_>>() {
-                    deg[v] = weighted_degree(v, &uncoloured);
+                for (v, d) in deg.iter_mut().enumerate() {
+                    if bit(&uncoloured, v) {
+                        *d = weighted_degree(v, &uncoloured);
+                    }
                 }
             }
             loop {

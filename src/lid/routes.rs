@@ -640,15 +640,22 @@ pub fn shortest_widest(
 }
 
 /// How [`destination_renaming`] picks each pair's shortest legal path.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RenamingPaths {
+    /// With [`shortest_widest`]'s load-growing weights and order: the paths are then exactly the
+    /// shortest-widest ones and the LIDs first-fit in computation order (= greedy in source
+    /// order). Seed 000's renaming LIDs are within 1% of its shortest-widest greedy LIDs in all
+    /// nine configurations, which points to this reading.
+    Balanced(PathMetric),
     /// Uniformly at random among all shortest legal paths (seeded): a plain, not load-aware
     /// shortest-path routing.
-    #[default]
     Random,
-    /// With [`shortest_widest`]'s load-growing weights and order: then the paths are exactly the
-    /// shortest-widest ones, and the LIDs are first-fit in computation order.
-    Balanced(PathMetric),
+}
+
+impl Default for RenamingPaths {
+    fn default() -> Self {
+        RenamingPaths::Balanced(PathMetric::Sum)
+    }
 }
 
 /// Destination renaming (López, Flich, Duato [5] in seed 000), as reconstructed here from the

@@ -4,8 +4,9 @@
 //! Setup, as in the paper: X machines over Y switches (X/Y = 128, 256, 512 over 16, 32, 64); a
 //! random switch graph of average degree 8; machines placed on switches uniformly at random; 32
 //! instances per configuration; Up*/Down* with a random root. The paper drew its switch graphs with
-//! GT-ITM's flat random model; we draw a uniform random simple graph with exactly Y*8/2 links
-//! (average degree exactly 8) and redraw until it is connected. Everything is seeded.
+//! GT-ITM without naming the model or its parameters; we draw a uniform random simple graph with
+//! exactly Y*8/2 links (average degree exactly 8) and redraw until it is connected. Everything is
+//! seeded ([`instance_seed`]).
 //!
 //! Per instance:
 //! - Table 1: [`routes::shortest_widest`] paths, LIDs of each heuristic (LMC-rounded, summed over
@@ -13,6 +14,21 @@
 //! - Table 2: [`routes::path_selection`] paths, the same;
 //! - Table 3: maximum link load and LIDs of fully explicit routing, destination renaming, and
 //!   *separate* (path selection + color/L).
+//!
+//! Where the paper is silent, [`StudyConfig::default`] makes these choices (each a field, so the
+//! alternatives can be run):
+//! - path selection picks one path per *switch pair* ([`routes::SelectionUnit::SwitchPair`]):
+//!   per machine pair, the LIDs come out 2-3x the paper's and grow with machines per switch,
+//!   while the paper's Table 2 LIDs per machine fall slightly as machines grow;
+//! - candidates are the 16 shortest loopless legal paths, longer ones included (Yen, as cited):
+//!   restricted to minimal paths, most switch pairs have only one or two, while the paper says
+//!   only "some pairs" have fewer than 16;
+//! - renaming computes the shortest-widest paths and assigns LIDs first-fit as it goes
+//!   ([`routes::RenamingPaths::Balanced`]), see there;
+//! - color/S and color/L rank paths by split degree in the graph of the current round
+//!   ([`super::assign::DegreeScope::Round`]); the whole-graph degree gives nearly the same
+//!   numbers, a degree updated after every step makes color/S competitive, which the paper's
+//!   tables (color/S always worst) rule out.
 //!
 //! [`run_study`] is the entry point; [`StudyResult`] prints the tables (`Display`) and
 //! [`StudyResult::paper_comparison`] sets them beside the paper's numbers.
@@ -26,7 +42,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use super::assign::{lids_for, Heuristic, LidAssignment, PathSet, SplitGraph};
+use super::assign::{lids_for, DegreeScope, Heuristic, LidAssignment, PathSet, SplitGraph};
 use super::routes::{
     self, LinkLoad, MachineRouting, Machines, PathMetric, PathSelectionConfig, PathSelectionStats,
     RenamingPaths, UpDown,
@@ -49,6 +65,8 @@ pub struct StudyConfig {
     pub metric: PathMetric,
     /// How destination renaming picks its shortest paths.
     pub renaming: RenamingPaths,
+    /// Which split degree color/S and color/L rank paths by (the paper leaves it open).
+    pub color_scope: DegreeScope,
     /// Check every routing (connected, Up*/Down*, loop-free, minimal where the scheme promises it)
     /// and every LID assignment (no split within a LID) while running.
     pub check: bool,
@@ -64,7 +82,8 @@ impl Default for StudyConfig {
             seed: 2007,
             path_selection: PathSelectionConfig::default(),
             metric: PathMetric::Sum,
-            renaming: RenamingPaths::Random,
+            renaming: RenamingPaths::default(),
+            color_scope: DegreeScope::Round,
             check: true,
         }
     }
@@ -343,7 +362,7 @@ fn heuristic_lids(
     g: &SwitchGraph,
     mach: &Machines,
     rt: &MachineRouting,
-    check: bool,
+    cfg: &StudyConfig,
 ) -> Result<([u64; 5], [u64; 5]), LidError> {
     let mut lids = [0u64; 5];
     let mut configs = [0u64; 5];
@@ -353,9 +372,13 @@ fn heuristic_lids(
         rt.dest_paths(g, mach, d, &mut ps, &mut scratch);
         let sg = SplitGraph::new(&ps);
         for (i, h) in Heuristic::ALL.into_iter().enumerate() {
-            let colour = sg.color(h);
+            let colour = match h {
+                Heuristic::ColorS => sg.color_with(false, cfg.color_scope),
+                Heuristic::ColorL => sg.color_with(true, cfg.color_scope),
+                _ => sg.color(h),
+            };
             let a = LidAssignment::from_class_colors(&sg, &colour);
-            if check {
+            if cfg.check {
                 a.validate(&ps)?;
             }
             configs[i] += u64::from(a.num_lids);
@@ -399,8 +422,8 @@ pub fn run_instance(
             cfg.path_selection.minimal_only,
         )?;
     }
-    let (sw_lids, sw_configs) = heuristic_lids(&g, &mach, &sw, cfg.check)?;
-    let (ps_lids, ps_configs) = heuristic_lids(&g, &mach, &ps, cfg.check)?;
+    let (sw_lids, sw_configs) = heuristic_lids(&g, &mach, &sw, cfg)?;
+    let (ps_lids, ps_configs) = heuristic_lids(&g, &mach, &ps, cfg)?;
     let scheme_total = |rt: &MachineRouting| -> Result<u64, LidError> {
         let mut t = 0;
         for &k in rt.scheme_lids.as_deref().unwrap_or(&[]) {
