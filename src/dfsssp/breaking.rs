@@ -28,8 +28,8 @@ pub(crate) struct Breaker<'a> {
     /// Destination-major copy of the LFT: `cols[di * S + s]` is the port switch `s` uses for
     /// `dests[di]` (contiguous per destination, for building its tree fast).
     pub cols: &'a [u8],
-    /// Every destination's tree in pre-order (subtrees are contiguous runs).
-    pub trees: &'a TreeIndex,
+    /// Destination trees in pre-order (subtrees are contiguous runs).
+    trees: TreeIndex,
     /// Path weight of every source switch (source ports it stands for).
     pub weight: &'a [u32],
     pub layers: &'a mut SwitchLidTable,
@@ -48,13 +48,11 @@ pub(crate) struct Breaker<'a> {
 }
 
 impl<'a> Breaker<'a> {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         g: &'a SwitchGraph,
         ei: &'a EdgeIndex,
         lft: &'a Lft,
         cols: &'a [u8],
-        trees: &'a TreeIndex,
         weight: &'a [u32],
         layers: &'a mut SwitchLidTable,
         counts0: Vec<u32>,
@@ -65,7 +63,7 @@ impl<'a> Breaker<'a> {
             ei,
             lft,
             cols,
-            trees,
+            trees: TreeIndex::build(g, cols),
             weight,
             layers,
             counts: vec![counts0],
@@ -183,14 +181,7 @@ impl<'a> Breaker<'a> {
     /// path from there to the destination.
     pub fn move_edge_paths(&mut self, i: usize, c1: u32, c2: u32) {
         self.ensure_layer(i + 1);
-        let (g, ei, lft, cols, trees, weight) = (
-            self.g,
-            self.ei,
-            self.lft,
-            self.cols,
-            self.trees,
-            self.weight,
-        );
+        let (g, ei, lft, cols, weight) = (self.g, self.ei, self.lft, self.cols, self.weight);
         let ns = g.num_switches();
         let (u, v) = (g.chan_tail[c1 as usize], g.chan_head[c1 as usize]);
         let (pu, pv) = (g.chan_port[c1 as usize], g.chan_port[c2 as usize]);
@@ -215,7 +206,7 @@ impl<'a> Breaker<'a> {
             // The trees were validated when layer 0 was built.
             let next = |x: u32| g.channel_at(x, col[x as usize]).unwrap_or(NONE);
             // Sources in u's subtree still in layer i move; their weights summed bottom-up.
-            let st = trees.subtree(di, u);
+            let st = self.trees.subtree(di, u);
             let mut moved = 0u64;
             for &x in st {
                 sub[usize::from(x)] = if self.layers.get(u32::from(x), lid) == layer {

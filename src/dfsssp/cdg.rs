@@ -83,20 +83,21 @@ pub struct DestTree {
     pub root: u32,
     /// Channel each switch forwards by; [`NONE`] for the root and for unrouted switches.
     pub next: Vec<u32>,
-    /// Routed switches in depth-first pre-order from the root (root first): every switch comes
-    /// after its parent, so reverse order is bottom-up, and every subtree is a contiguous run.
+    /// Routed switches by increasing depth (root first): every switch comes after its parent,
+    /// so reverse order is bottom-up.
     pub order: Vec<u32>,
-    /// Number of switches in every routed switch's subtree (itself included).
-    pub size: Vec<u32>,
-    /// Children CSR: `children[child_start[s]..child_start[s+1]]`.
-    pub child_start: Vec<u32>,
-    pub children: Vec<u32>,
     /// Depth (switch-to-switch hops to the root) of every routed switch.
     pub depth: Vec<u32>,
     /// Scratch for subtree sums.
     pub sub: Vec<u32>,
     stack: Vec<u32>,
+    by_depth: Vec<u32>,
 }
+
+/// `depth` value of a switch not yet reached while linking.
+const UNSEEN: u32 = u32::MAX;
+/// `depth` value of a switch whose parent chain is being followed.
+const ON_CHAIN: u32 = u32::MAX - 1;
 
 impl DestTree {
     pub fn new(ns: usize) -> Self {
@@ -104,12 +105,10 @@ impl DestTree {
             root: NONE,
             next: vec![NONE; ns],
             order: Vec::with_capacity(ns),
-            child_start: vec![0; ns + 1],
-            children: vec![0; ns],
             depth: vec![0; ns],
-            size: vec![0; ns],
             sub: vec![0; ns],
             stack: Vec::with_capacity(ns),
+            by_depth: Vec::new(),
         }
     }
 
@@ -149,78 +148,76 @@ impl DestTree {
         self.link(g, root)
     }
 
-    /// Builds the tree from next channels already in `self.next` (root's entry [`NONE`]).
+    /// Builds the tree from next channels already in `self.next` (root's entry [`NONE`]): depths
+    /// by following parent chains (each switch once), then a counting sort by depth. O(S).
     pub fn link(&mut self, g: &SwitchGraph, root: u32) -> Result<(), TreeFault> {
         let ns = g.num_switches();
         self.root = root;
-        self.child_start.fill(0);
-        let mut routed = 1usize;
-        for s in 0..ns {
-            let c = self.next[s];
-            if c != NONE {
-                self.child_start[g.chan_head[c as usize] as usize + 1] += 1;
-                routed += 1;
-            }
-        }
-        for s in 0..ns {
-            self.child_start[s + 1] += self.child_start[s];
-        }
-        // Fill using `sub` as the per-parent cursor.
-        for s in 0..ns {
-            self.sub[s] = self.child_start[s];
-        }
-        for s in 0..ns {
-            let c = self.next[s];
-            if c != NONE {
-                let h = g.chan_head[c as usize] as usize;
-                self.children[self.sub[h] as usize] = s as u32;
-                self.sub[h] += 1;
-            }
-        }
-        self.order.clear();
-        self.stack.clear();
-        self.stack.push(root);
+        self.depth.fill(UNSEEN);
         self.depth[root as usize] = 0;
-        while let Some(v) = self.stack.pop() {
-            self.order.push(v);
-            let v = v as usize;
-            let dv = self.depth[v] + 1;
-            for k in self.child_start[v]..self.child_start[v + 1] {
-                let ch = self.children[k as usize];
-                self.depth[ch as usize] = dv;
-                self.stack.push(ch);
+        let mut max_depth = 0u32;
+        for s0 in 0..ns {
+            if self.depth[s0] != UNSEEN || self.next[s0] == NONE {
+                continue;
+            }
+            // Follow parents up to a switch of known depth, then unwind.
+            let mut x = s0;
+            loop {
+                self.depth[x] = ON_CHAIN;
+                self.stack.push(x as u32);
+                let c = self.next[x];
+                if c == NONE {
+                    // An unrouted switch is nobody's parent in a valid tree.
+                    self.stack.clear();
+                    return Err(TreeFault::Loop { switch: s0 as u32 });
+                }
+                x = g.chan_head[c as usize] as usize;
+                match self.depth[x] {
+                    UNSEEN => {}
+                    ON_CHAIN => {
+                        self.stack.clear();
+                        return Err(TreeFault::Loop { switch: x as u32 });
+                    }
+                    _ => break,
+                }
+            }
+            let mut dx = self.depth[x];
+            while let Some(y) = self.stack.pop() {
+                dx += 1;
+                self.depth[y as usize] = dx;
+            }
+            max_depth = max_depth.max(dx);
+        }
+        let nd = max_depth as usize + 1;
+        self.by_depth.clear();
+        self.by_depth.resize(nd + 1, 0);
+        for s in 0..ns {
+            let dp = self.depth[s];
+            if dp < ON_CHAIN {
+                self.by_depth[dp as usize + 1] += 1;
             }
         }
-        for &s in &self.order {
-            self.size[s as usize] = 1;
+        for k in 0..nd {
+            self.by_depth[k + 1] += self.by_depth[k];
         }
-        for &s in self.order[1..].iter().rev() {
-            let p = g.chan_head[self.next[s as usize] as usize] as usize;
-            self.size[p] += self.size[s as usize];
-        }
-        if self.order.len() != routed {
-            // Some routed switch never reaches the root: its parent chain closes a loop.
-            let s = (0..ns)
-                .find(|&s| self.next[s] != NONE && !self.reached(g, s as u32))
-                .unwrap_or(0);
-            return Err(TreeFault::Loop { switch: s as u32 });
+        let n = self.by_depth[nd] as usize;
+        self.order.clear();
+        self.order.resize(n, 0);
+        for s in 0..ns {
+            let dp = self.depth[s];
+            if dp < ON_CHAIN {
+                let slot = &mut self.by_depth[dp as usize];
+                self.order[*slot as usize] = s as u32;
+                *slot += 1;
+            }
         }
         Ok(())
     }
 
-    /// Whether following `next` from `s` ends at the root (slow; only for error reporting).
-    fn reached(&self, g: &SwitchGraph, mut s: u32) -> bool {
-        for _ in 0..=g.num_switches() {
-            if s == self.root {
-                return true;
-            }
-            let c = self.next[s as usize];
-            if c == NONE {
-                return false;
-            }
-            s = g.chan_head[c as usize];
-        }
-        false
+    /// Whether switch `s` is routed towards the destination (or is its switch).
+    #[inline]
+    pub fn routed(&self, s: u32) -> bool {
+        self.depth[s as usize] < ON_CHAIN
     }
 
     /// Parent switch of a routed non-root switch.
@@ -343,45 +340,128 @@ pub fn topological_order(g: &SwitchGraph, ei: &EdgeIndex, counts: &[u32]) -> Opt
 pub const NOT_IN_TREE: u16 = u16::MAX;
 
 /// Every destination's tree in depth-first pre-order, so that the subtree of any switch is a
-/// contiguous run: `at[k]` is the switch at position `k`, `pos[s]` the position of switch `s`
-/// ([`NOT_IN_TREE`] if unrouted) and `end[k]` one past the last position of `at[k]`'s subtree.
-/// One row of `S` entries per destination; `u16` suffices because every switch owns a LID.
+/// contiguous run. Per destination a row of `S` entries: `at[k]`, the switch at position `k`;
+/// `pos[s]`, the position of switch `s` ([`NOT_IN_TREE`] if unrouted); `end[k]`, one past the last
+/// position of `at[k]`'s subtree. `u16` suffices because every switch owns one of the 49151
+/// unicast LIDs. Built only when layer 0 has a cycle (cycle breaking then touches most
+/// destinations), in parallel.
 pub struct TreeIndex {
-    pub ns: usize,
-    pub pos: Vec<u16>,
-    pub at: Vec<u16>,
-    pub end: Vec<u16>,
+    ns: usize,
+    pos: Vec<u16>,
+    at: Vec<u16>,
+    end: Vec<u16>,
+}
+
+/// Scratch for building one row of a [`TreeIndex`].
+struct EulerScratch {
+    next: Vec<u32>,
+    child_start: Vec<u32>,
+    children: Vec<u32>,
+    stack: Vec<u32>,
 }
 
 impl TreeIndex {
-    pub fn new(ns: usize, nd: usize) -> Self {
-        TreeIndex {
+    /// Builds the rows of all destinations from the destination-major LFT copy `cols`.
+    pub fn build(g: &SwitchGraph, cols: &[u8]) -> Self {
+        use rayon::prelude::*;
+        let ns = g.num_switches();
+        let nd = g.dests.len();
+        let mut ti = TreeIndex {
             ns,
             pos: vec![NOT_IN_TREE; ns * nd],
             at: vec![0; ns * nd],
             end: vec![0; ns * nd],
+        };
+        if ns == 0 {
+            return ti;
         }
+        ti.pos
+            .par_chunks_mut(ns)
+            .zip(ti.at.par_chunks_mut(ns))
+            .zip(ti.end.par_chunks_mut(ns))
+            .enumerate()
+            .for_each_init(
+                || EulerScratch {
+                    next: vec![NONE; ns],
+                    child_start: vec![0; ns + 1],
+                    children: vec![0; ns],
+                    stack: Vec::with_capacity(2 * ns),
+                },
+                |sc, (di, ((pos, at), end))| {
+                    let d = &g.dests[di];
+                    if d.switch == NONE {
+                        return;
+                    }
+                    let col = &cols[di * ns..(di + 1) * ns];
+                    for (s, (n, &p)) in sc.next.iter_mut().zip(col).enumerate() {
+                        *n = g.channel_at(s as u32, p).unwrap_or(NONE);
+                    }
+                    sc.next[d.switch as usize] = NONE;
+                    euler_row(g, d.switch, sc, pos, at, end);
+                },
+            );
+        ti
     }
 
-    /// Records `tree` as destination `di`'s row (`pos`, `at`, `end` are that row's slices).
-    pub fn record(tree: &DestTree, pos: &mut [u16], at: &mut [u16], end: &mut [u16]) {
-        pos.fill(NOT_IN_TREE);
-        for (k, &s) in tree.order.iter().enumerate() {
-            pos[s as usize] = k as u16;
-            at[k] = s as u16;
-            end[k] = (k as u32 + tree.size[s as usize]) as u16;
-        }
-    }
-
-    /// The switches of the subtree of `s` in destination `di`'s tree (`s` first), pre-order.
+    /// The switches of the subtree of `s` in destination `di`'s tree (`s` first, pre-order).
     #[inline]
     pub fn subtree(&self, di: usize, s: u32) -> &[u16] {
-        let row = di * self.ns;
-        let k = self.pos[row + s as usize];
+        let base = di * self.ns;
+        let k = self.pos[base + s as usize];
         if k == NOT_IN_TREE {
             return &[];
         }
         let k = usize::from(k);
-        &self.at[row + k..row + usize::from(self.end[row + k])]
+        &self.at[base + k..base + usize::from(self.end[base + k])]
+    }
+}
+
+/// One destination's pre-order numbering (children CSR, then an iterative DFS whose stack holds
+/// a post-visit marker per switch to close its subtree's run).
+fn euler_row(
+    g: &SwitchGraph,
+    root: u32,
+    sc: &mut EulerScratch,
+    pos: &mut [u16],
+    at: &mut [u16],
+    end: &mut [u16],
+) {
+    const POST: u32 = 1 << 31;
+    let ns = pos.len();
+    sc.child_start.fill(0);
+    for &c in &sc.next {
+        if c != NONE {
+            sc.child_start[g.chan_head[c as usize] as usize + 1] += 1;
+        }
+    }
+    for s in 0..ns {
+        sc.child_start[s + 1] += sc.child_start[s];
+    }
+    sc.stack.clear();
+    sc.stack.extend_from_slice(&sc.child_start[..ns]);
+    for (s, &c) in sc.next.iter().enumerate() {
+        if c != NONE {
+            let h = g.chan_head[c as usize] as usize;
+            sc.children[sc.stack[h] as usize] = s as u32;
+            sc.stack[h] += 1;
+        }
+    }
+    sc.stack.clear();
+    sc.stack.push(root);
+    let mut k = 0u16;
+    while let Some(x) = sc.stack.pop() {
+        if x & POST != 0 {
+            let x = (x & !POST) as usize;
+            end[usize::from(pos[x])] = k;
+            continue;
+        }
+        pos[x as usize] = k;
+        at[usize::from(k)] = x as u16;
+        k += 1;
+        sc.stack.push(x | POST);
+        let xs = x as usize;
+        for j in sc.child_start[xs]..sc.child_start[xs + 1] {
+            sc.stack.push(sc.children[j as usize]);
+        }
     }
 }

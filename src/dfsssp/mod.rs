@@ -44,7 +44,7 @@ use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
 use crate::sssp::SwitchDistances;
 
 use breaking::Breaker;
-use cdg::{components, topological_order, DestTree, EdgeIndex, TreeFault, TreeIndex};
+use cdg::{components, topological_order, DestTree, EdgeIndex, TreeFault};
 
 /// InfiniBand has at most 15 data virtual lanes.
 pub const MAX_LAYERS: u8 = 15;
@@ -297,25 +297,20 @@ pub fn make_deadlock_free_with(
             fabric_max_lid: g.max_lid,
         });
     }
-    let (counts0, trees) = build_layer0(g, &ei, &cols, &comp, &weight)?;
+    let counts0 = build_layer0(g, &ei, &cols, &comp, &weight)?;
     let mut layers = SwitchLidTable::new(ns, routing.lft.max_lid, 0);
     report.seconds_cdg = t0.elapsed().as_secs_f64();
 
     // Offline cycle breaking over as many layers as we measure.
     let t1 = Instant::now();
-    let cap = opts.measure_up_to.clamp(budget, MAX_LAYERS);
+    // With one lane, one round of cycle breaking still ranks destinations for the escape.
+    let cap = opts.measure_up_to.clamp(budget.max(2), MAX_LAYERS);
     report.measured_up_to = cap;
-    let (needed, counts, cuts, moved) = {
-        let mut br = Breaker::new(
-            g,
-            &ei,
-            &routing.lft,
-            &cols,
-            &trees,
-            &weight,
-            &mut layers,
-            counts0,
-        );
+    let (needed, counts, cuts, moved) = if topological_order(g, &ei, &counts0).is_some() {
+        // Acyclic already (fat trees without switch-to-switch valleys): one layer, nothing to do.
+        (Some(1), vec![counts0], 0, 0)
+    } else {
+        let mut br = Breaker::new(g, &ei, &routing.lft, &cols, &weight, &mut layers, counts0);
         let mut needed = None;
         for i in 0..usize::from(cap) - 1 {
             if br.break_layer(i) == 0 {
@@ -427,31 +422,22 @@ fn transpose(g: &SwitchGraph, lft: &Lft) -> Vec<u8> {
     cols
 }
 
-/// Edge counts of layer 0 with every path, validating every destination's tree and recording
-/// it in pre-order for cycle breaking.
+/// Edge counts of layer 0 with every path, validating every destination's tree.
 fn build_layer0(
     g: &SwitchGraph,
     ei: &EdgeIndex,
     cols: &[u8],
     comp: &[u32],
     weight: &[u32],
-) -> Result<(Vec<u32>, TreeIndex), DfssspError> {
+) -> Result<Vec<u32>, DfssspError> {
     let ns = g.num_switches();
     let ne = ei.num_edges();
     let nd = g.dests.len();
-    let mut ti = TreeIndex::new(ns, nd);
-    if ns == 0 || nd == 0 {
-        return Ok((vec![0; ne], ti));
-    }
     let chunk = (nd / (rayon::current_num_threads() * 2)).max(64);
-    let counts = g
-        .dests
+    g.dests
         .par_chunks(chunk)
-        .zip(ti.pos.par_chunks_mut(chunk * ns))
-        .zip(ti.at.par_chunks_mut(chunk * ns))
-        .zip(ti.end.par_chunks_mut(chunk * ns))
         .enumerate()
-        .map(|(ci, (((ds, pos), at), end))| {
+        .map(|(ci, ds)| {
             let mut tree = DestTree::new(ns);
             let mut counts = vec![0u32; ne];
             for (k, d) in ds.iter().enumerate() {
@@ -463,8 +449,6 @@ fn build_layer0(
                 tree.build_from_ports(g, d, |s| col[s as usize], comp)
                     .map_err(|f| fault_error(g, d.lid, f))?;
                 tree.apply(g, ei, &mut counts, |s| weight[s as usize], true);
-                let r = k * ns..(k + 1) * ns;
-                TreeIndex::record(&tree, &mut pos[r.clone()], &mut at[r.clone()], &mut end[r]);
             }
             Ok(counts)
         })
@@ -476,8 +460,7 @@ fn build_layer0(
                 }
                 Ok(a)
             },
-        )?;
-    Ok((counts, ti))
+        )
 }
 
 /// Calls `f(switch, lid, layer)` for every routed (switch, LID) path.

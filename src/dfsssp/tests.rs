@@ -510,9 +510,9 @@ fn breaking_counts_stay_consistent() {
         let weight: Vec<u32> = g.terminal_count.iter().map(|&t| t + 1).collect();
         let ei = EdgeIndex::new(&g);
         let cols = transpose(&g, &r.lft);
-        let (c0, trees) = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
+        let c0 = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
         let mut layers = SwitchLidTable::new(g.num_switches(), r.lft.max_lid, 0);
-        let mut br = Breaker::new(&g, &ei, &r.lft, &cols, &trees, &weight, &mut layers, c0);
+        let mut br = Breaker::new(&g, &ei, &r.lft, &cols, &weight, &mut layers, c0);
         let mut i = 0;
         while br.break_layer(i) > 0 {
             i += 1;
