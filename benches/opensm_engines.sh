@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Side by side on one fabric: the stock OpenSM engines and ours, each in a fresh ibsim, same opensm
+# binary, QoS on (-Q). Per engine: the engine OpenSM finally used (a failing engine falls back to
+# minhop), routing phase (OpenSM's "building routing with" -> "tables configured" at -D 0x47),
+# opensm peak RSS, virtual lanes, Λ of the uploaded tables (dfsssp-rs eval over OpenSM's own dumps),
+# and how many times faster than stock dfsssp the routing phase was.
+#
+#   benches/opensm_engines.sh [SPEC|NET_FILE] [ENGINE ...]
+#   defaults: ktree:18,3   dfsssp sssp minhop nue sssp-rs dfsssp-rs
+# Environment: PATTERNS (bisection patterns for Λ, default 100), KEEP=1 keeps the work directories.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+cargo build --release --quiet
+source scripts/ibsim-lib.sh
+
+FABRIC=${1:-ktree:18,3}
+shift || true
+ENGINES=("$@")
+((${#ENGINES[@]})) || ENGINES=(dfsssp sssp minhop nue sssp-rs dfsssp-rs)
+PATTERNS=${PATTERNS:-100}
+BIN=./target/release/dfsssp-rs
+
+WORK=$(mktemp -d /tmp/dfsssp-bench.XXXXXX)
+if [ -f "$FABRIC" ]; then
+    NET=$(realpath "$FABRIC")
+else
+    NET="$WORK/fabric.net"
+    "$BIN" generate "$FABRIC" -o "$NET"
+fi
+export IBSIM_SOCKNAME="dfsssp-bench-$$"
+trap 'ibsim_stop; [ "${KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
+
+declare -A PHASE RSS USED LANES LAMBDA
+for e in "${ENGINES[@]}"; do
+    dir="$WORK/$e"
+    mkdir -p "$dir"
+    echo "== $e: fresh ibsim, opensm --once -Q" >&2
+    ibsim_start "$NET" "$dir"
+    opensm_run "$dir" "$e" -Q || true
+    ibsim_stop
+    PHASE[$e]=$(routing_phase "$dir/osm.log")
+    RSS[$e]=$(( $(cat "$dir/rss_kb" 2>/dev/null || echo 0) / 1024 ))
+    USED[$e]=$(engine_used "$dir/osm.log")
+    lanes=$(sed -n 's/.*layers used: \([0-9]*\) of.*/\1/p; s/.*Virtual Lanes needed: \([0-9]*\).*/\1/p' "$dir/osm.log" | tail -n 1)
+    LANES[$e]=${lanes:--}
+    LAMBDA[$e]=$("$BIN" eval --dumps "$dir" --patterns "$PATTERNS" --json --quiet 2>/dev/null |
+        python3 -c 'import json,sys; b=json.load(sys.stdin)["metrics"].get("bisection"); print("%.4f" % b["lambda"] if b else "-")' ||
+        echo "-")
+done
+
+base=${PHASE[dfsssp]:-}
+printf '\nfabric: %s   (%s)\n' "$FABRIC" "$(grep -c '^Switch' "$NET") switches, $(grep -c -E '^(Ca|Hca)' "$NET") CAs"
+printf '%-10s %-10s %12s %14s %10s %6s %8s\n' engine used "routing [s]" "vs dfsssp" "RSS [MB]" lanes "Λ"
+for e in "${ENGINES[@]}"; do
+    ratio="-"
+    if [[ -n "$base" && "$base" != n/a && "${PHASE[$e]}" != n/a ]]; then
+        ratio=$(python3 -c "p=${PHASE[$e]}; print('%.1fx faster' % (${base}/p) if p > 0 else '-')")
+    fi
+    printf '%-10s %-10s %12s %14s %10s %6s %8s\n' "$e" "${USED[$e]:-none}" "${PHASE[$e]}" "$ratio" \
+        "${RSS[$e]}" "${LANES[$e]}" "${LAMBDA[$e]}"
+done
