@@ -635,9 +635,7 @@ fn measure() {
                     crate::metrics::effective_bisection_bandwidth(
                         &g,
                         &r.lft,
-                        200,
-                        1,
-                        Default::default(),
+                        &crate::metrics::BisectionSpec::new(200, 1),
                     )
                     .unwrap()
                     .lambda
