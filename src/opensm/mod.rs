@@ -24,8 +24,9 @@
 //! - `DFSSSP_RS_MAX_LANES=N`: dfsssp-rs uses at most N virtual lanes (below what the ports offer).
 //! - `DFSSSP_RS_BISECTION_PATTERNS=N`, `DFSSSP_RS_SEED=S`: effective bisection bandwidth over N
 //!   random patterns logged after routing (default 0: skipped).
-//! - `DFSSSP_RS_INJECT_FAILURE=panic|error`: **test hook**, makes `build_lid_matrices` panic or
-//!   fail, to check that OpenSM falls back.
+//! - `DFSSSP_RS_INJECT_FAILURE=panic|error|write`: **test hook**, makes `build_lid_matrices`
+//!   panic or fail, or `ucast_build_fwd_tables` fail halfway through writing (as if OpenSM ran out
+//!   of memory), to check that OpenSM falls back and no half-written table survives.
 
 mod dump;
 mod ffi;
@@ -53,7 +54,8 @@ use crate::routing::Routing;
 
 /// Environment variable capping dfsssp-rs's virtual lanes.
 pub const ENV_MAX_LANES: &str = "DFSSSP_RS_MAX_LANES";
-/// Test hook: `panic` or `error` makes `build_lid_matrices` fail.
+/// Test hook: `panic` or `error` makes `build_lid_matrices` fail, `write` makes
+/// `ucast_build_fwd_tables` fail after writing half the entries.
 pub const ENV_INJECT_FAILURE: &str = "DFSSSP_RS_INJECT_FAILURE";
 pub const ENV_BISECTION_PATTERNS: &str = "DFSSSP_RS_BISECTION_PATTERNS";
 pub const ENV_SEED: &str = "DFSSSP_RS_SEED";
@@ -284,7 +286,10 @@ impl EngineCtx {
         // SAFETY: called by ucast_mgr_route under OpenSM's lock, right after build_lid_matrices
         // of the same run (the pending routing), so OpenSM's switches are prepared for it.
         let api = ffi::api().ok_or(AdapterError::NoApi)?;
-        let stats = unsafe { tables::write(api, self.osm, &p.plan, &p.routing) }
+        // Test hook: fail after half the entries, to exercise the reset.
+        let fail_after = (std::env::var(ENV_INJECT_FAILURE).as_deref() == Ok("write"))
+            .then(|| p.routing.lft.num_switches() as u64 * u64::from(p.routing.lft.max_lid) / 2);
+        let stats = unsafe { tables::write(api, self.osm, &p.plan, &p.routing, fail_after) }
             .map_err(AdapterError::Write)?;
         self.log.info(&format!(
             "{name}: wrote the tables of {} switches ({} routed entries) in {:.3} s; {:.3} s since \
@@ -669,6 +674,77 @@ mod tests {
         assert_eq!(panic_message(&*p), "static");
         let p = catch_unwind(|| std::panic::panic_any(42u8)).unwrap_err();
         assert!(panic_message(&*p).contains("non-text"));
+    }
+
+    /// sw0 -- sw1, ca0 on sw0 (LID 3), ca1 on sw1 (LID 4); layer = 1 + source switch.
+    fn ctx_with_layers(layers: bool) -> EngineCtx {
+        use crate::fabric::{FabricBuilder, NodeKind, PortRef};
+        use crate::routing::SwitchLidTable;
+        let mut b = FabricBuilder::new();
+        let s0 = b.add_node(NodeKind::Switch, 0x10, 4, "sw0").unwrap();
+        let s1 = b.add_node(NodeKind::Switch, 0x11, 4, "sw1").unwrap();
+        let c0 = b.add_node(NodeKind::Ca, 0x20, 1, "ca0").unwrap();
+        let c1 = b.add_node(NodeKind::Ca, 0x21, 1, "ca1").unwrap();
+        b.link(PortRef { node: s0, port: 1 }, PortRef { node: s1, port: 1 })
+            .unwrap();
+        b.link(PortRef { node: c0, port: 1 }, PortRef { node: s0, port: 2 })
+            .unwrap();
+        b.link(PortRef { node: c1, port: 1 }, PortRef { node: s1, port: 2 })
+            .unwrap();
+        b.set_lid(PortRef { node: s0, port: 0 }, 0x10, 1, 0)
+            .unwrap();
+        b.set_lid(PortRef { node: s1, port: 0 }, 0x11, 2, 0)
+            .unwrap();
+        b.set_lid(PortRef { node: c0, port: 1 }, 0x20, 3, 0)
+            .unwrap();
+        b.set_lid(PortRef { node: c1, port: 1 }, 0x21, 4, 0)
+            .unwrap();
+        let f = b.build().unwrap();
+        let graph = SwitchGraph::new(&f).unwrap();
+        let mut routing = crate::sssp::route(&graph);
+        if layers {
+            let mut t = SwitchLidTable::new(2, routing.lft.max_lid, 0);
+            for lid in 0..=routing.lft.max_lid {
+                t.set(0, lid, 1);
+                t.set(1, lid, 2);
+            }
+            routing.layers = Some(t);
+            routing.num_layers = 3;
+        }
+        let state = State {
+            pending: None,
+            active: Some(Active {
+                graph,
+                routing,
+                warned_few_vls: AtomicBool::new(false),
+                warned_admin_table: AtomicBool::new(false),
+            }),
+        };
+        EngineCtx {
+            kind: EngineKind::Dfsssp,
+            name: c"dfsssp-rs",
+            osm: std::ptr::null_mut(),
+            // Never dereferenced: path_sl does not log.
+            log: unsafe { OsmLog::new(std::ptr::null_mut()) },
+            state: RwLock::new(state),
+        }
+    }
+
+    #[test]
+    fn path_sl_is_the_layer_of_the_source_switch() {
+        let c = ctx_with_layers(true);
+        assert_eq!(c.path_sl(7, 3, 4), 1, "CA on sw0 -> its switch's layer");
+        assert_eq!(c.path_sl(7, 4, 3), 2, "CA on sw1");
+        assert_eq!(c.path_sl(7, 2, 3), 2, "a switch LID is its own source");
+        assert_eq!(c.path_sl(7, 3, 9), 7, "unknown DLID: the hint");
+        assert_eq!(c.path_sl(7, 0, 4), 7, "unknown SLID: the hint");
+        assert_eq!(
+            ctx_with_layers(false).path_sl(5, 3, 4),
+            5,
+            "one layer: the hint"
+        );
+        *c.write() = State::default();
+        assert_eq!(c.path_sl(6, 3, 4), 6, "no routing: the hint");
     }
 
     #[test]

@@ -118,7 +118,9 @@ pub(crate) struct WriteStats {
     pub routed_entries: u64,
 }
 
-/// Writes the planned routing into OpenSM's switches.
+/// Writes the planned routing into OpenSM's switches. `fail_after` (a test hook) makes the write
+/// fail as if `osm_switch_set_hops` had run out of memory after that many routed entries, to
+/// exercise the reset.
 ///
 /// # Safety
 /// `osm` must be the running OpenSM, inside its routing callbacks (its lock held), after
@@ -128,6 +130,7 @@ pub(crate) unsafe fn write(
     osm: *mut ffi::osm_opensm_t,
     plan: &Plan,
     routing: &Routing,
+    fail_after: Option<u64>,
 ) -> Result<WriteStats, String> {
     let subn = std::ptr::addr_of!((*osm).subn);
     // 1. Find every switch again and check it is still what was planned: read-only.
@@ -178,7 +181,8 @@ pub(crate) unsafe fn write(
                 continue;
             }
             stats.routed_entries += 1;
-            if (api.switch_set_hops)(sw, lid as u16, port, hops[lid]) != 0 {
+            let injected = fail_after.is_some_and(|n| stats.routed_entries > n);
+            if injected || (api.switch_set_hops)(sw, lid as u16, port, hops[lid]) != 0 {
                 for (q, &sw) in plan.switches.iter().zip(&sws) {
                     let lft = std::slice::from_raw_parts_mut(
                         (*sw).new_lft,
@@ -188,9 +192,15 @@ pub(crate) unsafe fn write(
                     (api.switch_clear_hops)(sw);
                 }
                 return Err(format!(
-                    "osm_switch_set_hops failed on switch 0x{:016x} for LID {lid} (out of \
-                     memory?); all tables reset",
-                    p.guid
+                    "osm_switch_set_hops failed on switch 0x{:016x} for LID {lid}{}; the new \
+                     tables of all {} switches were reset",
+                    p.guid,
+                    if injected {
+                        " (injected failure, a test hook)"
+                    } else {
+                        " (out of memory?)"
+                    },
+                    sws.len()
                 ));
             }
         }

@@ -40,6 +40,7 @@ pub fn require_tools() {
         ("ibsim", "ibsim-utils"),
         ("ibdmchk", "ibutils"),
         ("ibroute", "infiniband-diags"),
+        ("ibtracert", "infiniband-diags"),
     ] {
         if !on_path(tool) {
             missing.push(format!("{tool} (apt-get install {pkg})"));
@@ -165,29 +166,34 @@ impl Sim {
         fs::read_to_string(self.dir().join(file)).unwrap_or_default()
     }
 
-    /// Runs `opensm --once` against this simulator with the plug-in loaded.
-    pub fn opensm(&self, o: &OpenSm) -> OsmRun {
+    /// Writes osm.conf and the plug-in copy, and builds the opensm command (`--once` or not).
+    fn opensm_command(&self, o: &OpenSm, once: bool, log: &str) -> Command {
         let dir = self.dir();
         let plugin_dir = dir.join("plugin");
         fs::create_dir_all(&plugin_dir).unwrap();
         // A private copy: a concurrent `cargo build` must not swap the library under opensm.
         fs::copy(plugin_so(), plugin_dir.join("libdfsssp_rs.so")).expect("copy plug-in");
         let mut conf = format!(
-            "event_plugin_name dfsssp_rs\nrouting_engine {}\ndump_files_dir {}\nlmc {}\nqos {}\n",
+            "event_plugin_name dfsssp_rs\nrouting_engine {}\ndump_files_dir {}\nlmc {}\nqos {}\n\
+             force_log_flush {}\n",
             o.engine,
             dir.display(),
             o.lmc,
-            if o.qos { "TRUE" } else { "FALSE" }
+            if o.qos { "TRUE" } else { "FALSE" },
+            if once { "FALSE" } else { "TRUE" }
         );
         for l in &o.extra_conf {
             conf.push_str(l);
             conf.push('\n');
         }
         fs::write(dir.join("osm.conf"), conf).unwrap();
-        let _ = fs::remove_file(dir.join("osm.log"));
+        let _ = fs::remove_file(dir.join(log));
 
         let mut cmd = Command::new(OPENSM);
-        cmd.args(["--once", "-F", "osm.conf", "-f", "osm.log", "-d", "0", "-D"])
+        if once {
+            cmd.arg("--once");
+        }
+        cmd.args(["-F", "osm.conf", "-f", log, "-d", "0", "-D"])
             .arg(format!("0x{:x}", o.log_flags))
             .current_dir(dir)
             .env("LD_PRELOAD", UMAD2SIM)
@@ -195,9 +201,7 @@ impl Sim {
             .env("IBSIM_SOCKNAME", &self.sock)
             .env("OSM_TMP_DIR", dir)
             .env("OSM_CACHE_DIR", dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stdin(Stdio::null());
         // Only the settings this run asks for: nothing leaks from the test's own environment.
         for (k, _) in std::env::vars() {
             if k.starts_with("DFSSSP_RS_") {
@@ -207,10 +211,17 @@ impl Sim {
         for (k, v) in &o.env {
             cmd.env(k, v);
         }
+        cmd
+    }
+
+    /// Runs `opensm --once` against this simulator with the plug-in loaded.
+    pub fn opensm(&self, o: &OpenSm) -> OsmRun {
+        let mut cmd = self.opensm_command(o, true, "osm.log");
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let t = Instant::now();
         let (status, stdout, stderr) = run_with_timeout(cmd, o.timeout);
         OsmRun {
-            dir: dir.to_path_buf(),
+            dir: self.dir().to_path_buf(),
             log: self.read("osm.log"),
             status,
             stdout,
@@ -219,21 +230,89 @@ impl Sim {
         }
     }
 
-    /// The LFT a simulated switch holds now, read back with `ibroute <lid>`: LID -> port.
-    pub fn ibroute(&self, switch_lid: u16) -> BTreeMap<u16, u8> {
-        let mut cmd = Command::new("ibroute");
-        cmd.arg(switch_lid.to_string())
+    /// Starts OpenSM as a running SM (no `--once`, log flushed at every line) and waits until
+    /// the subnet is up, so that clients (`saquery`) can ask its SA. Stopped when dropped.
+    pub fn start_opensm(&self, o: &OpenSm) -> RunningSm {
+        let mut cmd = self.opensm_command(o, false, "osm-daemon.log");
+        let out = fs::File::create(self.dir().join("osm-daemon.out")).unwrap();
+        cmd.stdout(out.try_clone().unwrap()).stderr(out);
+        let child = cmd.spawn().expect("start opensm");
+        let sm = RunningSm {
+            child,
+            log: self.dir().join("osm-daemon.log"),
+        };
+        sm.wait_for("SUBNET UP", o.timeout);
+        sm
+    }
+
+    /// The SL of the path record OpenSM's SA gives for SLID -> DLID (`saquery -p`), which is what
+    /// the routing engine's `path_sl` answered.
+    pub fn path_record_sl(&self, slid: u16, dlid: u16) -> u8 {
+        let (status, out, err) = self.diag(
+            "saquery",
+            &["-p", "--src-to-dst", &format!("{slid}:{dlid}")],
+        );
+        assert!(
+            status.success(),
+            "saquery {slid}:{dlid} failed ({status}): {err}"
+        );
+        let sl = out
+            .lines()
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix("sl.")
+                    .map(|v| v.trim_start_matches('.').to_string())
+            })
+            .unwrap_or_else(|| panic!("no sl in path record {slid}:{dlid}:\n{out}"));
+        u8::from_str_radix(sl.trim_start_matches("0x"), 16)
+            .unwrap_or_else(|_| panic!("bad sl {sl:?}"))
+    }
+
+    /// The LFT a simulated switch holds now, LIDs `1..=max_lid`: LID -> port, read back with
+    /// `ibroute <lid>`. ibroute never lists the LID equal to the switch's LinearFDBTop when that
+    /// LID opens a new 64-LID block (checked: OpenSM uploads the block, traffic uses it); that
+    /// entry is read from the first hop of `ibtracert <switch> <lid>` instead.
+    pub fn switch_lft(&self, switch_lid: u16, max_lid: u16) -> BTreeMap<u16, u8> {
+        let (status, out, err) = self.diag("ibroute", &[&switch_lid.to_string()]);
+        assert!(
+            status.success(),
+            "ibroute {switch_lid} failed ({status}): {err}"
+        );
+        let mut lft = parse_lft_lines(&out);
+        lft.retain(|&l, _| (1..=max_lid).contains(&l));
+        if max_lid % 64 == 0 && !lft.contains_key(&max_lid) {
+            if let Some(p) = self.first_hop(switch_lid, max_lid) {
+                lft.insert(max_lid, p);
+            }
+        }
+        lft
+    }
+
+    /// The port by which switch `from` forwards `dlid` (0 for itself), from `ibtracert`.
+    pub fn first_hop(&self, from: u16, dlid: u16) -> Option<u8> {
+        let (status, out, _) = self.diag("ibtracert", &[&from.to_string(), &dlid.to_string()]);
+        if !status.success() {
+            return None;
+        }
+        let mut lines = out.lines().skip_while(|l| !l.starts_with("From "));
+        lines.next()?;
+        let next = lines.next()?;
+        if next.starts_with("To ") {
+            return Some(0);
+        }
+        next.strip_prefix('[')?.split(']').next()?.parse().ok()
+    }
+
+    /// Runs an infiniband-diags tool against this simulator.
+    fn diag(&self, tool: &str, args: &[&str]) -> (ExitStatus, String, String) {
+        let mut cmd = Command::new(tool);
+        cmd.args(args)
             .env("LD_PRELOAD", UMAD2SIM)
             .env("IBSIM_SOCKNAME", &self.sock)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let (status, out, err) = run_with_timeout(cmd, Duration::from_secs(60));
-        assert!(
-            status.success(),
-            "ibroute {switch_lid} failed ({status}): {err}"
-        );
-        parse_lft_lines(&out)
+        run_with_timeout(cmd, Duration::from_secs(120))
     }
 }
 
@@ -246,6 +325,38 @@ impl Drop for Sim {
                 eprintln!("kept {}", d.keep().display());
             }
         }
+    }
+}
+
+/// An OpenSM running in the background (see [`Sim::start_opensm`]). Killed when dropped.
+pub struct RunningSm {
+    child: Child,
+    log: PathBuf,
+}
+
+impl RunningSm {
+    pub fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the log contains `needle`.
+    pub fn wait_for(&self, needle: &str, limit: Duration) {
+        let t = Instant::now();
+        while !self.log().contains(needle) {
+            assert!(
+                t.elapsed() < limit,
+                "opensm did not log {needle:?} within {limit:?}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for RunningSm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -503,7 +614,10 @@ impl IbdmReport {
                 }
             } else if l.contains("no credit loops found") {
                 r.credit_loops = Some(false);
-            } else if l.contains("credit loops in routing") || l.contains("Potential Credit Loop") {
+            } else if l.contains("credit loops in routing")
+                || l.contains("Potential Credit Loop")
+                || l.contains("Found credit loop")
+            {
                 r.credit_loops = Some(true);
             }
         }
