@@ -25,14 +25,12 @@ fn terminal_ports(f: &Fabric) -> u64 {
     g.terminals.len() as u64
 }
 
+type NodeShapes = BTreeMap<u64, (NodeKind, u8)>;
+type LinkSet = BTreeSet<((u64, u8), (u64, u8))>;
+
 /// Nodes (GUID -> kind, ports) and links (as GUID/port pairs) of a fabric, for comparing the one
 /// the plug-in read from OpenSM with the one given to ibsim. LIDs differ: OpenSM assigns them.
-fn shape(
-    f: &Fabric,
-) -> (
-    BTreeMap<u64, (NodeKind, u8)>,
-    BTreeSet<((u64, u8), (u64, u8))>,
-) {
+fn shape(f: &Fabric) -> (NodeShapes, LinkSet) {
     let nodes = f
         .nodes
         .iter()
@@ -289,9 +287,6 @@ fn injected_error_falls_back_to_minhop() {
         "sssp-rs: routing failed: injected failure",
     );
 }
-
-const DFSSSP_PENDING: &str =
-    "needs the dfsssp core wired into engine::run (issue 3); it refuses EngineKind::Dfsssp until then";
 
 /// Routes `spec` with dfsssp-rs and checks it: everything [`check_run`] checks, then
 /// - QoS on: at most the fabric's 8 VLs used; `opensm-path-sl.dump` holds exactly the engine's
