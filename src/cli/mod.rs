@@ -11,6 +11,7 @@ mod chart;
 mod compare;
 mod eval;
 mod judge;
+mod lid_study;
 mod progress;
 
 use std::path::{Path, PathBuf};
@@ -38,6 +39,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Seed 000's LID-assignment study on random irregular fabrics: average LIDs needed and
+    /// maximum link load per routing scheme and heuristic (its Tables 1–3), beside the paper's.
+    LidStudy(lid_study::LidStudyArgs),
     /// Generate a fabric from a spec (see --help for the grammar) as an ibsim net file or as
     /// ibnetdiscover text.
     #[command(after_help = topo::SPEC_GRAMMAR)]
@@ -202,6 +206,7 @@ fn run(cli: Cli) -> CliResult<()> {
             );
             Ok(())
         }
+        Command::LidStudy(a) => lid_study::run(&a),
         Command::Route {
             fabric,
             engine: eargs,
