@@ -31,7 +31,7 @@ fi
 export IBSIM_SOCKNAME="dfsssp-bench-$$"
 trap 'ibsim_stop; [ "${KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
 
-declare -A PHASE RSS USED LANES LAMBDA
+declare -A PHASE RSS USED LANES LAMBDA EFI
 for e in "${ENGINES[@]}"; do
     dir="$WORK/$e"
     mkdir -p "$dir"
@@ -44,19 +44,19 @@ for e in "${ENGINES[@]}"; do
     USED[$e]=$(engine_used "$dir/osm.log")
     lanes=$(sed -n 's/.*layers used: \([0-9]*\) of.*/\1/p; s/.*Virtual Lanes needed: \([0-9]*\).*/\1/p' "$dir/osm.log" | tail -n 1)
     LANES[$e]=${lanes:--}
-    LAMBDA[$e]=$("$BIN" eval --dumps "$dir" --patterns "$PATTERNS" --json --quiet 2>/dev/null |
-        python3 -c 'import json,sys; b=json.load(sys.stdin)["metrics"].get("bisection"); print("%.4f" % b["lambda"] if b else "-")' ||
-        echo "-")
+    read -r LAMBDA[$e] EFI[$e] < <("$BIN" eval --dumps "$dir" --patterns "$PATTERNS" --json --quiet 2>/dev/null |
+        python3 -c 'import json,sys; m=json.load(sys.stdin)["metrics"]; b=m.get("bisection")
+print("%.4f" % b["lambda"] if b else "-", m["efi"]["max"])' || echo "- -")
 done
 
 base=${PHASE[dfsssp]:-}
 printf '\nfabric: %s   (%s)\n' "$FABRIC" "$(grep -c '^Switch' "$NET") switches, $(grep -c -E '^(Ca|Hca)' "$NET") CAs"
-printf '%-10s %-10s %12s %14s %10s %6s %8s\n' engine used "routing [s]" "vs dfsssp" "RSS [MB]" lanes "Λ"
+printf '%-10s %-10s %12s %14s %10s %6s %8s %8s\n' engine used "routing [s]" "vs dfsssp" "RSS [MB]" lanes "Λ" "EFI max"
 for e in "${ENGINES[@]}"; do
     ratio="-"
     if [[ -n "$base" && "$base" != n/a && "${PHASE[$e]}" != n/a ]]; then
         ratio=$(python3 -c "p=${PHASE[$e]}; print('%.1fx faster' % (${base}/p) if p > 0 else '-')")
     fi
-    printf '%-10s %-10s %12s %14s %10s %6s %8s\n' "$e" "${USED[$e]:-none}" "${PHASE[$e]}" "$ratio" \
-        "${RSS[$e]}" "${LANES[$e]}" "${LAMBDA[$e]}"
+    printf '%-10s %-10s %12s %14s %10s %6s %8s %8s\n' "$e" "${USED[$e]:-none}" "${PHASE[$e]}" "$ratio" \
+        "${RSS[$e]}" "${LANES[$e]}" "${LAMBDA[$e]}" "${EFI[$e]}"
 done
