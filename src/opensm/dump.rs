@@ -69,7 +69,9 @@ fn write_atomically(
     let result = (|| {
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
         contents(&mut w)?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()
+        // No fsync: these are diagnostics, like OpenSM's own dumps, and a 1 GB path-SL table
+        // would wait seconds for the disk.
+        w.flush()
     })();
     match result {
         Ok(()) => fs::rename(&tmp, path),

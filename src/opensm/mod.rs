@@ -40,6 +40,7 @@ pub use dump::{RunRecord, PATH_SL_FILE, RUN_FILE};
 use std::any::Any;
 use std::ffi::{c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
@@ -49,7 +50,7 @@ use thiserror::Error;
 use self::log::OsmLog;
 use self::subnet::Subnet;
 use crate::engine::{self, EngineConfig, EngineError, EngineKind};
-use crate::fabric::{FabricError, SwitchGraph, NONE};
+use crate::fabric::{Fabric, FabricError, SwitchGraph, NONE};
 use crate::routing::Routing;
 
 /// Environment variable capping dfsssp-rs's virtual lanes.
@@ -93,7 +94,7 @@ pub static osm_event_plugin: PluginDecl = PluginDecl(ffi::osm_event_plugin_t {
     osm_version: ffi::OSM_VERSION.as_ptr().cast(),
     create: Some(plugin_create),
     delete: Some(plugin_delete),
-    report: None,
+    report: Some(plugin_report),
 });
 
 /// What `create()` returns to OpenSM: owns the engines' contexts until `delete()`.
@@ -133,6 +134,12 @@ struct Pending {
 struct Active {
     graph: SwitchGraph,
     routing: Routing,
+    fabric: Fabric,
+    cfg: EngineConfig,
+    dump_dir: Option<PathBuf>,
+    /// The engine's dumps are due (routing log flag on); written when OpenSM reports the unicast
+    /// routing done, so that writing them is not part of the routing phase.
+    dumps_due: AtomicBool,
     /// Each SL-to-VL problem is logged once per routing, not once per port.
     warned_few_vls: AtomicBool,
     warned_admin_table: AtomicBool,
@@ -299,29 +306,36 @@ impl EngineCtx {
             t.elapsed().as_secs_f64(),
             p.started.elapsed().as_secs_f64()
         ));
-        if p.routing_log {
-            self.write_dumps(&p);
-        }
         self.write().active = Some(Active {
             graph: p.graph,
             routing: p.routing,
+            fabric: p.subnet.fabric,
+            cfg: p.cfg,
+            dump_dir: p.subnet.dump_dir,
+            dumps_due: AtomicBool::new(p.routing_log),
             warned_few_vls: AtomicBool::new(false),
             warned_admin_table: AtomicBool::new(false),
         });
         Ok(())
     }
 
-    /// The engine's own dumps. The tables are in place already: a failure here is logged only.
-    fn write_dumps(&self, p: &Pending) {
+    /// The engine's own dumps of the active routing, if due. The tables are in place already: a
+    /// failure here is logged only.
+    fn write_due_dumps(&self) {
+        let st = self.read();
+        let Some(a) = st.active.as_ref() else { return };
+        if !a.dumps_due.swap(false, Ordering::Relaxed) {
+            return;
+        }
         let name = self.kind.name();
-        let Some(dir) = &p.subnet.dump_dir else {
+        let Some(dir) = &a.dump_dir else {
             self.log.error(&format!(
                 "{name}: OpenSM has no dump_files_dir; not writing dumps"
             ));
             return;
         };
         let path = dir.join(RUN_FILE);
-        match dump::write_run_record(&path, &RunRecord::new(&p.cfg, &p.subnet.fabric)) {
+        match dump::write_run_record(&path, &RunRecord::new(&a.cfg, &a.fabric)) {
             Ok(()) => self
                 .log
                 .verbose(&format!("{name}: wrote {}", path.display())),
@@ -334,7 +348,7 @@ impl EngineCtx {
         }
         let t = Instant::now();
         let path = dir.join(PATH_SL_FILE);
-        match dump::write_path_sl(&path, &p.subnet.fabric, &p.graph, &p.routing) {
+        match dump::write_path_sl(&path, &a.fabric, &a.graph, &a.routing) {
             Ok(st) => {
                 self.log.info(&format!(
                     "{name}: wrote {} ({} sources, {} lines) in {:.3} s",
@@ -583,6 +597,32 @@ unsafe extern "C" fn plugin_delete(plugin_data: *mut c_void) {
     }
 }
 
+/// OpenSM's event report: once the unicast routing is done (tables uploaded, SL-to-VL set), the
+/// engines write their dumps, next to OpenSM's own.
+unsafe extern "C" fn plugin_report(
+    plugin_data: *mut c_void,
+    event_id: ffi::osm_epi_event_id_t,
+    _data: *mut c_void,
+) {
+    if event_id != ffi::osm_epi_event_id_t_OSM_EVENT_ID_UCAST_ROUTING_DONE {
+        return;
+    }
+    let Some(plugin) = (plugin_data as *const Plugin).as_ref() else {
+        return;
+    };
+    for c in &plugin.engines {
+        guarded(
+            c.log,
+            &format!("{}: writing dumps", c.kind.name()),
+            (),
+            || {
+                c.write_due_dumps();
+                Ok(())
+            },
+        );
+    }
+}
+
 unsafe extern "C" fn engine_setup(
     re: *mut ffi::osm_routing_engine,
     _osm: *mut ffi::osm_opensm_t,
@@ -716,6 +756,10 @@ mod tests {
             active: Some(Active {
                 graph,
                 routing,
+                fabric: f,
+                cfg: EngineConfig::new(EngineKind::Dfsssp),
+                dump_dir: None,
+                dumps_due: AtomicBool::new(false),
                 warned_few_vls: AtomicBool::new(false),
                 warned_admin_table: AtomicBool::new(false),
             }),
