@@ -21,7 +21,7 @@
 //! and removing paths never creates a cycle.
 
 use crate::fabric::{SwitchGraph, NONE};
-use crate::routing::{Routing, SwitchLidTable};
+use crate::routing::{Routing, SwitchLidTable, NO_PATH};
 use crate::sssp::{routing_order, Balancer, SwitchDistances};
 use crate::updown::{UpDown, UpDownRouter};
 
@@ -155,6 +155,8 @@ pub(crate) fn run(
     bal.load.copy_from_slice(&load);
     let mut router = UpDownRouter::new(g, &ud);
     let phase_a = layers.clone();
+    // The Up*/Down* port of every switch per escape destination, for settling.
+    let mut ud_cols = vec![NO_PATH; nd * ns];
     for di in routing_order(g) {
         let di = di as usize;
         if !esc[di] {
@@ -169,21 +171,20 @@ pub(crate) fn run(
         tree.apply(g, ei, &mut counts[e], |s| weight[s as usize], true);
         for s in 0..ns as u32 {
             layers.set(s, d.lid, esc_layer);
+            ud_cols[di * ns + s as usize] = routing.lft.port(s, d.lid);
         }
     }
 
     if ctx.reclaim {
-        settle(
-            ctx,
-            routing,
-            layers,
-            &phase_a,
-            &mut counts,
-            &esc,
-            &prio,
-            esc_layer,
-            &mut out,
-        )?;
+        let mut st = Settler::new(ctx, &mut counts, esc_layer, &ud_cols)?;
+        let mut cand: Vec<usize> = (0..nd).filter(|&di| esc[di]).collect();
+        cand.sort_by_key(|&di| (prio[di], g.dests[di].lid));
+        for &di in &cand {
+            st.settle(di, routing, layers, &phase_a)?;
+        }
+        for &di in &cand {
+            st.account(di, routing, &mut out)?;
+        }
     } else {
         // Every overflowing destination stays on pure Up*/Down*.
         for (di, d) in g.dests.iter().enumerate() {
@@ -208,107 +209,172 @@ fn internal(msg: String) -> DfssspError {
     DfssspError::Internal(msg)
 }
 
-/// Settles every escape destination on a hybrid tree (module documentation).
-#[allow(clippy::too_many_arguments)]
-fn settle(
-    ctx: &EscapeCtx,
-    routing: &mut Routing,
-    layers: &mut SwitchLidTable,
-    phase_a: &SwitchLidTable,
-    counts: &mut [Vec<u32>],
-    esc: &[bool],
-    prio: &[u32],
+/// Settles escape destinations on hybrid trees (module documentation).
+struct Settler<'a, 'c> {
+    ctx: &'a EscapeCtx<'a>,
+    counts: &'c mut [Vec<u32>],
     esc_layer: u8,
-    out: &mut EscapeOutcome,
-) -> Result<(), DfssspError> {
-    let EscapeCtx {
-        g,
-        ei,
-        cols,
-        weight,
-        ..
-    } = *ctx;
-    let ns = g.num_switches();
-    let e = usize::from(esc_layer);
-    let mut topo = Vec::with_capacity(e + 1);
-    for (l, cnt) in counts.iter().enumerate() {
-        let order = topological_order(g, ei, cnt)
-            .ok_or_else(|| internal(format!("layer {l} has a cycle before settling")))?;
-        topo.push(DynTopo::from_order(&order));
-    }
-    let mut sc = TopoScratch::new(g.num_channels());
-    let mut tu = DestTree::new(ns); // Up*/Down* tree
-    let mut ts = DestTree::new(ns); // SSSP tree
-    let mut th = DestTree::new(ns); // hybrid tree
-    let mut in_a = vec![false; ns];
-    let mut pl = vec![0u8; ns];
-    let mut is_placed = vec![false; ns];
-    let mut flag = vec![false; ns];
-    let mut failed: Vec<u32> = Vec::new();
-    let mut refused = vec![vec![0u32; ei.num_edges()]; e + 1];
-    let mut round = 0u32;
-    let mut late = vec![false; ns];
+    /// Up*/Down* ports per (escape destination, switch).
+    ud_cols: &'a [u8],
+    topo: Vec<DynTopo>,
+    sc: TopoScratch,
+    /// Up*/Down*, SSSP and hybrid trees of the destination at hand.
+    tu: DestTree,
+    ts: DestTree,
+    th: DestTree,
+    in_a: Vec<bool>,
+    pl: Vec<u8>,
+    is_placed: Vec<bool>,
+    flag: Vec<bool>,
+    failed: Vec<u32>,
+    refused: Vec<Vec<u32>>,
+    round: u32,
+}
 
-    let mut cand: Vec<usize> = (0..esc.len()).filter(|&di| esc[di]).collect();
-    cand.sort_by_key(|&di| (prio[di], g.dests[di].lid));
-    for di in cand {
+impl<'a, 'c> Settler<'a, 'c> {
+    fn new(
+        ctx: &'a EscapeCtx<'a>,
+        counts: &'c mut [Vec<u32>],
+        esc_layer: u8,
+        ud_cols: &'a [u8],
+    ) -> Result<Self, DfssspError> {
+        let (g, ei) = (ctx.g, ctx.ei);
+        let ns = g.num_switches();
+        let mut topo = Vec::with_capacity(counts.len());
+        for (l, cnt) in counts.iter().enumerate() {
+            let order = topological_order(g, ei, cnt)
+                .ok_or_else(|| internal(format!("layer {l} has a cycle before settling")))?;
+            topo.push(DynTopo::from_order(&order));
+        }
+        let nl = counts.len();
+        Ok(Settler {
+            ctx,
+            counts,
+            esc_layer,
+            ud_cols,
+            topo,
+            sc: TopoScratch::new(g.num_channels()),
+            tu: DestTree::new(ns),
+            ts: DestTree::new(ns),
+            th: DestTree::new(ns),
+            in_a: vec![false; ns],
+            pl: vec![0; ns],
+            is_placed: vec![false; ns],
+            flag: vec![false; ns],
+            failed: Vec::new(),
+            refused: vec![vec![0; ei.num_edges()]; nl],
+            round: 0,
+        })
+    }
+
+    /// Builds the Up*/Down* and SSSP trees of destination `di`.
+    fn trees(&mut self, di: usize) -> Result<(), DfssspError> {
+        let (g, ns) = (self.ctx.g, self.ctx.g.num_switches());
         let d = g.dests[di];
-        let (lid, root) = (d.lid, d.switch);
-        tu.build_from_ports(g, &d, |s| routing.lft.port(s, lid), ctx.comp)
-            .map_err(|f| internal(format!("escape routes to LID {lid}: {f:?}")))?;
-        let c = &cols[di * ns..(di + 1) * ns];
-        ts.build_from_ports(g, &d, |s| c[s as usize], ctx.comp)
-            .map_err(|f| fault_error(g, lid, f))?;
-        in_a.fill(false);
-        in_a[root as usize] = true;
-        is_placed.fill(false);
-        for &s in &ts.order[1..] {
-            let l = phase_a.get(s, lid);
-            if l < esc_layer {
-                // Still counted in layer l from cycle breaking.
-                is_placed[s as usize] = true;
-                pl[s as usize] = l;
+        let u = &self.ud_cols[di * ns..(di + 1) * ns];
+        self.tu
+            .build_from_ports(g, &d, |s| u[s as usize], self.ctx.comp)
+            .map_err(|f| internal(format!("Up*/Down* routes to LID {}: {f:?}", d.lid)))?;
+        let c = &self.ctx.cols[di * ns..(di + 1) * ns];
+        self.ts
+            .build_from_ports(g, &d, |s| c[s as usize], self.ctx.comp)
+            .map_err(|f| fault_error(g, d.lid, f))
+    }
+
+    /// First pass for destination `di`, whose full Up*/Down* tree is in the escape layer and
+    /// whose paths cycle breaking fitted are still counted in their layers (`phase_a`).
+    fn settle(
+        &mut self,
+        di: usize,
+        routing: &mut Routing,
+        layers: &mut SwitchLidTable,
+        phase_a: &SwitchLidTable,
+    ) -> Result<(), DfssspError> {
+        let g = self.ctx.g;
+        let d = g.dests[di];
+        self.trees(di)?;
+        self.is_placed.fill(false);
+        for &s in &self.ts.order[1..] {
+            let l = phase_a.get(s, d.lid);
+            if l < self.esc_layer {
+                self.is_placed[s as usize] = true;
+                self.pl[s as usize] = l;
             }
         }
+        self.hybrid(di, phase_a)?;
+        // The Up*/Down* paths from outside A leave the escape layer.
+        let (in_a, weight) = (&self.in_a, self.ctx.weight);
+        self.tu.apply(
+            g,
+            self.ctx.ei,
+            &mut self.counts[usize::from(self.esc_layer)],
+            |s| {
+                if in_a[s as usize] {
+                    0
+                } else {
+                    weight[s as usize]
+                }
+            },
+            false,
+        );
+        self.commit(di, routing, layers);
+        Ok(())
+    }
+
+    /// The hybrid-tree rounds for destination `di` (trees built, `is_placed`/`pl` preset); paths
+    /// from A are in the escape layer already. (A second pass re-settling every destination
+    /// against the final layers, its Up*/Down* paths then checked too, was tried: on tori and
+    /// random fabrics it almost never shortened routes.)
+    fn hybrid(&mut self, di: usize, phase_a: &SwitchLidTable) -> Result<(), DfssspError> {
+        let (g, ei, weight) = (self.ctx.g, self.ctx.ei, self.ctx.weight);
+        let d = g.dests[di];
+        let (lid, root) = (d.lid, d.switch);
+        let esc_layer = self.esc_layer;
+        self.in_a.fill(false);
+        self.in_a[root as usize] = true;
         // Refusals are remembered for the whole destination: rounds only take back this
         // destination's own paths, so a stale refusal merely sends a source to A a bit early.
-        round += 1;
+        self.round += 1;
         loop {
-            for (x, n) in th.next.iter_mut().enumerate() {
-                *n = if in_a[x] { tu.next[x] } else { ts.next[x] };
-            }
-            th.link(g, root)
-                .map_err(|f| internal(format!("hybrid tree for LID {lid} broken: {f:?}")))?;
-            failed.clear();
-            // Paths already placed in an earlier round did not change; place the others. A path
-            // extends its parent's, so below a source that fits nowhere nothing fits either.
-            for idx in 1..th.order.len() {
-                let s = th.order[idx];
-                let su = s as usize;
-                let p = th.parent(g, s);
-                flag[su] = false;
-                if in_a[su] {
-                    // Its Up*/Down* path is in the escape layer already.
-                    pl[su] = esc_layer;
-                    continue;
-                }
-                if is_placed[su] {
-                    continue;
-                }
-                if flag[p as usize] {
-                    flag[su] = true;
-                    continue;
-                }
-                let parent_l = if p == root { 0 } else { pl[p as usize] };
-                let a_l = phase_a.get(s, lid);
-                let first = if a_l < esc_layer && ts.next[su] == th.next[su] {
-                    a_l
+            for (x, n) in self.th.next.iter_mut().enumerate() {
+                *n = if self.in_a[x] {
+                    self.tu.next[x]
                 } else {
-                    parent_l
+                    self.ts.next[x]
+                };
+            }
+            self.th
+                .link(g, root)
+                .map_err(|f| internal(format!("hybrid tree for LID {lid} broken: {f:?}")))?;
+            self.failed.clear();
+            // Paths placed in an earlier round did not change; place the others. A path extends
+            // its parent's, so below a source that fits nowhere nothing fits either.
+            for idx in 1..self.th.order.len() {
+                let s = self.th.order[idx];
+                let su = s as usize;
+                let p = self.th.parent(g, s);
+                self.flag[su] = false;
+                if self.in_a[su] {
+                    // Its Up*/Down* path is in the escape layer already.
+                    self.pl[su] = esc_layer;
+                    continue;
+                }
+                if self.is_placed[su] {
+                    continue;
+                }
+                if self.flag[p as usize] {
+                    self.flag[su] = true;
+                    continue;
+                }
+                let parent_l = if p == root { 0 } else { self.pl[p as usize] };
+                // A path that is still the SSSP one prefers the layer cycle breaking gave it.
+                let pref = match phase_a.get(s, lid) {
+                    l if l < esc_layer && self.ts.next[su] == self.th.next[su] => l,
+                    _ => parent_l,
                 };
                 let mut tries = [0u8; 17];
                 let mut n = 0;
-                for l in [first, parent_l].into_iter().chain(0..=esc_layer) {
+                for l in [pref, parent_l].into_iter().chain(0..=esc_layer) {
                     if !tries[..n].contains(&l) {
                         tries[n] = l;
                         n += 1;
@@ -320,94 +386,111 @@ fn settle(
                     if try_add_path(
                         g,
                         ei,
-                        &th,
+                        &self.th,
                         s,
                         w,
-                        &mut counts[lu],
-                        &mut topo[lu],
-                        &mut sc,
-                        &mut refused[lu],
-                        round,
+                        &mut self.counts[lu],
+                        &mut self.topo[lu],
+                        &mut self.sc,
+                        &mut self.refused[lu],
+                        self.round,
                     ) {
-                        pl[su] = l;
-                        is_placed[su] = true;
+                        self.pl[su] = l;
+                        self.is_placed[su] = true;
                         break;
                     }
                 }
-                if !is_placed[su] {
-                    failed.push(s);
-                    flag[su] = true;
+                if !self.is_placed[su] {
+                    self.failed.push(s);
+                    self.flag[su] = true;
                 }
             }
-            flag[root as usize] = false;
-            if failed.is_empty() {
-                break;
+            if self.failed.is_empty() {
+                return Ok(());
             }
             // The failed sources join A with their Up*/Down* paths; placed paths through a
             // switch that joined A change, so they are taken out again (`flag` marks them).
-            for &s in &th.order {
-                flag[s as usize] = false;
+            for &s in &self.th.order {
+                self.flag[s as usize] = false;
             }
-            for &s in &failed {
+            for &s in &self.failed {
                 let mut x = s;
-                while !in_a[x as usize] {
-                    in_a[x as usize] = true;
-                    flag[x as usize] = true;
-                    x = tu.parent(g, x);
+                while !self.in_a[x as usize] {
+                    self.in_a[x as usize] = true;
+                    self.flag[x as usize] = true;
+                    x = self.tu.parent(g, x);
                 }
             }
-            for &s in &th.order[1..] {
+            for &s in &self.th.order[1..] {
                 let su = s as usize;
-                flag[su] |= flag[th.parent(g, s) as usize];
-                if flag[su] && is_placed[su] {
+                self.flag[su] |= self.flag[self.th.parent(g, s) as usize];
+                if self.flag[su] && self.is_placed[su] {
                     let w = weight[su];
-                    let cnt = &mut counts[usize::from(pl[su])];
-                    th.for_path_edges(g, ei, s, |eid| cnt[eid as usize] -= w);
-                    is_placed[su] = false;
+                    let cnt = &mut self.counts[usize::from(self.pl[su])];
+                    self.th.for_path_edges(g, ei, s, |e| cnt[e as usize] -= w);
+                    self.is_placed[su] = false;
                 }
             }
-            for &s in &th.order {
-                flag[s as usize] = false;
+            for &s in &self.th.order {
+                self.flag[s as usize] = false;
             }
         }
-        // The Up*/Down* paths from outside A leave the escape layer.
-        tu.apply(
-            g,
-            ei,
-            &mut counts[e],
-            |s| {
-                if in_a[s as usize] {
-                    0
-                } else {
-                    weight[s as usize]
-                }
-            },
-            false,
-        );
-        pl[root as usize] = 0;
+    }
+
+    /// Writes the hybrid tree's LFT, hop and layer entries of destination `di`.
+    fn commit(&mut self, di: usize, routing: &mut Routing, layers: &mut SwitchLidTable) {
+        let g = self.ctx.g;
+        let d = g.dests[di];
+        let root = d.switch;
+        self.pl[root as usize] = 0;
         let last = u32::from(d.exit_port != 0);
-        let to = ctx.dist.to(root);
-        let mut escaped = 0u64;
-        for &s in &th.order {
+        for &s in &self.th.order {
             let su = s as usize;
             let port = if s == root {
                 d.exit_port
             } else {
-                g.chan_port[th.next[su] as usize]
+                g.chan_port[self.th.next[su] as usize]
             };
-            routing.lft.set(s, lid, port);
-            let h = th.depth[su] + last;
-            routing.hops.set(s, lid, u8::try_from(h).unwrap_or(u8::MAX));
-            layers.set(s, lid, pl[su]);
-            // Whether the path takes an Up*/Down* hop: it starts in A, or meets A before the end.
-            late[su] = s != root && {
-                let p = th.parent(g, s) as usize;
-                in_a[su] || late[p] || (p != root as usize && in_a[p])
+            routing.lft.set(s, d.lid, port);
+            let h = self.th.depth[su] + last;
+            routing
+                .hops
+                .set(s, d.lid, u8::try_from(h).unwrap_or(u8::MAX));
+            layers.set(s, d.lid, self.pl[su]);
+        }
+    }
+
+    /// Adds destination `di`'s final routes to the statistics: paths that differ from SSSP from
+    /// some switch on (an Up*/Down* hop), and how many of them are minimal anyway.
+    fn account(
+        &mut self,
+        di: usize,
+        routing: &Routing,
+        out: &mut EscapeOutcome,
+    ) -> Result<(), DfssspError> {
+        let g = self.ctx.g;
+        let d = g.dests[di];
+        let ns = g.num_switches();
+        let c = &self.ctx.cols[di * ns..(di + 1) * ns];
+        self.th
+            .build_from_ports(g, &d, |s| routing.lft.port(s, d.lid), self.ctx.comp)
+            .map_err(|f| internal(format!("routes to LID {}: {f:?}", d.lid)))?;
+        let to = self.ctx.dist.to(d.switch);
+        let mut escaped = 0u64;
+        // `flag`: the path from this switch takes a non-SSSP hop somewhere.
+        for &s in &self.th.order {
+            let su = s as usize;
+            self.flag[su] = s != d.switch && {
+                let p = self.th.parent(g, s) as usize;
+                routing.lft.port(s, d.lid) != c[su] || self.flag[p]
             };
-            if late[su] {
+            if self.flag[su] {
                 escaped += 1;
-                out.escape_minimal += u64::from(th.depth[su] == u32::from(to[su]));
+                out.escape_minimal += u64::from(self.th.depth[su] == u32::from(to[su]));
             }
+        }
+        for &s in &self.th.order {
+            self.flag[s as usize] = false;
         }
         if escaped == 0 {
             out.reclaimed += 1;
@@ -415,8 +498,8 @@ fn settle(
             out.escape_dests += 1;
             out.escape_routes += escaped;
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Adds the path from `s` (in tree `t`) to a layer if that keeps the layer acyclic. `refused`
