@@ -43,6 +43,8 @@ use thiserror::Error;
 
 use crate::fabric::{Fabric, SwitchGraph, NONE};
 use crate::routing::{walk, Lft, Routing, WalkEnd};
+use crate::sssp::SwitchDistances;
+use crate::verify::{for_each_column, DestPaths};
 
 /// Which LID of a destination port a route uses (matters only with LMC > 0).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -487,7 +489,131 @@ fn lmc_bits(offset: u8) -> u8 {
     (8 - offset.leading_zeros()) as u8
 }
 
+/// The all-pairs pass, destination-major: per LID, [`DestPaths`] resolves every switch's path at
+/// once, and the routes on each channel are subtree sums of route weights, leaves first (O(S) per
+/// LID instead of O(S · hops) walks).
 fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
+    let ns = g.num_switches();
+    let nc = g.num_channels();
+    let weights = RouteWeights::new(g, opts.lid_choice);
+    let unattached = g.dests.iter().filter(|d| d.switch == NONE).count() as u64;
+    let p = g.terminals.len() as u64;
+    let dist = SwitchDistances::new(g);
+
+    let nd = g.dests.len();
+    let chunks = (rayon::current_num_threads() * 8).clamp(1, nd.max(1));
+    let per = nd.div_ceil(chunks).max(1);
+    let parts: Vec<AllPairs> = (0..chunks)
+        .into_par_iter()
+        .map(|k| {
+            let mut part = AllPairs {
+                connectivity: Connectivity::default(),
+                hops: Vec::new(),
+                minimal: 0,
+                efi: vec![0; nc],
+            };
+            let mut paths = DestPaths::new(ns);
+            let mut w = vec![0u64; ns];
+            let dests = &g.dests[(k * per).min(nd)..((k + 1) * per).min(nd)];
+            for_each_column(g, lft, None, dests, |d, ports, _| {
+                if d.switch == NONE {
+                    return;
+                }
+                let to = dist.to(d.switch);
+                paths.resolve_column(g, d, ports);
+                for s in 0..ns as u32 {
+                    let end = if ports.is_none() {
+                        Ending::BeyondTable
+                    } else {
+                        match paths.end[s as usize] {
+                            WalkEnd::Delivered { hops } => Ending::Delivered(hops),
+                            WalkEnd::Loop { at } => Ending::Loop(at),
+                            _ if to[s as usize] == u16::MAX => Ending::Disconnected,
+                            WalkEnd::NoEntry { at } => Ending::NoEntry(at),
+                            WalkEnd::DeadEnd { at, port } => Ending::DeadEnd(at, port),
+                            WalkEnd::UnknownLid => Ending::BeyondTable,
+                        }
+                    };
+                    let c = &mut part.connectivity;
+                    c.switch_to_lid.add_end(end, 1);
+                    // CAs on s, except the LID's own port when it hangs off s.
+                    let tc = u64::from(g.terminal_count[s as usize]);
+                    let own = u64::from(d.switch == s && d.exit_port != 0);
+                    c.ca_to_lid.add_end(end, tc - own);
+                    w[s as usize] = 0;
+                    match end {
+                        Ending::Delivered(h) => {
+                            let ws = weights.weight(s, d);
+                            if ws > 0 {
+                                w[s as usize] = ws;
+                                let h = h as usize;
+                                if part.hops.len() <= h {
+                                    part.hops.resize(h + 1, 0);
+                                }
+                                part.hops[h] += ws;
+                                if h == usize::from(to[s as usize]) {
+                                    part.minimal += ws;
+                                }
+                            }
+                        }
+                        Ending::Disconnected => {}
+                        _ if c.failures.len() < opts.max_failures => {
+                            c.failures.push(failure(s, d.lid, end));
+                        }
+                        _ => {}
+                    }
+                }
+                // Routes on channel next[u] = the weights of u's subtree; only delivering paths
+                // carry weight, and they only lead to delivering switches.
+                for &u in &paths.order {
+                    let c = paths.next[u as usize];
+                    let wu = w[u as usize];
+                    if c != NONE && wu > 0 {
+                        part.efi[c as usize] += wu;
+                        w[g.chan_head[c as usize] as usize] += wu;
+                    }
+                }
+            });
+            part
+        })
+        .collect();
+
+    // Merge in chunk order: failures stay sorted by LID, then switch, whatever the thread count.
+    let mut all = AllPairs {
+        connectivity: Connectivity {
+            unattached_lids: unattached,
+            ..Default::default()
+        },
+        hops: Vec::new(),
+        minimal: 0,
+        efi: vec![0; nc],
+    };
+    let c = &mut all.connectivity;
+    c.switch_to_lid.disconnected += unattached * ns as u64;
+    c.ca_to_lid.disconnected += unattached * p;
+    for part in parts {
+        c.switch_to_lid.add(&part.connectivity.switch_to_lid);
+        c.ca_to_lid.add(&part.connectivity.ca_to_lid);
+        c.failures.extend(part.connectivity.failures);
+        if all.hops.len() < part.hops.len() {
+            all.hops.resize(part.hops.len(), 0);
+        }
+        for (a, b) in all.hops.iter_mut().zip(&part.hops) {
+            *a += b;
+        }
+        all.minimal += part.minimal;
+        for (a, b) in all.efi.iter_mut().zip(&part.efi) {
+            *a += b;
+        }
+    }
+    c.failures.truncate(opts.max_failures);
+    all
+}
+
+/// The all-pairs pass by walking every (switch, LID) path: the reference [`all_pairs`] must
+/// agree with (tests only).
+#[cfg(test)]
+fn all_pairs_by_walks(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
     let ns = g.num_switches();
     let nc = g.num_channels();
     let weights = RouteWeights::new(g, opts.lid_choice);
@@ -562,7 +688,7 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
         })
         .collect();
 
-    // Merge in chunk order: failures stay sorted by switch, whatever the thread count.
+    // Merge in chunk order: failures stay sorted by LID, then switch, whatever the thread count.
     let mut all = AllPairs {
         connectivity: Connectivity {
             unattached_lids: unattached,
@@ -613,6 +739,7 @@ fn failure(switch: u32, lid: u16, end: Ending) -> RouteFailure {
 }
 
 /// Forward BFS distances (in channels) from switch `s`; `u32::MAX` where unreachable.
+#[cfg(test)]
 fn bfs_from(g: &SwitchGraph, s: u32, dist: &mut [u32], queue: &mut Vec<u32>) {
     dist.fill(u32::MAX);
     queue.clear();
@@ -640,6 +767,8 @@ struct PatternScratch {
     chans: Vec<u32>,
     ends: Vec<u32>,
     perm: Vec<u32>,
+    /// The pattern's flows as (DLID << 32 | source switch), sorted.
+    keys: Vec<u64>,
 }
 
 impl PatternScratch {
@@ -649,6 +778,7 @@ impl PatternScratch {
             chans: Vec::new(),
             ends: Vec::new(),
             perm: Vec::with_capacity(g.terminals.len()),
+            keys: Vec::new(),
         }
     }
 }
@@ -718,11 +848,18 @@ fn pattern_value(
 ) -> f64 {
     sc.chans.clear();
     sc.ends.clear();
-    for (u, v) in flows {
+    // Walk the flows in DLID order: flows to nearby LIDs share the table lines of their last hops
+    // (the mean bandwidth does not depend on the order, and sorting is deterministic).
+    sc.keys.clear();
+    sc.keys.extend(flows.map(|(u, v)| {
+        (u64::from(terms.flow_lid(u, v, choice)) << 32) | u64::from(terms.switch[u as usize])
+    }));
+    sc.keys.sort_unstable();
+    for &key in &sc.keys {
         let start = sc.chans.len();
-        let lid = terms.flow_lid(u, v, choice);
+        let (lid, from) = ((key >> 32) as u16, key as u32);
         let chans = &mut sc.chans;
-        match walk(g, lft, terms.switch[u as usize], lid, |c| chans.push(c)) {
+        match walk(g, lft, from, lid, |c| chans.push(c)) {
             WalkEnd::Delivered { .. } => {
                 for &c in &sc.chans[start..] {
                     sc.count[c as usize] += 1;
@@ -1265,6 +1402,56 @@ mod tests {
                 naive.bisection.unwrap().lambda,
             );
             assert!(ls > 0.7 && ls > ln + 0.3, "{spec}: Λ sssp {ls}, naive {ln}");
+        }
+    }
+
+    #[test]
+    fn all_pairs_by_trees_agrees_with_walks() {
+        use rand::Rng;
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for spec in ["torus:3x3,2", "ktree:2,3", "random:10,6,2,14,lmc=1"] {
+            let f = crate::topo::by_name(spec).unwrap();
+            let g = SwitchGraph::new(&f).unwrap();
+            let ns = g.num_switches() as u32;
+            for trial in 0..30 {
+                let mut r = crate::sssp::route(&g);
+                for _ in 0..trial % 5 {
+                    let s = rng.gen_range(0..ns);
+                    let lid = g.dests[rng.gen_range(0..g.dests.len())].lid;
+                    let ports = g.port_base[s as usize + 1] - g.port_base[s as usize];
+                    let p = if rng.gen_bool(0.2) {
+                        NO_PATH
+                    } else {
+                        rng.gen_range(0..ports) as u8
+                    };
+                    r.lft.set(s, lid, p);
+                }
+                for lid_choice in [LidChoice::Base, LidChoice::BySource] {
+                    let o = MetricsOptions {
+                        lid_choice,
+                        max_failures: usize::MAX,
+                        ..opts(0)
+                    };
+                    let (a, b) = (
+                        all_pairs(&g, &r.lft, &o),
+                        all_pairs_by_walks(&g, &r.lft, &o),
+                    );
+                    let (ca, cb) = (&a.connectivity, &b.connectivity);
+                    assert_eq!(ca.switch_to_lid, cb.switch_to_lid, "{spec} {trial}");
+                    assert_eq!(ca.ca_to_lid, cb.ca_to_lid);
+                    assert_eq!((&a.hops, a.minimal), (&b.hops, b.minimal));
+                    assert_eq!(a.efi, b.efi, "{spec} {trial}");
+                    let key = |x: &RouteFailure| {
+                        let at = if x.kind == FailureKind::Loop { 0 } else { x.at };
+                        (x.switch, x.lid, x.kind as u8, at, x.port)
+                    };
+                    let mut fa: Vec<_> = ca.failures.iter().map(key).collect();
+                    let mut fb: Vec<_> = cb.failures.iter().map(key).collect();
+                    fa.sort_unstable();
+                    fb.sort_unstable();
+                    assert_eq!(fa, fb);
+                }
+            }
         }
     }
 }
