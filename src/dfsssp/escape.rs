@@ -1,6 +1,7 @@
 //! The escape when cycle breaking needs more layers than the budget: the last layer is reserved
-//! for Up*/Down* routes (seed 004 §III-D), and destinations whose paths do not all fit in the
-//! other layers are re-routed with balanced Up*/Down* trees, all their paths on the escape layer.
+//! for Up*/Down* routes (seed 004 §III-D). Destinations with a path that cycle breaking could not
+//! fit below it get balanced Up*/Down* trees, all of whose paths go on the escape layer; their
+//! SSSP paths that did fit stay counted in their layers (cycle breaking left those acyclic).
 //!
 //! Then *settling*, destination by destination (those with the fewest overflowing paths first):
 //! the destination gets a hybrid tree. A set `A` of switches (initially only the destination's

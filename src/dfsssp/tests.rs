@@ -645,3 +645,41 @@ fn measure() {
         }
     }
 }
+
+/// The project's generators, small enough for debug builds: every budget gives a verified,
+/// complete routing within the budget; fabrics whose SSSP routes fit the budget keep them all.
+#[test]
+fn generated_fabrics_with_budgets_1_2_4() {
+    for spec in [
+        "torus:4x4,2",
+        "torus:3x3x3,1",
+        "mesh:4x4,2",
+        "mesh:3x3x3,1",
+        "hypercube:4,1",
+        "random:24,8,2,30,seed=3",
+        "random:32,8,1,48,seed=5,parallel",
+        "ktree:4,3",
+        "fattree2:8",
+        "kautz:2,3,1",
+        "dragonfly:4,2,2,5",
+        "torus:4x4,1,lmc=1",
+    ] {
+        let f = crate::topo::by_name(spec).unwrap();
+        for budget in [1, 2, 4] {
+            let (g, _, _, rep) = run(&f, budget);
+            if rep.dfsssp_layers_needed.map_or(false, |n| n <= budget) {
+                assert_eq!(rep.escape_layer, None, "{spec}");
+                assert_eq!(rep.minimal_fraction, 1.0, "{spec}");
+            } else {
+                assert_eq!(rep.escape_layer, Some(budget - 1), "{spec}");
+            }
+            eprintln!(
+                "{spec} budget {budget}: needs {:?}, {} of {} LIDs with escape hops, {:.2}% minimal",
+                rep.dfsssp_layers_needed,
+                rep.escape_dests,
+                g.dests.len(),
+                100.0 * rep.minimal_fraction
+            );
+        }
+    }
+}
