@@ -27,12 +27,19 @@
 //!   flow each way in a matching), 0 when its route does not deliver. Γ = mean flow bandwidth of
 //!   the pattern (seed 004's sum divided by the full bisection bandwidth B·P/2); Λ = mean Γ over
 //!   N patterns. Pattern i draws from ChaCha8 seeded with `seed` on stream i, so Λ does not depend
-//!   on the thread count.
+//!   on the thread count. [`PairTraffic::Exchange`] lets every matched pair send both ways (every
+//!   port sends once), twice the flows and more contention; compare routings only under the same
+//!   variant.
 //! - **Connectivity** counts (switch, LID) pairs for every switch and every LID, and (CA, LID)
 //!   pairs for every CA/router port and every LID of every other port (switches included). A CA's
 //!   path is its switch's path, so the CA counts weight each switch result by the CAs on it.
 //!   Pairs whose switches lie in different connected components (or whose LID hangs off no
 //!   switch) count as `disconnected`, not as failures, unless the tables loop.
+//!
+//! Speed: connectivity, hops and loads come from one destination-major pass that resolves every
+//! switch's path to a LID at once ([`DestPaths`]); the routes on a channel are subtree sums of
+//! route weights, accumulated leaves first. Λ walks each pattern's flows (in DLID order, for cache
+//! reuse) with per-thread buffers: channel counters are reset only where a pattern touched them.
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -174,7 +181,7 @@ pub struct Connectivity {
     pub ca_to_lid: Counts,
     /// LIDs whose port hangs off no switch.
     pub unattached_lids: u64,
-    /// The first failing (switch, LID) pairs, by switch then LID.
+    /// The first failing (switch, LID) pairs, by LID then switch.
     pub failures: Vec<RouteFailure>,
 }
 
@@ -565,6 +572,7 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
                 }
                 // Routes on channel next[u] = the weights of u's subtree; only delivering paths
                 // carry weight, and they only lead to delivering switches.
+                paths.compute_order();
                 for &u in &paths.order {
                     let c = paths.next[u as usize];
                     let wu = w[u as usize];

@@ -1,8 +1,8 @@
 //! An independent check of a routing before anything is uploaded (issue 3, item 4).
 //!
 //! It trusts nothing the router computed but the tables themselves: every (source switch, LID) path
-//! is found by walking the LFTs ([`crate::routing::walk`]), so the same check judges our routings and
-//! routings read back from OpenSM's dumps. It confirms that
+//! is found by following the LFTs, exactly as [`crate::routing::walk`] does, so the same check
+//! judges our routings and routings read back from OpenSM's dumps. It confirms that
 //! - every switch reaches every LID attached to a switch in its connected component (no missing
 //!   entry, no dead end, no forwarding loop), and no table loops towards LIDs it cannot reach;
 //! - every path's virtual layer is below `num_layers`;
@@ -10,12 +10,18 @@
 //!   its nodes are the switch-to-switch channels, and it has an edge `c1 -> c2` when some path of
 //!   that layer takes `c1` and then `c2`. Paths are (source switch, DLID): the traffic of the CAs
 //!   attached to a switch follows that switch's path, and the CA-to-switch and switch-to-CA links
-//!   cannot close a cycle (a CA never forwards), so switch channels are all the CDG needs.
+//!   cannot close a cycle (a CA never forwards), so switch channels are all the CDG needs. Every
+//!   channel a path takes counts, whether or not it delivers.
 //!
-//! Speed: the walks run in parallel over chunks of source switches; each chunk marks the CDG edges
-//! it sees in a per-layer bitset over *dependency slots* (slot = position of `c2` among the channels
-//! leaving `head(c1)`), so deduplication is a bit-or and the graph handed to petgraph holds each
-//! edge once.
+//! Speed: per destination LID, [`DestPaths`] resolves the paths of all switches at once (each
+//! switch's entry is followed once and the outcome of the switch it leads to reused: O(S) per LID
+//! instead of O(S · hops) walks), reading the tables 64 LIDs at a time ([`Columns`]). The paths
+//! through channel `next[u]` are those of `u`'s subtree, so a layer bit mask per switch,
+//! accumulated leaves first, gives the layers of every dependency. LIDs are split into chunks
+//! processed in parallel; each chunk marks its CDG edges in a per-layer bitset over *dependency
+//! slots* (slot = position of `c2` among the channels leaving `head(c1)`), so deduplication is a
+//! bit-or, and petgraph's topological sort gets each edge once. The straightforward version,
+//! one [`walk`] per path, is kept (used beyond 64 layers) and the tests check both agree.
 
 use petgraph::algo::toposort;
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -528,8 +534,9 @@ pub struct DestPaths {
     pub end: Vec<WalkEnd>,
     /// Channels from each switch to where its path ends (delivers, or stops).
     pub hops: Vec<u32>,
-    /// Switches whose path does not loop, by decreasing `hops`: every switch comes after all
-    /// switches whose path runs through it, so subtree sums can be accumulated in this order.
+    /// After [`DestPaths::compute_order`]: the switches whose path does not loop, by decreasing
+    /// `hops`; every switch comes after all switches whose path runs through it, so subtree sums
+    /// can be accumulated in this order.
     pub order: Vec<u32>,
     state: Vec<u8>,
     stack: Vec<u32>,
@@ -630,7 +637,12 @@ impl DestPaths {
                 self.state[w as usize] = DONE;
             }
         }
-        // Counting sort of the non-looping switches by decreasing hops.
+    }
+
+    /// Fills `order` for the destination last resolved (a counting sort by decreasing hops).
+    pub fn compute_order(&mut self) {
+        let ns = self.hops.len();
+        self.order.clear();
         self.counts.clear();
         for u in 0..ns {
             let h = self.hops[u];
@@ -797,11 +809,15 @@ fn check_dest(
         // An error anyway; a looping chain has no leaves-first order to accumulate over.
         return;
     }
-    for &u in &paths.order {
-        let c = paths.next[u as usize];
-        if c != NONE {
-            let v = g.chan_head[c as usize] as usize;
-            mask[v] |= mask[u as usize];
+    // With one layer every mask is already the union of its subtree's.
+    if layers.is_some() {
+        paths.compute_order();
+        for &u in &paths.order {
+            let c = paths.next[u as usize];
+            if c != NONE {
+                let v = g.chan_head[c as usize] as usize;
+                mask[v] |= mask[u as usize];
+            }
         }
     }
     for (&c1, &m) in paths.next.iter().zip(mask.iter()) {
@@ -1294,6 +1310,7 @@ pub(crate) mod tests {
                 // Every switch's resolved path equals its walk.
                 for d in &g.dests {
                     paths.resolve(&g, &r.lft, d);
+                    paths.compute_order();
                     for s in 0..ns {
                         let mut chans = Vec::new();
                         let end = walk(&g, &r.lft, s, d.lid, |c| chans.push(c));
