@@ -33,7 +33,6 @@ mod api {
         ) -> cl_status_t,
         pub get_switch_by_guid:
             unsafe extern "C" fn(*const osm_subn_t, ib_net64_t) -> *mut osm_switch_t,
-        pub switch_set_hops: unsafe extern "C" fn(*mut osm_switch_t, u16, u8, u8) -> cl_status_t,
         pub switch_clear_hops: unsafe extern "C" fn(*mut osm_switch_t),
         pub link_is_healthy: unsafe extern "C" fn(*const osm_physp_t) -> boolean_t,
     }
@@ -66,9 +65,6 @@ mod api {
                     )?),
                     get_switch_by_guid: std::mem::transmute::<*mut c_void, _>(sym(
                         c"osm_get_switch_by_guid",
-                    )?),
-                    switch_set_hops: std::mem::transmute::<*mut c_void, _>(sym(
-                        c"osm_switch_set_hops",
                     )?),
                     switch_clear_hops: std::mem::transmute::<*mut c_void, _>(sym(
                         c"osm_switch_clear_hops",

@@ -293,16 +293,18 @@ impl EngineCtx {
         // SAFETY: called by ucast_mgr_route under OpenSM's lock, right after build_lid_matrices
         // of the same run (the pending routing), so OpenSM's switches are prepared for it.
         let api = ffi::api().ok_or(AdapterError::NoApi)?;
-        // Test hook: fail after half the entries, to exercise the reset.
+        // Test hook: fail halfway through the hop rows, to exercise the reset.
         let fail_after = (std::env::var(ENV_INJECT_FAILURE).as_deref() == Ok("write"))
-            .then(|| p.routing.lft.num_switches() as u64 * u64::from(p.routing.lft.max_lid) / 2);
-        let stats = unsafe { tables::write(api, self.osm, &p.plan, &p.routing, fail_after) }
-            .map_err(AdapterError::Write)?;
+            .then(|| p.plan.hop_rows() as u64 / 2);
+        let stats =
+            unsafe { tables::write(api, self.osm, &p.graph, &p.plan, &p.routing, fail_after) }
+                .map_err(AdapterError::Write)?;
         self.log.info(&format!(
-            "{name}: wrote the tables of {} switches ({} routed entries) in {:.3} s; {:.3} s since \
-             routing started",
+            "{name}: wrote the tables of {} switches ({} routed entries, {} hop rows) in {:.3} s; \
+             {:.3} s since routing started",
             stats.switches,
             stats.routed_entries,
+            stats.hop_rows,
             t.elapsed().as_secs_f64(),
             p.started.elapsed().as_secs_f64()
         ));

@@ -1,14 +1,29 @@
-//! Writing a routing back into OpenSM: every switch's `new_lft` for LIDs `1..=max_lid_ho` and the
-//! hop count of the chosen port through `osm_switch_set_hops` (so SA path records and multicast
-//! root selection see our routes).
+//! Writing a routing back into OpenSM: every switch's `new_lft` for LIDs `1..=max_lid_ho`, and
+//! OpenSM's "LID matrix" of hop counts.
+//!
+//! Hop counts: OpenSM reads `sw->hops` in two places only (SA path records walk the LFTs
+//! instead): its default multicast routing, which picks for each member the first port with the
+//! fewest hops to the member's *switch* LID, and its dump files (opensm.fdbs, the LID matrix),
+//! which derive a CA LID's hops from its switch's LID. So, as OpenSM's own
+//! `osm_ucast_mgr_build_lid_matrices` does, we give every switch a row per switch LID holding, per
+//! port, the fewest hops to that switch when leaving by that port (entry 0: the least of them; 0
+//! for the switch's own LIDs), and no rows for CA/router LIDs. Stock dfsssp instead sets one hop
+//! count per (switch, LID of any kind) through `osm_switch_set_hops`, a heap row per entry: on an
+//! 18-ary 3-tree that is 6.6 million rows and some 300 MB of opensm's memory, against under a
+//! million rows here. Rows are written in place (allocated with the process's `malloc`, as
+//! `osm_switch_set_hops` does and `osm_switch_delete` expects), so that the full matrix costs no
+//! more than one call per row.
 //!
 //! Never half-written tables: [`plan`] checks the whole routing against every switch's table
 //! sizes before anything is touched; [`write`] checks again that OpenSM's switches are still the
-//! ones planned for, and if a write still fails it resets every switch's `new_lft` and hops.
+//! ones planned for, and if a write still fails (out of memory) it resets every switch's
+//! `new_lft` and hops.
+
+use rayon::prelude::*;
 
 use super::ffi;
 use super::subnet::{Subnet, SwitchLimits};
-use crate::fabric::SwitchGraph;
+use crate::fabric::{SwitchGraph, NONE};
 use crate::routing::{Routing, NO_PATH};
 
 /// One switch to write: core switch id, node GUID, and the table sizes it was planned against.
@@ -19,10 +34,46 @@ pub(crate) struct PlannedSwitch {
     pub limits: SwitchLimits,
 }
 
-/// A routing checked to fit OpenSM's switches.
+/// A routing checked to fit OpenSM's switches, with the hop counts OpenSM will be given.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
     pub switches: Vec<PlannedSwitch>,
+    /// `dist[t * n + s]`: fewest switch-to-switch hops from switch `s` to switch `t`
+    /// ([`NO_PATH`] when unreachable or beyond 254).
+    dist: Vec<u8>,
+    /// Every switch LID with its switch, sorted by LID.
+    switch_lids: Vec<(u16, u32)>,
+}
+
+impl Plan {
+    /// Hop-matrix rows that [`write`] will store.
+    pub fn hop_rows(&self) -> usize {
+        self.switches.len() * self.switch_lids.len()
+    }
+
+    /// OpenSM's LID-matrix row of switch `s` for a LID of switch `t`: per port, the fewest hops
+    /// to `t` leaving by that port ([`NO_PATH`] for ports not leading to a switch that reaches
+    /// `t`); entry 0 the least of them, 0 for `t`'s own LIDs. `row` has one entry per port,
+    /// port 0 included.
+    pub fn hop_row(&self, g: &SwitchGraph, s: u32, t: u32, row: &mut [u8]) {
+        row.fill(NO_PATH);
+        if s == t {
+            row[0] = 0;
+            return;
+        }
+        let n = g.num_switches();
+        let dist_t = &self.dist[t as usize * n..(t as usize + 1) * n];
+        let mut least = NO_PATH;
+        for c in g.out_channels(s) {
+            let d = dist_t[g.chan_head[c as usize] as usize];
+            let port = usize::from(g.chan_port[c as usize]);
+            if d < NO_PATH - 1 && port < row.len() {
+                row[port] = row[port].min(d + 1);
+                least = least.min(d + 1);
+            }
+        }
+        row[0] = least;
+    }
 }
 
 /// Checks that `routing` fits every switch: each has OpenSM tables big enough for all our LIDs,
@@ -90,7 +141,32 @@ pub(crate) fn plan(subnet: &Subnet, g: &SwitchGraph, routing: &Routing) -> Resul
             limits,
         });
     }
-    Ok(Plan { switches })
+
+    // Switch-to-switch distances for the LID matrix, one BFS per switch.
+    let n = g.num_switches();
+    let mut dist = vec![NO_PATH; n * n];
+    dist.par_chunks_mut(n.max(1))
+        .enumerate()
+        .for_each(|(t, out)| {
+            for (o, d) in out.iter_mut().zip(g.bfs_distances_to(t as u32)) {
+                *o = if d < u32::from(NO_PATH) - 1 {
+                    d as u8
+                } else {
+                    NO_PATH
+                };
+            }
+        });
+    let switch_lids = g
+        .dests
+        .iter()
+        .filter(|d| d.exit_port == 0 && d.switch != NONE)
+        .map(|d| (d.lid, d.switch))
+        .collect();
+    Ok(Plan {
+        switches,
+        dist,
+        switch_lids,
+    })
 }
 
 /// OpenSM's own allocation invariants for a switch prepared for routing.
@@ -116,11 +192,12 @@ pub(crate) struct WriteStats {
     pub switches: usize,
     /// LFT entries that route somewhere (not OSM_NO_PATH).
     pub routed_entries: u64,
+    /// Hop-matrix rows written.
+    pub hop_rows: u64,
 }
 
 /// Writes the planned routing into OpenSM's switches. `fail_after` (a test hook) makes the write
-/// fail as if `osm_switch_set_hops` had run out of memory after that many routed entries, to
-/// exercise the reset.
+/// fail as if `malloc` had failed after that many hop rows, to exercise the reset.
 ///
 /// # Safety
 /// `osm` must be the running OpenSM, inside its routing callbacks (its lock held), after
@@ -128,6 +205,7 @@ pub(crate) struct WriteStats {
 pub(crate) unsafe fn write(
     api: &ffi::Api,
     osm: *mut ffi::osm_opensm_t,
+    g: &SwitchGraph,
     plan: &Plan,
     routing: &Routing,
     fail_after: Option<u64>,
@@ -158,54 +236,73 @@ pub(crate) unsafe fn write(
         sws.push(sw);
     }
 
-    // 2. Write. Only osm_switch_set_hops can fail (malloc); then undo everything.
+    // 2. The LFTs: plain stores into new_lft, which cannot fail.
     let mut stats = WriteStats {
         switches: sws.len(),
-        routed_entries: 0,
+        ..Default::default()
     };
-    let max_lid = routing.lft.max_lid;
+    let max_lid = usize::from(routing.lft.max_lid);
     for (p, &sw) in plan.switches.iter().zip(&sws) {
-        let max = usize::from(p.limits.max_lid_ho);
         // SAFETY: new_lft holds lft_size > max_lid_ho bytes (checked in plan and above).
         let lft = std::slice::from_raw_parts_mut((*sw).new_lft, usize::from(p.limits.lft_size));
         let row = routing.lft.table(p.switch);
-        let hops = routing.hops.row(p.switch);
-        for lid in 1..=max {
-            let port = if lid <= usize::from(max_lid) {
-                row[lid]
-            } else {
-                NO_PATH
-            };
-            lft[lid] = port;
-            if port == NO_PATH {
-                continue;
-            }
-            stats.routed_entries += 1;
-            let injected = fail_after.is_some_and(|n| stats.routed_entries > n);
-            if injected || (api.switch_set_hops)(sw, lid as u16, port, hops[lid]) != 0 {
-                for (q, &sw) in plan.switches.iter().zip(&sws) {
-                    let lft = std::slice::from_raw_parts_mut(
-                        (*sw).new_lft,
-                        usize::from(q.limits.lft_size),
-                    );
-                    lft.fill(NO_PATH);
-                    (api.switch_clear_hops)(sw);
+        for lid in 1..=usize::from(p.limits.max_lid_ho) {
+            lft[lid] = if lid <= max_lid { row[lid] } else { NO_PATH };
+            stats.routed_entries += u64::from(lft[lid] != NO_PATH);
+        }
+    }
+
+    // 3. The LID matrix. A row needs memory where OpenSM has none yet for that LID; if that
+    //    fails, undo everything.
+    let mut row = vec![NO_PATH; 256];
+    for (p, &sw) in plan.switches.iter().zip(&sws) {
+        let np = usize::from(p.limits.num_ports);
+        let row = &mut row[..np];
+        for &(lid, t) in &plan.switch_lids {
+            plan.hop_row(g, p.switch, t, row);
+            let injected = fail_after.is_some_and(|n| stats.hop_rows >= n);
+            // SAFETY: lid <= max_lid_ho < num_hops (plan), so the slot exists; a row holds
+            // num_ports bytes (OpenSM allocates them so too).
+            let slot = (*sw).hops.add(usize::from(lid));
+            if (*slot).is_null() {
+                let mem = if injected {
+                    std::ptr::null_mut()
+                } else {
+                    libc::malloc(np) as *mut u8
+                };
+                if mem.is_null() {
+                    reset(api, &sws);
+                    return Err(format!(
+                        "out of memory for the hop counts of switch 0x{:016x}, LID {lid}{}; the \
+                         new tables of all {} switches were reset",
+                        p.guid,
+                        if injected {
+                            " (injected failure, a test hook)"
+                        } else {
+                            ""
+                        },
+                        sws.len()
+                    ));
                 }
-                return Err(format!(
-                    "osm_switch_set_hops failed on switch 0x{:016x} for LID {lid}{}; the new \
-                     tables of all {} switches were reset",
-                    p.guid,
-                    if injected {
-                        " (injected failure, a test hook)"
-                    } else {
-                        " (out of memory?)"
-                    },
-                    sws.len()
-                ));
+                *slot = mem;
             }
+            std::ptr::copy_nonoverlapping(row.as_ptr(), *slot, np);
+            stats.hop_rows += 1;
         }
     }
     Ok(stats)
+}
+
+/// Undoes a partial write: every switch's new LFT back to OSM_NO_PATH, its hop counts cleared
+/// (rows stay allocated, as `osm_switch_prepare_path_rebuild` leaves them).
+///
+/// # Safety
+/// As for [`write`]; `sws` are OpenSM's switches checked there.
+unsafe fn reset(api: &ffi::Api, sws: &[*mut ffi::osm_switch_t]) {
+    for &sw in sws {
+        std::slice::from_raw_parts_mut((*sw).new_lft, usize::from((*sw).lft_size)).fill(NO_PATH);
+        (api.switch_clear_hops)(sw);
+    }
 }
 
 #[cfg(test)]
@@ -257,6 +354,92 @@ mod tests {
         assert_eq!(p.switches.len(), 2);
         assert_eq!(p.switches[0].guid, 0x10);
         assert_eq!(p.switches[1].guid, 0x11);
+    }
+
+    #[test]
+    fn lid_matrix_rows_give_fewest_hops_per_port() {
+        // A ring of 4 switches with a CA on sw0 (fixture above only has 2): build one.
+        use crate::fabric::{FabricBuilder, NodeKind, PortRef};
+        let mut b = FabricBuilder::new();
+        let sw: Vec<u32> = (0..4)
+            .map(|i| {
+                b.add_node(NodeKind::Switch, 0x10 + i, 4, format!("sw{i}"))
+                    .unwrap()
+            })
+            .collect();
+        for i in 0..4 {
+            // port 1 -> next, port 2 <- previous
+            b.link(
+                PortRef {
+                    node: sw[i],
+                    port: 1,
+                },
+                PortRef {
+                    node: sw[(i + 1) % 4],
+                    port: 2,
+                },
+            )
+            .unwrap();
+        }
+        let ca = b.add_node(NodeKind::Ca, 0x20, 1, "ca").unwrap();
+        b.link(
+            PortRef { node: ca, port: 1 },
+            PortRef {
+                node: sw[0],
+                port: 3,
+            },
+        )
+        .unwrap();
+        for (i, &n) in sw.iter().enumerate() {
+            b.set_lid(
+                PortRef { node: n, port: 0 },
+                0x10 + i as u64,
+                1 + i as u16,
+                0,
+            )
+            .unwrap();
+        }
+        b.set_lid(PortRef { node: ca, port: 1 }, 0x21, 8, 0)
+            .unwrap();
+        let lim = SwitchLimits {
+            max_lid_ho: 8,
+            num_ports: 5,
+            lft_size: 64,
+            num_hops: 9,
+        };
+        let sn = Subnet {
+            fabric: b.build().unwrap(),
+            limits: vec![Some(lim); 4].into_iter().chain([None]).collect(),
+            osm_switches: 4,
+            min_data_vls: None,
+            qos: false,
+            lmc: 0,
+            dump_dir: None,
+            skipped: SkipCounts::default(),
+        };
+        let g = SwitchGraph::new(&sn.fabric).unwrap();
+        let p = plan(&sn, &g, &crate::sssp::route(&g)).unwrap();
+        assert_eq!(
+            p.switch_lids,
+            vec![(1, 0), (2, 1), (3, 2), (4, 3)],
+            "switch LIDs only"
+        );
+        assert_eq!(p.hop_rows(), 16);
+        let mut row = [0u8; 5];
+        p.hop_row(&g, 0, 0, &mut row);
+        assert_eq!(row, [0, NO_PATH, NO_PATH, NO_PATH, NO_PATH], "own LID");
+        p.hop_row(&g, 0, 1, &mut row);
+        assert_eq!(
+            row,
+            [1, 1, 3, NO_PATH, NO_PATH],
+            "next switch: 1 hop ahead, 3 around the back"
+        );
+        p.hop_row(&g, 0, 2, &mut row);
+        assert_eq!(
+            row,
+            [2, 2, 2, NO_PATH, NO_PATH],
+            "opposite switch: 2 either way"
+        );
     }
 
     #[test]
