@@ -173,9 +173,11 @@ impl Sim {
         fs::create_dir_all(&plugin_dir).unwrap();
         // A private copy: a concurrent `cargo build` must not swap the library under opensm.
         fs::copy(plugin_so(), plugin_dir.join("libdfsssp_rs.so")).expect("copy plug-in");
+        // A generous MAD timeout: on a loaded machine ibsim may answer later than OpenSM's
+        // default 200 ms, and a timed-out sweep in --once mode never brings the subnet up.
         let mut conf = format!(
             "event_plugin_name dfsssp_rs\nrouting_engine {}\ndump_files_dir {}\nlmc {}\nqos {}\n\
-             force_log_flush {}\n",
+             force_log_flush {}\ntransaction_timeout 1000\n",
             o.engine,
             dir.display(),
             o.lmc,
