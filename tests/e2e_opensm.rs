@@ -378,32 +378,27 @@ fn dfsssp_rs_end_to_end(name: &str, spec: &str, qos: bool, sa: bool) {
 }
 
 #[test]
-#[ignore = "needs the dfsssp core wired into engine::run (issue 3)"]
 fn dfsssp_rs_torus_with_qos() {
     dfsssp_rs_end_to_end("dfsssp-qos", "torus:4x4,2", true, true);
 }
 
 #[test]
-#[ignore = "needs the dfsssp core wired into engine::run (issue 3)"]
 fn dfsssp_rs_torus_without_qos_uses_one_lane() {
     dfsssp_rs_end_to_end("dfsssp-noqos", "torus:4x4,2", false, false);
 }
 
 /// Issue 3's fabrics, where stock dfsssp needs 9 > 8 lanes and gives up.
 #[test]
-#[ignore = "needs the dfsssp core wired into engine::run (issue 3)"]
 fn dfsssp_rs_6x6x6_torus_within_8_lanes() {
     dfsssp_rs_end_to_end("dfsssp-torus666", "torus:6x6x6,4", true, false);
 }
 
 #[test]
-#[ignore = "needs the dfsssp core wired into engine::run (issue 3)"]
 fn dfsssp_rs_6x6x6_torus_one_lane_without_qos() {
     dfsssp_rs_end_to_end("dfsssp-torus666-noqos", "torus:6x6x6,4", false, false);
 }
 
 #[test]
-#[ignore = "needs the dfsssp core wired into engine::run (issue 3)"]
 fn dfsssp_rs_random_128_within_8_lanes() {
     dfsssp_rs_end_to_end(
         "dfsssp-random128",
@@ -414,7 +409,6 @@ fn dfsssp_rs_random_128_within_8_lanes() {
 }
 
 #[test]
-#[ignore = "needs the dfsssp core wired into engine::run (issue 3)"]
 fn dfsssp_rs_random_128_one_lane_without_qos() {
     dfsssp_rs_end_to_end(
         "dfsssp-random128-noqos",

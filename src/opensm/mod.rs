@@ -257,26 +257,18 @@ impl EngineCtx {
             }
             cfg.lanes = cfg.lanes.min(cap as u8);
         }
-        if self.kind == EngineKind::Dfsssp {
-            if subnet.qos {
-                self.log.info(&format!(
-                    "{name}: QoS on: up to {} virtual lanes (fewest operational data VLs of any \
-                     active port{})",
-                    cfg.lanes,
-                    if std::env::var_os(ENV_MAX_LANES).is_some() {
-                        format!(", capped by {ENV_MAX_LANES}")
-                    } else {
-                        String::new()
-                    }
-                ));
-            } else {
-                self.log.info(&format!(
-                    "{name}: QoS is off, so OpenSM does not program SL-to-VL tables: routing \
-                     within a single virtual lane. Set `qos TRUE` (or run opensm -Q) to enable \
-                     multi-lane routing ({} lanes available)",
-                    cfg.lanes
-                ));
-            }
+        // With QoS off the engine logs that it routes within one lane, and why.
+        if self.kind == EngineKind::Dfsssp && subnet.qos {
+            self.log.info(&format!(
+                "{name}: QoS on: up to {} virtual lanes (fewest operational data VLs of any \
+                 active port{})",
+                cfg.lanes,
+                if std::env::var_os(ENV_MAX_LANES).is_some() {
+                    format!(", capped by {ENV_MAX_LANES}")
+                } else {
+                    String::new()
+                }
+            ));
         }
         Ok(cfg)
     }
