@@ -2,10 +2,14 @@
 //! escape that dfsssp-rs falls back on when cycle breaking needs more virtual layers than the fabric
 //! has (seed 004 §III-D).
 //!
-//! **Orientation.** Each connected component gets a root: a switch of minimal eccentricity (a
-//! centre), ties to the lowest switch id (= lowest node GUID). Switches are ranked by
+//! **Orientation.** Each connected component gets a root, and switches are ranked by
 //! `(BFS level from the root, id)`, a total order; a channel is *up* when it leads to a lower rank,
 //! *down* otherwise. A route is legal when it takes up channels only, then down channels only.
+//! [`UpDown::new`] takes a switch of minimal eccentricity (a centre), ties to the lowest switch id
+//! (= lowest node GUID). [`UpDown::fitted`] instead picks, among a few representative switches,
+//! the root under which given routes (SSSP's) have the least weight on illegal turns: on fat trees
+//! that is a leaf switch, under which every CA-to-CA minimal route is legal, whereas a centre
+//! would make most of them illegal.
 //!
 //! **Legal routes are deadlock-free.** Along consecutive up channels the rank strictly decreases,
 //! along down channels it strictly increases, and a legal route never follows a down channel with
@@ -106,22 +110,95 @@ impl UpDown {
 
 /// Per component, the switch of minimal eccentricity, ties to the lowest id.
 fn central_roots(g: &SwitchGraph, dist: &SwitchDistances) -> Vec<u32> {
-    let ns = g.num_switches();
+    let ecc = eccentricities(g, dist);
     let comp = crate::dfsssp::cdg::components(g);
     let ncomp = comp.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
     let mut best = vec![(u16::MAX, NONE); ncomp];
-    for s in 0..ns as u32 {
-        let ecc = (0..ns as u32)
-            .map(|t| dist.get(s, t))
-            .filter(|&d| d != u16::MAX)
-            .max()
-            .unwrap_or(0);
+    for s in 0..g.num_switches() as u32 {
         let b = &mut best[comp[s as usize] as usize];
-        if (ecc, s) < *b {
-            *b = (ecc, s);
+        if (ecc[s as usize], s) < *b {
+            *b = (ecc[s as usize], s);
         }
     }
     best.into_iter().map(|(_, s)| s).collect()
+}
+
+fn eccentricities(g: &SwitchGraph, dist: &SwitchDistances) -> Vec<u16> {
+    let ns = g.num_switches() as u32;
+    (0..ns)
+        .map(|s| {
+            (0..ns)
+                .map(|t| dist.get(s, t))
+                .filter(|&d| d != u16::MAX)
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// At most this many candidate roots per component are tried by [`UpDown::fitted`].
+const ROOT_CANDIDATES: usize = 24;
+
+impl UpDown {
+    /// The orientation under which the routes behind a channel dependency graph have the least
+    /// weight on illegal (down, then up) turns. `illegal_weight(ud)` measures an orientation.
+    /// Candidates per component: the lowest-id switch of every class of switches alike in
+    /// (eccentricity, attached CAs, degree), most central classes first, at most
+    /// [`ROOT_CANDIDATES`]; ties go to the more central, then lower id. On symmetric fabrics
+    /// (tori) this is one candidate; on fat trees one per level.
+    pub fn fitted(
+        g: &SwitchGraph,
+        dist: &SwitchDistances,
+        illegal_weight: impl Fn(&UpDown) -> u64,
+    ) -> Self {
+        let ns = g.num_switches();
+        let ecc = eccentricities(g, dist);
+        let comp = crate::dfsssp::cdg::components(g);
+        let mut roots = central_roots(g, dist);
+        for (k, root) in roots.clone().into_iter().enumerate() {
+            let mut classes: Vec<(u16, u32, u32, u32)> = (0..ns as u32)
+                .filter(|&s| comp[s as usize] as usize == k)
+                .map(|s| {
+                    let deg = g.out_channels(s).len() as u32;
+                    (ecc[s as usize], g.terminal_count[s as usize], deg, s)
+                })
+                .collect();
+            classes.sort_unstable();
+            classes.dedup_by_key(|c| (c.0, c.1, c.2));
+            let mut best = (u64::MAX, root);
+            for &(_, _, _, cand) in classes.iter().take(ROOT_CANDIDATES) {
+                roots[k] = cand;
+                let w = illegal_weight(&UpDown::with_roots(g, &roots));
+                if w < best.0 {
+                    best = (w, cand);
+                }
+            }
+            roots[k] = best.1;
+        }
+        UpDown::with_roots(g, &roots)
+    }
+
+    /// The channels in an order in which every legal turn goes forward (up channels by
+    /// decreasing rank of their tail, then down channels by increasing rank): a topological
+    /// order of the dependency graph of any set of Up*/Down* routes.
+    pub fn legal_order(&self, g: &SwitchGraph) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..g.num_channels() as u32).collect();
+        order.sort_unstable_by_key(|&c| {
+            let r = self.rank[g.chan_tail[c as usize] as usize];
+            if self.is_up(g, c) {
+                (0u8, u32::MAX - r, c)
+            } else {
+                (1u8, r, c)
+            }
+        });
+        order
+    }
+
+    /// Whether the turn `c1 -> c2` may occur on a legal route (it is not down, then up).
+    #[inline]
+    pub fn legal_turn(&self, g: &SwitchGraph, c1: u32, c2: u32) -> bool {
+        self.is_up(g, c1) || !self.is_up(g, c2)
+    }
 }
 
 /// Builds balanced Up*/Down* destination trees, reusing buffers across destinations.

@@ -5,7 +5,10 @@
 //! with `ord[a] < ord[b]` is free; otherwise a forward search from `b` bounded by `ord[a]` either
 //! reaches `a` (the edge would close a cycle and is refused) or, together with a backward search
 //! from `a` bounded by `ord[b]`, gives the few channels whose positions are permuted. Work is
-//! proportional to the affected region of the order, not to the whole graph.
+//! proportional to the affected region of the order, not to the whole graph. Each search stops
+//! after `limit` channels and then refuses the edge: refusing is always safe (the caller routes
+//! the path elsewhere), and it bounds the cost of checks that would almost surely fail anyway
+//! (an illegal turn into a layer full of Up*/Down* routes on a large fat tree).
 
 use crate::fabric::SwitchGraph;
 
@@ -48,8 +51,20 @@ impl DynTopo {
         DynTopo { ord }
     }
 
+    /// Whether every edge with a non-zero count goes forward in this order.
+    pub fn fits(&self, g: &SwitchGraph, ei: &EdgeIndex, counts: &[u32]) -> bool {
+        (0..g.num_channels() as u32).all(|c| {
+            let b = ei.base[c as usize];
+            (0..ei.degree(c)).all(|slot| {
+                counts[(b + slot) as usize] == 0
+                    || self.ord[c as usize] < self.ord[ei.target(g, c, slot) as usize]
+            })
+        })
+    }
+
     /// Makes room for the new edge `a -> b` (not yet counted in `counts`) in the order, or returns
-    /// `false` when the layer already has a path `b ->* a`, i.e. the edge would close a cycle.
+    /// `false` when the layer already has a path `b ->* a`, i.e. the edge would close a cycle (or
+    /// when a search would visit more than `limit` channels).
     pub fn try_insert(
         &mut self,
         g: &SwitchGraph,
@@ -58,6 +73,7 @@ impl DynTopo {
         sc: &mut TopoScratch,
         a: u32,
         b: u32,
+        limit: usize,
     ) -> bool {
         let (oa, ob) = (self.ord[a as usize], self.ord[b as usize]);
         if oa < ob {
@@ -88,6 +104,10 @@ impl DynTopo {
                     sc.mark[y as usize] = true;
                     sc.fwd.push(y);
                     sc.stack.push(y);
+                    if sc.fwd.len() > limit {
+                        cycle = true; // too far to tell: refuse
+                        break 'f;
+                    }
                 }
             }
         }
@@ -103,7 +123,8 @@ impl DynTopo {
         sc.stack.push(a);
         sc.mark[a as usize] = true;
         sc.bwd.push(a);
-        while let Some(x) = sc.stack.pop() {
+        let mut too_far = false;
+        'b: while let Some(x) = sc.stack.pop() {
             let t = g.chan_tail[x as usize];
             let off = x - g.out_start[t as usize];
             for &p in g.in_channels(t) {
@@ -114,8 +135,18 @@ impl DynTopo {
                     sc.mark[p as usize] = true;
                     sc.bwd.push(p);
                     sc.stack.push(p);
+                    if sc.bwd.len() > limit {
+                        too_far = true;
+                        break 'b;
+                    }
                 }
             }
+        }
+        if too_far {
+            for &x in sc.fwd.iter().chain(sc.bwd.iter()) {
+                sc.mark[x as usize] = false;
+            }
+            return false;
         }
         // Reorder: the backward set, then the forward set, each in its old relative order, into
         // the union of their old positions.

@@ -28,6 +28,12 @@ use crate::updown::{UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, DestTree, EdgeIndex};
 use super::dyntopo::{DynTopo, TopoScratch};
+
+/// How many channels an incremental cycle check may visit before it refuses the edge: small in
+/// the escape layer, where an illegal turn almost always closes a cycle with the Up*/Down* routes
+/// it holds (and a refusal merely keeps a path on Up*/Down*), larger elsewhere.
+const ESCAPE_SEARCH_LIMIT: usize = 64;
+const SEARCH_LIMIT: usize = 1024;
 use super::{fault_error, DfssspError};
 
 pub(crate) struct EscapeCtx<'a> {
@@ -79,25 +85,55 @@ pub(crate) fn run(
     let prio_from = esc_layer.max(1);
     let col = |di: usize| &cols[di * ns..(di + 1) * ns];
 
-    // Which destinations overflow, and by how many paths (the reclaim order).
+    // Which destinations overflow, and by how many paths (the settling order); row by row.
     let mut esc = vec![false; nd];
     let mut prio = vec![0u32; nd];
-    for (di, d) in g.dests.iter().enumerate() {
-        if d.switch == NONE {
-            continue;
-        }
-        for s in 0..ns as u32 {
-            let l = layers.get(s, d.lid);
-            esc[di] |= l >= esc_layer;
-            prio[di] += u32::from(l >= prio_from);
+    for s in 0..ns as u32 {
+        let row = layers.row(s);
+        for (di, d) in g.dests.iter().enumerate() {
+            if d.switch != NONE {
+                let l = row[usize::from(d.lid)];
+                esc[di] |= l >= esc_layer;
+                prio[di] += u32::from(l >= prio_from);
+            }
         }
     }
+
+    // The orientation under which SSSP's dependencies (all layers of cycle breaking together)
+    // weigh least on illegal turns, so that as many SSSP routes as possible are Up*/Down* too.
+    let ud = {
+        let mut total = vec![0u64; ei.num_edges()];
+        for cnt in &counts {
+            for (t, &c) in total.iter_mut().zip(cnt) {
+                *t += u64::from(c);
+            }
+        }
+        UpDown::fitted(g, ctx.dist, |ud| {
+            let mut w = 0u64;
+            for c1 in 0..g.num_channels() as u32 {
+                if ud.is_up(g, c1) {
+                    continue;
+                }
+                let b = ei.base[c1 as usize];
+                for slot in 0..ei.degree(c1) {
+                    if ud.is_up(g, ei.target(g, c1, slot)) {
+                        w += total[(b + slot) as usize];
+                    }
+                }
+            }
+            w
+        })
+    };
 
     // Without settling, the escape destinations' paths leave the kept layers; with it, their
     // paths that fit stay where cycle breaking put them and settling starts from there.
     counts.truncate(e);
+    counts.push(vec![0; ei.num_edges()]);
     let mut tree = DestTree::new(ns);
     let mut load = vec![0u64; g.num_channels()];
+    let mut sssp_legal = vec![false; nd];
+    // The Up*/Down* port of every switch per escape destination, for settling.
+    let mut ud_cols = vec![NO_PATH; nd * ns];
     for (di, d) in g.dests.iter().enumerate() {
         if d.switch == NONE {
             continue;
@@ -105,6 +141,18 @@ pub(crate) fn run(
         let c = col(di);
         tree.build_from_ports(g, d, |s| c[s as usize], ctx.comp)
             .map_err(|f| fault_error(g, d.lid, f))?;
+        // An escape destination whose SSSP routes are all legal Up*/Down* routes keeps them as
+        // its escape routes.
+        sssp_legal[di] = esc[di]
+            && ctx.reclaim
+            && tree.order[1..].iter().all(|&s| {
+                let p = tree.parent(g, s);
+                p == d.switch || ud.legal_turn(g, tree.next[s as usize], tree.next[p as usize])
+            });
+        if sssp_legal[di] {
+            tree.apply(g, ei, &mut counts[e], |s| weight[s as usize], true);
+            ud_cols[di * ns..(di + 1) * ns].copy_from_slice(c);
+        }
         if esc[di] && !ctx.reclaim {
             let mut mask = 0u32;
             for &s in &tree.order {
@@ -131,7 +179,7 @@ pub(crate) fn run(
                     );
                 }
             }
-        } else if !esc[di] {
+        } else if !esc[di] || sssp_legal[di] {
             // Loads of the routes that stay, so escape trees balance against them as SSSP does.
             for &s in &tree.order {
                 tree.sub[s as usize] = g.terminal_count[s as usize];
@@ -144,10 +192,8 @@ pub(crate) fn run(
             }
         }
     }
-    counts.push(vec![0; ei.num_edges()]);
 
     // Up*/Down* trees for the escape destinations, all their paths on the escape layer.
-    let ud = UpDown::new(g, ctx.dist);
     let mut out = EscapeOutcome {
         roots: ud.roots.clone(),
         ..Default::default()
@@ -156,35 +202,58 @@ pub(crate) fn run(
     bal.load.copy_from_slice(&load);
     let mut router = UpDownRouter::new(g, &ud);
     let phase_a = layers.clone();
-    // The Up*/Down* port of every switch per escape destination, for settling.
-    let mut ud_cols = vec![NO_PATH; nd * ns];
     for di in routing_order(g) {
         let di = di as usize;
         if !esc[di] {
             continue;
         }
         out.initial += 1;
+        if sssp_legal[di] {
+            continue; // its SSSP routes are its Up*/Down* routes, counted above
+        }
         let d = g.dests[di];
         let next = router.route_dest(&mut bal, &d, &mut routing.lft, &mut routing.hops);
+        let row = &mut ud_cols[di * ns..(di + 1) * ns];
+        for (s, (&c, p)) in next.iter().zip(row.iter_mut()).enumerate() {
+            *p = if s as u32 == d.switch {
+                d.exit_port
+            } else if c == NONE {
+                NO_PATH
+            } else {
+                g.chan_port[c as usize]
+            };
+        }
         tree.next.copy_from_slice(next);
         tree.link(g, d.switch)
             .map_err(|f| internal(format!("Up*/Down* tree for LID {} broken: {f:?}", d.lid)))?;
         tree.apply(g, ei, &mut counts[e], |s| weight[s as usize], true);
-        for s in 0..ns as u32 {
-            layers.set(s, d.lid, esc_layer);
-            ud_cols[di * ns + s as usize] = routing.lft.port(s, d.lid);
+    }
+    let esc_lids: Vec<usize> = (0..nd)
+        .filter(|&di| esc[di])
+        .map(|di| usize::from(g.dests[di].lid))
+        .collect();
+    for row in layers.rows_mut() {
+        for &lid in &esc_lids {
+            row[lid] = esc_layer;
         }
     }
 
     if ctx.reclaim {
-        let mut st = Settler::new(ctx, &mut counts, esc_layer, &ud_cols)?;
+        let mut st = Settler::new(ctx, &mut counts, esc_layer, &ud_cols, ud.legal_order(g))?;
         let mut cand: Vec<usize> = (0..nd).filter(|&di| esc[di]).collect();
         cand.sort_by_key(|&di| (prio[di], g.dests[di].lid));
         for &di in &cand {
-            st.settle(di, routing, layers, &phase_a)?;
+            // Legal SSSP routes are their own escape routes, in the escape layer already.
+            if !sssp_legal[di] {
+                st.settle(di, routing, layers, &phase_a)?;
+            }
         }
         for &di in &cand {
-            st.account(di, routing, &mut out)?;
+            if sssp_legal[di] {
+                out.reclaimed += 1;
+            } else {
+                st.account(di, routing, &mut out)?;
+            }
         }
     } else {
         // Every overflowing destination stays on pure Up*/Down*.
@@ -238,11 +307,21 @@ impl<'a, 'c> Settler<'a, 'c> {
         counts: &'c mut [Vec<u32>],
         esc_layer: u8,
         ud_cols: &'a [u8],
+        legal_order: Vec<u32>,
     ) -> Result<Self, DfssspError> {
         let (g, ei) = (ctx.g, ctx.ei);
         let ns = g.num_switches();
         let mut topo = Vec::with_capacity(counts.len());
         for (l, cnt) in counts.iter().enumerate() {
+            if l == usize::from(esc_layer) {
+                // Only Up*/Down* routes so far, so this order fits (checked: it is cheap), and
+                // every legal turn added later inserts without a search.
+                let t = DynTopo::from_order(&legal_order);
+                if t.fits(g, ei, cnt) {
+                    topo.push(t);
+                    continue;
+                }
+            }
             let order = topological_order(g, ei, cnt)
                 .ok_or_else(|| internal(format!("layer {l} has a cycle before settling")))?;
             topo.push(DynTopo::from_order(&order));
@@ -395,6 +474,11 @@ impl<'a, 'c> Settler<'a, 'c> {
                         &mut self.sc,
                         &mut self.refused[lu],
                         self.round,
+                        if l == esc_layer {
+                            ESCAPE_SEARCH_LIMIT
+                        } else {
+                            SEARCH_LIMIT
+                        },
                     ) {
                         self.pl[su] = l;
                         self.is_placed[su] = true;
@@ -518,6 +602,7 @@ fn try_add_path(
     sc: &mut TopoScratch,
     refused: &mut [u32],
     round: u32,
+    limit: usize,
 ) -> bool {
     // Cheap pass first: an edge refused earlier in this round sinks the path at once.
     if !path_edges(g, ei, t, s, |_, _, e| counts[e] > 0 || refused[e] != round) {
@@ -525,7 +610,7 @@ fn try_add_path(
     }
     let mut added = 0usize;
     let ok = path_edges(g, ei, t, s, |c1, c2, e| {
-        if counts[e] == 0 && !topo.try_insert(g, ei, counts, sc, c1, c2) {
+        if counts[e] == 0 && !topo.try_insert(g, ei, counts, sc, c1, c2, limit) {
             refused[e] = round;
             return false;
         }

@@ -574,7 +574,7 @@ fn dynamic_topological_order_matches_brute_force() {
         counts[e] = 1;
         let cyclic = topological_order(&g, &ei, &counts).is_none();
         counts[e] = 0;
-        let ok = topo.try_insert(&g, &ei, &counts, &mut sc, c1, c2);
+        let ok = topo.try_insert(&g, &ei, &counts, &mut sc, c1, c2, usize::MAX);
         assert_eq!(ok, !cyclic);
         if ok {
             counts[e] = 1;
