@@ -65,6 +65,7 @@ impl DynTopo {
     /// Makes room for the new edge `a -> b` (not yet counted in `counts`) in the order, or returns
     /// `false` when the layer already has a path `b ->* a`, i.e. the edge would close a cycle (or
     /// when a search would visit more than `limit` channels).
+    #[allow(clippy::too_many_arguments)]
     pub fn try_insert(
         &mut self,
         g: &SwitchGraph,

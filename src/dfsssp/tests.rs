@@ -667,7 +667,7 @@ fn generated_fabrics_with_budgets_1_2_4() {
         let f = crate::topo::by_name(spec).unwrap();
         for budget in [1, 2, 4] {
             let (g, _, _, rep) = run(&f, budget);
-            if rep.dfsssp_layers_needed.map_or(false, |n| n <= budget) {
+            if rep.dfsssp_layers_needed.is_some_and(|n| n <= budget) {
                 assert_eq!(rep.escape_layer, None, "{spec}");
                 assert_eq!(rep.minimal_fraction, 1.0, "{spec}");
             } else {
