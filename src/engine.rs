@@ -12,6 +12,7 @@ use thiserror::Error;
 
 use crate::dfsssp::{self, DfssspError, DfssspOptions, LayerReport};
 use crate::fabric::{Fabric, FabricError, SwitchGraph};
+use crate::lid::multipath;
 use crate::metrics::{self, Metrics, MetricsOptions};
 use crate::routing::Routing;
 use crate::sssp::{self, SwitchDistances};
@@ -64,6 +65,9 @@ pub struct EngineConfig {
     /// (0 skips the metric).
     pub bisection_patterns: u32,
     pub seed: u64,
+    /// With LMC > 0 on some port: choose alternative paths per source and realise them on the
+    /// port's LIDs with color/L ([`crate::lid::multipath`]) instead of one SSSP tree per LID.
+    pub multipath: bool,
 }
 
 impl EngineConfig {
@@ -74,6 +78,7 @@ impl EngineConfig {
             qos: true,
             bisection_patterns: 0,
             seed: 1,
+            multipath: true,
         }
     }
 
@@ -105,6 +110,8 @@ pub enum EngineError {
     Deadlock(#[from] DfssspError),
     #[error("routing failed verification, nothing uploaded: {0}")]
     Verification(String),
+    #[error("multipath LID assignment failed: {0}")]
+    Multipath(#[from] crate::lid::LidError),
 }
 
 pub struct EngineOutput {
@@ -159,7 +166,16 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     ));
 
     let dist = SwitchDistances::new(&graph);
-    let mut routing = sssp::route_with_distances(&graph, &dist);
+    let mut routing = if cfg.multipath && fabric.endpoints.iter().any(|e| e.lmc > 0) {
+        let opts = multipath::MultipathOptions::default();
+        let (r, mp) = multipath::route_with_distances(&graph, &dist, &opts)?;
+        for line in mp.log_lines() {
+            log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
+        }
+        r
+    } else {
+        sssp::route_with_distances(&graph, &dist)
+    };
     let mut layer_report = None;
     if cfg.kind == EngineKind::Dfsssp {
         let budget = cfg.layer_budget().min(dfsssp::MAX_LAYERS);

@@ -22,7 +22,7 @@ use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
 
 /// Weight of sharing one channel with a sibling LID; larger than any possible sum of loads along
 /// a path (loads are route counts, at most 2^32 per channel in practice, paths < 256 channels).
-const SIBLING_PENALTY: u64 = 1 << 44;
+pub(crate) const SIBLING_PENALTY: u64 = 1 << 44;
 
 /// State of a balanced routing in progress: the load of every channel and reusable per-destination
 /// buffers. Other DAG-constrained routings (Up*/Down* escape routes) reuse it through
@@ -161,15 +161,21 @@ impl Balancer {
 /// `cands[cand_start[i-1]..cand_start[i]]`). Built once per destination switch and shared by all
 /// the LIDs behind it.
 #[derive(Default)]
-struct MinimalDag {
-    to: u32,
-    order: Vec<u32>,
-    cand_start: Vec<u32>,
-    cands: Vec<u32>,
+pub(crate) struct MinimalDag {
+    pub(crate) to: u32,
+    pub(crate) order: Vec<u32>,
+    pub(crate) cand_start: Vec<u32>,
+    pub(crate) cands: Vec<u32>,
 }
 
 impl MinimalDag {
-    fn build(&mut self, g: &SwitchGraph, to_switch: u32, to: &[u16], counts: &mut Vec<u32>) {
+    pub(crate) fn build(
+        &mut self,
+        g: &SwitchGraph,
+        to_switch: u32,
+        to: &[u16],
+        counts: &mut Vec<u32>,
+    ) {
         self.to = to_switch;
         order_by_distance(to, &mut self.order, counts);
         self.cand_start.clear();

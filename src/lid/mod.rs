@@ -15,6 +15,7 @@
 //!   [`study::run_study`] as the entry point.
 
 pub mod assign;
+pub mod multipath;
 pub mod routes;
 pub mod study;
 
