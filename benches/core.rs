@@ -4,7 +4,8 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use dfsssp_rs::fabric::{Fabric, SwitchGraph};
-use dfsssp_rs::{sssp, topo, verify};
+use dfsssp_rs::metrics::{self, BisectionSpec};
+use dfsssp_rs::{dfsssp, sssp, topo, verify};
 
 /// (label, spec): fat trees at ~1k, ~6k, ~12k CAs, and a torus that needs several layers.
 const FABRICS: &[(&str, &str)] = &[
@@ -32,6 +33,38 @@ fn benches(c: &mut Criterion) {
     for (label, _, g) in &all {
         group.bench_with_input(BenchmarkId::from_parameter(label), g, |b, g| {
             b.iter(|| sssp::route(g))
+        });
+    }
+    group.finish();
+
+    // Deadlock removal (CDG construction, cycle breaking, escape when needed) with 8 lanes and
+    // with 1 (OpenSM without QoS), from the same SSSP routes each iteration.
+    for budget in [8u8, 1] {
+        let mut group = c.benchmark_group(format!("dfsssp-{budget}-lanes"));
+        group.sample_size(10);
+        for (label, _, g) in &all {
+            let r = sssp::route(g);
+            group.bench_with_input(BenchmarkId::from_parameter(label), g, |b, g| {
+                b.iter_batched(
+                    || r.clone(),
+                    |mut r| {
+                        dfsssp::make_deadlock_free(g, &mut r, budget).map(|rep| rep.layers_used)
+                    },
+                    criterion::BatchSize::LargeInput,
+                )
+            });
+        }
+        group.finish();
+    }
+
+    let mut group = c.benchmark_group("lambda-1000");
+    group.sample_size(10);
+    for (label, _, g) in &all {
+        let r = sssp::route(g);
+        group.bench_with_input(BenchmarkId::from_parameter(label), g, |b, g| {
+            b.iter(|| {
+                metrics::effective_bisection_bandwidth(g, &r.lft, &BisectionSpec::new(1000, 1))
+            })
         });
     }
     group.finish();

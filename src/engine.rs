@@ -225,7 +225,10 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     stats.verify_time = verify_start.elapsed();
     if let Some(v) = &verified {
         stats.unreachable = v.unreachable;
-        log.push((LogLevel::Info, format!("{}: verified: {}", cfg.kind, v.summary())));
+        log.push((
+            LogLevel::Info,
+            format!("{}: verified: {}", cfg.kind, v.summary()),
+        ));
     }
     if stats.unreachable > 0 {
         log.push((
@@ -255,10 +258,21 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         };
         let m = metrics::compute_named(fabric, &graph, &routing, &opts)
             .map_err(|e| EngineError::Verification(e.to_string()))?;
-        log.push((LogLevel::Info, format!("{}: metrics: {}", cfg.kind, m.summary())));
+        log.push((
+            LogLevel::Info,
+            format!("{}: metrics: {}", cfg.kind, m.summary()),
+        ));
         Some(m)
     } else {
         None
     };
-    Ok(EngineOutput { graph, routing, log, stats, layer_report, verified, metrics })
+    Ok(EngineOutput {
+        graph,
+        routing,
+        log,
+        stats,
+        layer_report,
+        verified,
+        metrics,
+    })
 }

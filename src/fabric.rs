@@ -81,17 +81,35 @@ impl Endpoint {
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum FabricError {
     #[error("node {node}: port {port} out of range (node has {num_ports} ports)")]
-    PortOutOfRange { node: String, port: u8, num_ports: u8 },
+    PortOutOfRange {
+        node: String,
+        port: u8,
+        num_ports: u8,
+    },
     #[error("node {node} port {port} is linked twice")]
     PortLinkedTwice { node: String, port: u8 },
     #[error("node {node}: port {port} is linked to itself")]
     SelfLink { node: String, port: u8 },
     #[error("duplicate node GUID 0x{guid:016x} ({first} and {second})")]
-    DuplicateGuid { guid: u64, first: String, second: String },
+    DuplicateGuid {
+        guid: u64,
+        first: String,
+        second: String,
+    },
     #[error("node {node} port {port}: LID {lid} with LMC {lmc} is invalid ({why})")]
-    InvalidLid { node: String, port: u8, lid: u16, lmc: u8, why: &'static str },
+    InvalidLid {
+        node: String,
+        port: u8,
+        lid: u16,
+        lmc: u8,
+        why: &'static str,
+    },
     #[error("LID {lid} is owned by both {first} and {second}")]
-    LidConflict { lid: u32, first: String, second: String },
+    LidConflict {
+        lid: u32,
+        first: String,
+        second: String,
+    },
     #[error("node {node} port {port} has two LID assignments")]
     LidAssignedTwice { node: String, port: u8 },
     #[error("switch {node} has no LID on port 0")]
@@ -131,7 +149,10 @@ impl Fabric {
     }
 
     pub fn switch_count(&self) -> usize {
-        self.nodes.iter().filter(|n| n.kind == NodeKind::Switch).count()
+        self.nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Switch)
+            .count()
     }
 
     /// Number of CA and router nodes.
@@ -167,7 +188,12 @@ impl FabricBuilder {
         num_ports: u8,
         description: impl Into<String>,
     ) -> Result<u32, FabricError> {
-        let node = Node { guid, kind, description: description.into(), num_ports };
+        let node = Node {
+            guid,
+            kind,
+            description: description.into(),
+            num_ports,
+        };
         let idx = self.fabric.nodes.len() as u32;
         if let Some(&first) = self.guid_index.get(&guid) {
             return Err(FabricError::DuplicateGuid {
@@ -190,7 +216,11 @@ impl FabricBuilder {
     }
 
     fn check_port(&self, p: PortRef, allow_zero: bool) -> Result<(), FabricError> {
-        let n = self.fabric.nodes.get(p.node as usize).ok_or(FabricError::NoSuchNode(p.node))?;
+        let n = self
+            .fabric
+            .nodes
+            .get(p.node as usize)
+            .ok_or(FabricError::NoSuchNode(p.node))?;
         let ok = (p.port >= 1 || allow_zero) && p.port <= n.num_ports;
         if ok {
             Ok(())
@@ -208,7 +238,10 @@ impl FabricBuilder {
         self.check_port(a, false)?;
         self.check_port(b, false)?;
         if a == b {
-            return Err(FabricError::SelfLink { node: self.fabric.node_name(a.node), port: a.port });
+            return Err(FabricError::SelfLink {
+                node: self.fabric.node_name(a.node),
+                port: a.port,
+            });
         }
         self.fabric.links.push(Link { a, b });
         Ok(())
@@ -225,7 +258,10 @@ impl FabricBuilder {
         self.check_port(at, true)?;
         let n = &self.fabric.nodes[at.node as usize];
         if at.port == 0 && n.kind != NodeKind::Switch {
-            return Err(FabricError::PortZeroOnNonSwitch { node: node_label(n), kind: n.kind });
+            return Err(FabricError::PortZeroOnNonSwitch {
+                node: node_label(n),
+                kind: n.kind,
+            });
         }
         let bad = |why| FabricError::InvalidLid {
             node: node_label(n),
@@ -263,16 +299,25 @@ impl FabricBuilder {
         for l in &f.links {
             for p in [l.a, l.b] {
                 if used.insert(p, ()).is_some() {
-                    return Err(FabricError::PortLinkedTwice { node: f.node_name(p.node), port: p.port });
+                    return Err(FabricError::PortLinkedTwice {
+                        node: f.node_name(p.node),
+                        port: p.port,
+                    });
                 }
             }
         }
         let mut owner: HashMap<u32, usize> = HashMap::new();
         let mut port_seen: HashMap<PortRef, ()> = HashMap::new();
         for (i, e) in f.endpoints.iter().enumerate() {
-            let at = PortRef { node: e.node, port: e.port };
+            let at = PortRef {
+                node: e.node,
+                port: e.port,
+            };
             if port_seen.insert(at, ()).is_some() {
-                return Err(FabricError::LidAssignedTwice { node: f.node_name(e.node), port: e.port });
+                return Err(FabricError::LidAssignedTwice {
+                    node: f.node_name(e.node),
+                    port: e.port,
+                });
             }
             for lid in e.lids() {
                 if let Some(&j) = owner.get(&lid) {
@@ -288,9 +333,14 @@ impl FabricBuilder {
         }
         for (i, n) in f.nodes.iter().enumerate() {
             if n.kind == NodeKind::Switch
-                && !f.endpoints.iter().any(|e| e.node == i as u32 && e.port == 0)
+                && !f
+                    .endpoints
+                    .iter()
+                    .any(|e| e.node == i as u32 && e.port == 0)
             {
-                return Err(FabricError::SwitchWithoutLid { node: node_label(n) });
+                return Err(FabricError::SwitchWithoutLid {
+                    node: node_label(n),
+                });
             }
         }
         Ok(f)
@@ -374,7 +424,10 @@ impl SwitchGraph {
         for l in &f.links {
             remote.insert(l.a, l.b);
             remote.insert(l.b, l.a);
-            let (sa, sb) = (node_switch[l.a.node as usize], node_switch[l.b.node as usize]);
+            let (sa, sb) = (
+                node_switch[l.a.node as usize],
+                node_switch[l.b.node as usize],
+            );
             if sa != NONE && sb != NONE {
                 raw.push((sa, l.a.port, sb, l.b.port));
                 raw.push((sb, l.b.port, sa, l.a.port));
@@ -401,10 +454,14 @@ impl SwitchGraph {
         }
         let mut port_chan = vec![NONE; port_base[ns] as usize];
         for c in 0..nc {
-            port_chan[(port_base[chan_tail[c] as usize] + u32::from(chan_port[c])) as usize] = c as u32;
+            port_chan[(port_base[chan_tail[c] as usize] + u32::from(chan_port[c])) as usize] =
+                c as u32;
         }
         let chan_reverse: Vec<u32> = (0..nc)
-            .map(|c| port_chan[(port_base[chan_head[c] as usize] + u32::from(chan_head_port[c])) as usize])
+            .map(|c| {
+                port_chan
+                    [(port_base[chan_head[c] as usize] + u32::from(chan_head_port[c])) as usize]
+            })
             .collect();
 
         let mut in_start = vec![0u32; ns + 1];
@@ -429,8 +486,13 @@ impl SwitchGraph {
             let (sw, exit) = if node_switch[e.node as usize] != NONE && e.port == 0 {
                 (node_switch[e.node as usize], 0u8)
             } else {
-                match remote.get(&PortRef { node: e.node, port: e.port }) {
-                    Some(r) if node_switch[r.node as usize] != NONE => (node_switch[r.node as usize], r.port),
+                match remote.get(&PortRef {
+                    node: e.node,
+                    port: e.port,
+                }) {
+                    Some(r) if node_switch[r.node as usize] != NONE => {
+                        (node_switch[r.node as usize], r.port)
+                    }
                     _ => (NONE, 0),
                 }
             };
@@ -544,14 +606,22 @@ mod tests {
         let s1 = b.add_node(NodeKind::Switch, 0x11, 8, "sw1").unwrap();
         let c0 = b.add_node(NodeKind::Ca, 0x20, 1, "ca0").unwrap();
         let c1 = b.add_node(NodeKind::Ca, 0x21, 1, "ca1").unwrap();
-        b.link(PortRef { node: s0, port: 1 }, PortRef { node: s1, port: 1 }).unwrap();
-        b.link(PortRef { node: s0, port: 2 }, PortRef { node: s1, port: 2 }).unwrap();
-        b.link(PortRef { node: c0, port: 1 }, PortRef { node: s0, port: 5 }).unwrap();
-        b.link(PortRef { node: c1, port: 1 }, PortRef { node: s1, port: 7 }).unwrap();
-        b.set_lid(PortRef { node: s0, port: 0 }, 0x10, 1, 0).unwrap();
-        b.set_lid(PortRef { node: s1, port: 0 }, 0x11, 2, 0).unwrap();
-        b.set_lid(PortRef { node: c0, port: 1 }, 0x20, 4, 1).unwrap();
-        b.set_lid(PortRef { node: c1, port: 1 }, 0x21, 6, 1).unwrap();
+        b.link(PortRef { node: s0, port: 1 }, PortRef { node: s1, port: 1 })
+            .unwrap();
+        b.link(PortRef { node: s0, port: 2 }, PortRef { node: s1, port: 2 })
+            .unwrap();
+        b.link(PortRef { node: c0, port: 1 }, PortRef { node: s0, port: 5 })
+            .unwrap();
+        b.link(PortRef { node: c1, port: 1 }, PortRef { node: s1, port: 7 })
+            .unwrap();
+        b.set_lid(PortRef { node: s0, port: 0 }, 0x10, 1, 0)
+            .unwrap();
+        b.set_lid(PortRef { node: s1, port: 0 }, 0x11, 2, 0)
+            .unwrap();
+        b.set_lid(PortRef { node: c0, port: 1 }, 0x20, 4, 1)
+            .unwrap();
+        b.set_lid(PortRef { node: c1, port: 1 }, 0x21, 6, 1)
+            .unwrap();
         b.build().unwrap()
     }
 
@@ -583,23 +653,36 @@ mod tests {
         let mut b = FabricBuilder::new();
         let s = b.add_node(NodeKind::Switch, 0x10, 4, "leaf").unwrap();
         let c = b.add_node(NodeKind::Ca, 0x20, 1, "host").unwrap();
-        let e = b.link(PortRef { node: s, port: 5 }, PortRef { node: c, port: 1 }).unwrap_err();
-        assert!(e.to_string().contains("leaf") && e.to_string().contains("port 5"), "{e}");
+        let e = b
+            .link(PortRef { node: s, port: 5 }, PortRef { node: c, port: 1 })
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("leaf") && e.to_string().contains("port 5"),
+            "{e}"
+        );
         assert!(matches!(
             b.add_node(NodeKind::Ca, 0x20, 1, "again"),
             Err(FabricError::DuplicateGuid { .. })
         ));
-        let e = b.set_lid(PortRef { node: c, port: 1 }, 0x20, 5, 2).unwrap_err();
+        let e = b
+            .set_lid(PortRef { node: c, port: 1 }, 0x20, 5, 2)
+            .unwrap_err();
         assert!(e.to_string().contains("aligned"), "{e}");
         b.set_lid(PortRef { node: c, port: 1 }, 0x20, 4, 0).unwrap();
         b.set_lid(PortRef { node: s, port: 0 }, 0x10, 4, 0).unwrap();
-        assert!(matches!(b.build(), Err(FabricError::LidConflict { lid: 4, .. })));
+        assert!(matches!(
+            b.build(),
+            Err(FabricError::LidConflict { lid: 4, .. })
+        ));
     }
 
     #[test]
     fn switch_needs_a_lid() {
         let mut b = FabricBuilder::new();
         b.add_node(NodeKind::Switch, 0x10, 4, "lonely").unwrap();
-        assert!(matches!(b.build(), Err(FabricError::SwitchWithoutLid { .. })));
+        assert!(matches!(
+            b.build(),
+            Err(FabricError::SwitchWithoutLid { .. })
+        ));
     }
 }

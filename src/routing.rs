@@ -21,7 +21,11 @@ pub struct Lft {
 impl Lft {
     pub fn new(num_switches: usize, max_lid: u16) -> Self {
         let stride = usize::from(max_lid) + 1;
-        Lft { max_lid, num_switches, ports: vec![NO_PATH; num_switches * stride] }
+        Lft {
+            max_lid,
+            num_switches,
+            ports: vec![NO_PATH; num_switches * stride],
+        }
     }
 
     #[inline]
@@ -72,7 +76,10 @@ pub struct SwitchLidTable {
 impl SwitchLidTable {
     pub fn new(num_switches: usize, max_lid: u16, fill: u8) -> Self {
         let stride = usize::from(max_lid) + 1;
-        SwitchLidTable { stride, values: vec![fill; num_switches * stride] }
+        SwitchLidTable {
+            stride,
+            values: vec![fill; num_switches * stride],
+        }
     }
 
     #[inline]
@@ -145,7 +152,9 @@ pub fn walk(
     lid: u16,
     mut on_channel: impl FnMut(u32),
 ) -> WalkEnd {
-    let Some(d) = g.dest_of_lid(lid) else { return WalkEnd::UnknownLid };
+    let Some(d) = g.dest_of_lid(lid) else {
+        return WalkEnd::UnknownLid;
+    };
     if d.switch == NONE || lid > lft.max_lid {
         return WalkEnd::UnknownLid;
     }

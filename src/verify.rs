@@ -1373,7 +1373,10 @@ mod perf {
         let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
         // Fields after the command name (which may hold spaces) start after the last ')'.
         let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-        let f: Vec<f64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0.0)).collect();
+        let f: Vec<f64> = rest
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(0.0))
+            .collect();
         (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
     }
 
