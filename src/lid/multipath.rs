@@ -43,6 +43,12 @@ pub struct MultipathOptions {
     pub max_lids: Option<u32>,
     /// Keep every port's paths and LID assignment in the stats (tests, diagnostics).
     pub keep_paths: bool,
+    /// Balance the base LIDs' routes on their own too (traffic that ignores LMC uses only base
+    /// LIDs). Without it, the rank-0 trees are balanced against the load of all LIDs only, which
+    /// on fat trees lines every source's base routes up on one spine (measured: Λ to base LIDs
+    /// halves) but happens to align LID offsets with uplinks (Λ with sources spread over the LIDs
+    /// rises); see `lambda_multipath_vs_sssp`.
+    pub balance_base: bool,
 }
 
 impl Default for MultipathOptions {
@@ -51,6 +57,7 @@ impl Default for MultipathOptions {
             heuristic: Heuristic::ColorL,
             max_lids: None,
             keep_paths: false,
+            balance_base: true,
         }
     }
 }
@@ -167,6 +174,11 @@ pub fn route(
 /// Per-destination scratch, reused across ports.
 struct Scratch {
     load: Vec<u64>,
+    /// Routes to base LIDs only (offset 0) per channel: what traffic that ignores LMC sees.
+    load0: Vec<u64>,
+    /// Weight factor of `load0` in [`Scratch::weight`] (the LIDs of the port being routed - 1),
+    /// nonzero while choosing the base LID's routes, so that base LIDs alone stay balanced too.
+    base_bias: u64,
     /// Sibling uses of a channel: by the current source's alternatives (selection), then by the
     /// port's LIDs already written (forwarding).
     pen: Vec<u32>,
@@ -188,7 +200,9 @@ struct Scratch {
 
 impl Scratch {
     fn weight(&self, c: u32) -> u64 {
-        self.load[c as usize] + u64::from(self.pen[c as usize]) * SIBLING_PENALTY
+        self.load[c as usize]
+            + self.base_bias * self.load0[c as usize]
+            + u64::from(self.pen[c as usize]) * SIBLING_PENALTY
     }
 
     fn penalize(&mut self, c: u32) {
@@ -284,7 +298,7 @@ impl Scratch {
     }
 
     /// Adds the routes of the tree in `next` (every switch's CAs send one route) to the loads.
-    fn add_tree_load(&mut self, g: &SwitchGraph, order: &[u32]) {
+    fn add_tree_load(&mut self, g: &SwitchGraph, order: &[u32], base: bool) {
         for &s in order {
             self.flow[s as usize] = u64::from(g.terminal_count[s as usize]);
         }
@@ -293,6 +307,9 @@ impl Scratch {
             if c != NONE {
                 let f = self.flow[s as usize];
                 self.load[c as usize] += f;
+                if base {
+                    self.load0[c as usize] += f;
+                }
                 self.flow[g.chan_head[c as usize] as usize] += f;
             }
         }
@@ -309,6 +326,8 @@ pub fn route_with_distances(
     let nc = g.num_channels();
     let mut sc = Scratch {
         load: vec![0; nc],
+        load0: vec![0; nc],
+        base_bias: 0,
         pen: vec![0; nc],
         pen_list: Vec::new(),
         prov: Vec::new(),
@@ -358,8 +377,12 @@ pub fn route_with_distances(
                 sc.pos[s as usize] = i as u32;
             }
         }
-        // Rank 0: the port's balanced SSSP tree.
+        // Rank 0: the port's balanced SSSP tree, its base LID's routes unless color/L decides
+        // otherwise.
+        let bias = if opts.balance_base { k as u64 - 1 } else { 0 };
+        sc.base_bias = bias;
         sc.tree(g, &dag);
+        sc.base_bias = 0;
         let lid_confs: Vec<u32>;
         if k > 1 {
             paths.clear();
@@ -419,7 +442,25 @@ pub fn route_with_distances(
             for &p in &packed.kept {
                 kept_paths.push_weighted(paths.path(p), paths.weight(p))?;
             }
-            let lids = packed.lids;
+            let mut lids = packed.lids;
+            // The configuration holding most of the best paths becomes the base LID: traffic
+            // that ignores LMC then takes the balanced rank-0 routes where it can.
+            let mut best_weight = vec![0u64; lids.num_lids as usize];
+            for (i, &p) in packed.kept.iter().enumerate() {
+                if rank[p] == 0 {
+                    best_weight[lids.lid[i] as usize] += u64::from(paths.weight(p));
+                }
+            }
+            let top = (0..best_weight.len())
+                .max_by_key(|&c| (best_weight[c], std::cmp::Reverse(c)))
+                .unwrap_or(0) as u32;
+            for l in &mut lids.lid {
+                if *l == top {
+                    *l = 0;
+                } else if *l == 0 {
+                    *l = top;
+                }
+            }
             let used = lids.num_lids.max(1);
             lid_confs = (0..k as u32).map(|o| o % used).collect();
             // Forwarding entries per LID, from the kept paths of its configuration.
@@ -444,7 +485,9 @@ pub fn route_with_distances(
                         }
                     }
                 }
+                sc.base_bias = if o == 0 { bias } else { 0 };
                 sc.tree(g, &dag);
+                sc.base_bias = 0;
                 write_lid(
                     g,
                     &g.dests[di as usize + o],
@@ -454,7 +497,7 @@ pub fn route_with_distances(
                     &mut rows_port,
                     &mut rows_hops,
                 );
-                sc.add_tree_load(g, &dag.order);
+                sc.add_tree_load(g, &dag.order, o == 0);
                 for &s in dag.order.iter().skip(1) {
                     let c = sc.next[s as usize];
                     if c != NONE {
@@ -483,7 +526,7 @@ pub fn route_with_distances(
                 &mut rows_port,
                 &mut rows_hops,
             );
-            sc.add_tree_load(g, &dag.order);
+            sc.add_tree_load(g, &dag.order, d0.lid_offset == 0);
         }
     }
 
@@ -903,6 +946,11 @@ mod tests {
         ] {
             let g = SwitchGraph::new(&fabric(spec)).unwrap();
             let (mp, st) = route(&g, &MultipathOptions::default()).unwrap();
+            let unb = MultipathOptions {
+                balance_base: false,
+                ..Default::default()
+            };
+            let (mp_unb, _) = route(&g, &unb).unwrap();
             let plain = crate::sssp::route(&g);
             let opts = MetricsOptions {
                 patterns: 1000,
@@ -918,10 +966,12 @@ mod tests {
             let (a, b) = (m(&mp, &opts), m(&plain, &opts));
             let lam = |x: &metrics::Metrics| x.bisection.as_ref().map_or(0.0, |b| b.lambda);
             eprintln!(
-                "{spec}: Λ BySource multipath {:.4} sssp {:.4} | Λ Base multipath {:.4} sssp {:.4} | EFI multipath {} sssp {} | needed {} used {} merged {}",
+                "{spec}: Λ BySource multipath {:.4} (unbalanced base {:.4}) sssp {:.4} | Λ Base multipath {:.4} (unbalanced base {:.4}) sssp {:.4} | EFI multipath {} sssp {} | needed {} used {} merged {}",
                 lam(&a),
+                lam(&m(&mp_unb, &opts)),
                 lam(&b),
                 lam(&m(&mp, &base)),
+                lam(&m(&mp_unb, &base)),
                 lam(&m(&plain, &base)),
                 a.efi.max,
                 b.efi.max,
