@@ -100,13 +100,18 @@ pub struct Sim {
 impl Sim {
     /// Writes `fabric` as an ibsim net file and starts `ibsim -s` on it (links up).
     pub fn start(name: &str, fabric: &Fabric) -> Sim {
+        Self::start_net(name, fabric, &write_net(fabric))
+    }
+
+    /// [`Sim::start`] with the net file's text given (e.g. switches with enhanced port 0).
+    pub fn start_net(name: &str, fabric: &Fabric, net_text: &str) -> Sim {
         require_tools();
         let dir = tempfile::Builder::new()
             .prefix(&format!("dfsssp-e2e-{name}-"))
             .tempdir()
             .expect("tempdir");
         let net = dir.path().join("fabric.net");
-        fs::write(&net, write_net(fabric)).expect("write net file");
+        fs::write(&net, net_text).expect("write net file");
         let sock = format!("dfsssp-{name}-{}", std::process::id());
         let out = fs::File::create(dir.path().join("ibsim.out")).expect("ibsim.out");
         let mut cmd = Command::new("ibsim");
