@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Side by side on one fabric: the stock OpenSM engines and ours, each in a fresh ibsim, same opensm
-# binary, QoS on (-Q). Per engine: the engine OpenSM finally used (a failing engine falls back to
+# binary, QoS on (-Q) unless QOS=0. Per engine: the engine OpenSM finally used (a failing engine falls back to
 # minhop), routing phase (OpenSM's "building routing with" -> "tables configured" at -D 0x47),
 # opensm peak RSS, virtual lanes, Λ of the uploaded tables (dfsssp-rs eval over OpenSM's own dumps),
 # and how many times faster than stock dfsssp the routing phase was.
 #
 #   benches/opensm_engines.sh [SPEC|NET_FILE] [ENGINE ...]
 #   defaults: ktree:18,3   dfsssp sssp minhop nue sssp-rs dfsssp-rs
-# Environment: PATTERNS (bisection patterns for Λ, default 100), KEEP=1 keeps the work directories.
+# Environment: PATTERNS (bisection patterns for Λ, default 100), KEEP=1 keeps the work directories,
+# QOS=0 runs OpenSM without -Q (then OpenSM programs no SL-to-VL tables and dfsssp-rs routes in one
+# lane; with -Q, OpenSM's own SL-to-VL setup dominates time and memory after routing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -19,6 +21,8 @@ shift || true
 ENGINES=("$@")
 ((${#ENGINES[@]})) || ENGINES=(dfsssp sssp minhop nue sssp-rs dfsssp-rs)
 PATTERNS=${PATTERNS:-100}
+QOS_ARGS=(-Q)
+[ "${QOS:-1}" = 0 ] && QOS_ARGS=()
 BIN=./target/release/dfsssp-rs
 
 WORK=$(mktemp -d /tmp/dfsssp-bench.XXXXXX)
@@ -35,9 +39,9 @@ declare -A PHASE RSS USED LANES LAMBDA EFI
 for e in "${ENGINES[@]}"; do
     dir="$WORK/$e"
     mkdir -p "$dir"
-    echo "== $e: fresh ibsim, opensm --once -Q" >&2
+    echo "== $e: fresh ibsim, opensm --once ${QOS_ARGS[*]}" >&2
     ibsim_start "$NET" "$dir"
-    opensm_run "$dir" "$e" -Q || true
+    opensm_run "$dir" "$e" "${QOS_ARGS[@]}" || true
     ibsim_stop
     PHASE[$e]=$(routing_phase "$dir/osm.log")
     RSS[$e]=$(( $(cat "$dir/rss_kb" 2>/dev/null || echo 0) / 1024 ))

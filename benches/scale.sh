@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 cargo build --release --quiet --bin dfsssp-rs
 LANES=${1:-8}
-SPECS=(random:64,36,16,640 random:160,36,16,1600 random:320,36,16,3200 random:640,36,16,6400
-       random:1250,36,16,12500 fattree3:36)
+SPECS=(random:64,36,16,512 random:160,36,16,1280 random:320,36,16,2560 random:640,36,16,5120
+       random:1250,36,16,10000 fattree3:36)
 printf '%-26s %8s %9s %10s %10s %7s %8s %9s\n' fabric CAs switches "route [s]" "verify [s]" lanes Λ "RSS [MB]"
 for spec in "${SPECS[@]}"; do
     out=$(mktemp)
