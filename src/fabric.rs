@@ -575,6 +575,33 @@ impl SwitchGraph {
         }
     }
 
+    /// Connected component of every switch, labelled 0, 1, ... in switch order (channels come in
+    /// pairs, so reachability is symmetric).
+    pub fn components(&self) -> Vec<u32> {
+        let ns = self.num_switches();
+        let mut comp = vec![NONE; ns];
+        let mut stack = Vec::new();
+        let mut next = 0u32;
+        for s in 0..ns as u32 {
+            if comp[s as usize] != NONE {
+                continue;
+            }
+            comp[s as usize] = next;
+            stack.push(s);
+            while let Some(u) = stack.pop() {
+                for c in self.out_channels(u) {
+                    let v = self.chan_head[c as usize];
+                    if comp[v as usize] == NONE {
+                        comp[v as usize] = next;
+                        stack.push(v);
+                    }
+                }
+            }
+            next += 1;
+        }
+        comp
+    }
+
     /// Hop distances (in switch-to-switch channels) from every switch to switch `to`; `u32::MAX`
     /// where unreachable. Plain BFS over the reversed channels.
     pub fn bfs_distances_to(&self, to: u32) -> Vec<u32> {

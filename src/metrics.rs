@@ -586,7 +586,21 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
         })
         .collect();
 
-    // Merge in chunk order: failures stay sorted by LID, then switch, whatever the thread count.
+    merge_parts(parts, unattached, ns as u64, p, nc, opts.max_failures)
+}
+
+/// The all-pairs pass by walking every (switch, LID) path: the reference [`all_pairs`] must
+/// agree with (tests only).
+/// Merges per-chunk all-pairs results in chunk order, so failures stay sorted by LID, then switch,
+/// whatever the thread count.
+fn merge_parts(
+    parts: Vec<AllPairs>,
+    unattached: u64,
+    ns: u64,
+    p: u64,
+    nc: usize,
+    max_failures: usize,
+) -> AllPairs {
     let mut all = AllPairs {
         connectivity: Connectivity {
             unattached_lids: unattached,
@@ -597,7 +611,7 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
         efi: vec![0; nc],
     };
     let c = &mut all.connectivity;
-    c.switch_to_lid.disconnected += unattached * ns as u64;
+    c.switch_to_lid.disconnected += unattached * ns;
     c.ca_to_lid.disconnected += unattached * p;
     for part in parts {
         c.switch_to_lid.add(&part.connectivity.switch_to_lid);
@@ -614,12 +628,10 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
             *a += b;
         }
     }
-    c.failures.truncate(opts.max_failures);
+    c.failures.truncate(max_failures);
     all
 }
 
-/// The all-pairs pass by walking every (switch, LID) path: the reference [`all_pairs`] must
-/// agree with (tests only).
 #[cfg(test)]
 fn all_pairs_by_walks(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
     let ns = g.num_switches();
@@ -696,36 +708,7 @@ fn all_pairs_by_walks(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllP
         })
         .collect();
 
-    // Merge in chunk order: failures stay sorted by LID, then switch, whatever the thread count.
-    let mut all = AllPairs {
-        connectivity: Connectivity {
-            unattached_lids: unattached,
-            ..Default::default()
-        },
-        hops: Vec::new(),
-        minimal: 0,
-        efi: vec![0; nc],
-    };
-    let c = &mut all.connectivity;
-    c.switch_to_lid.disconnected += unattached * ns as u64;
-    c.ca_to_lid.disconnected += unattached * p;
-    for part in parts {
-        c.switch_to_lid.add(&part.connectivity.switch_to_lid);
-        c.ca_to_lid.add(&part.connectivity.ca_to_lid);
-        c.failures.extend(part.connectivity.failures);
-        if all.hops.len() < part.hops.len() {
-            all.hops.resize(part.hops.len(), 0);
-        }
-        for (a, b) in all.hops.iter_mut().zip(&part.hops) {
-            *a += b;
-        }
-        all.minimal += part.minimal;
-        for (a, b) in all.efi.iter_mut().zip(&part.efi) {
-            *a += b;
-        }
-    }
-    c.failures.truncate(opts.max_failures);
-    all
+    merge_parts(parts, unattached, ns as u64, p, nc, opts.max_failures)
 }
 
 fn failure(switch: u32, lid: u16, end: Ending) -> RouteFailure {

@@ -111,7 +111,7 @@ impl UpDown {
 /// Per component, the switch of minimal eccentricity, ties to the lowest id.
 fn central_roots(g: &SwitchGraph, dist: &SwitchDistances) -> Vec<u32> {
     let ecc = eccentricities(g, dist);
-    let comp = crate::dfsssp::cdg::components(g);
+    let comp = g.components();
     let ncomp = comp.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
     let mut best = vec![(u16::MAX, NONE); ncomp];
     for s in 0..g.num_switches() as u32 {
@@ -153,7 +153,7 @@ impl UpDown {
     ) -> Self {
         let ns = g.num_switches();
         let ecc = eccentricities(g, dist);
-        let comp = crate::dfsssp::cdg::components(g);
+        let comp = g.components();
         let mut roots = central_roots(g, dist);
         for (k, root) in roots.clone().into_iter().enumerate() {
             let mut classes: Vec<(u16, u32, u32, u32)> = (0..ns as u32)

@@ -248,32 +248,6 @@ impl DependencySlots {
     }
 }
 
-/// Connected component of every switch (channels come in pairs, so reachability is symmetric).
-pub fn switch_components(g: &SwitchGraph) -> Vec<u32> {
-    let ns = g.num_switches();
-    let mut comp = vec![NONE; ns];
-    let mut stack = Vec::new();
-    let mut next = 0u32;
-    for s in 0..ns as u32 {
-        if comp[s as usize] != NONE {
-            continue;
-        }
-        comp[s as usize] = next;
-        stack.push(s);
-        while let Some(u) = stack.pop() {
-            for c in g.out_channels(u) {
-                let v = g.chan_head[c as usize];
-                if comp[v as usize] == NONE {
-                    comp[v as usize] = next;
-                    stack.push(v);
-                }
-            }
-        }
-        next += 1;
-    }
-    comp
-}
-
 /// What one chunk of paths found.
 #[derive(Default)]
 struct ChunkResult {
@@ -361,7 +335,7 @@ fn verify_with(g: &SwitchGraph, r: &Routing, method: Method) -> Result<VerifyRep
     let nl = usize::from(r.num_layers);
     let slots = DependencySlots::new(g);
     let words = slots.len().div_ceil(64) as usize;
-    let comp = switch_components(g);
+    let comp = g.components();
 
     let results: Vec<ChunkResult> = match method {
         Method::Walks => {
