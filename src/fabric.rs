@@ -19,7 +19,7 @@ pub const MAX_LMC: u8 = 7;
 /// Marks "none" in the dense `u32` index tables below.
 pub const NONE: u32 = u32::MAX;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum NodeKind {
     Switch,
     Ca,
@@ -158,6 +158,55 @@ impl Fabric {
     /// Number of CA and router nodes.
     pub fn terminal_node_count(&self) -> usize {
         self.nodes.len() - self.switch_count()
+    }
+}
+
+/// An index-free, sorted view of a fabric: two fabrics built in different orders (from OpenSM's
+/// subnet, a dump, a file, a generator) are the same fabric when their canonical forms are equal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CanonicalFabric {
+    /// (GUID, kind, physical ports, description)
+    pub nodes: Vec<(u64, NodeKind, u8, String)>,
+    /// ((GUID, port), (GUID, port)), the smaller end first
+    pub links: Vec<((u64, u8), (u64, u8))>,
+    /// (node GUID, port, port GUID, base LID, LMC)
+    pub endpoints: Vec<(u64, u8, u64, u16, u8)>,
+}
+
+impl Fabric {
+    pub fn canonical(&self) -> CanonicalFabric {
+        let mut nodes: Vec<_> = self
+            .nodes
+            .iter()
+            .map(|n| (n.guid, n.kind, n.num_ports, n.description.clone()))
+            .collect();
+        nodes.sort();
+        let end = |p: PortRef| (self.nodes[p.node as usize].guid, p.port);
+        let mut links: Vec<_> = self
+            .links
+            .iter()
+            .map(|l| (end(l.a).min(end(l.b)), end(l.a).max(end(l.b))))
+            .collect();
+        links.sort_unstable();
+        let mut endpoints: Vec<_> = self
+            .endpoints
+            .iter()
+            .map(|e| {
+                (
+                    self.nodes[e.node as usize].guid,
+                    e.port,
+                    e.port_guid,
+                    e.base_lid,
+                    e.lmc,
+                )
+            })
+            .collect();
+        endpoints.sort_unstable();
+        CanonicalFabric {
+            nodes,
+            links,
+            endpoints,
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! the different views of one fabric (ibnetdiscover text, opensm-subnet.lst, the ibsim net file)
 //! must agree.
 
-use dfsssp_rs::fabric::{Fabric, NodeKind, PortRef, SwitchGraph};
+use dfsssp_rs::fabric::{CanonicalFabric, Fabric, NodeKind, PortRef, SwitchGraph};
 use dfsssp_rs::io::ibsim::NetOptions;
 use dfsssp_rs::io::{ibnetdiscover, ibsim, osm_dump};
 use dfsssp_rs::routing::{walk, WalkEnd};
@@ -11,43 +11,6 @@ use dfsssp_rs::routing::{walk, WalkEnd};
 fn data(name: &str) -> String {
     let p = format!("{}/tests/data/real/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
-}
-
-type Canon = (
-    Vec<(u64, u8, u8, String)>,
-    Vec<((u64, u8), (u64, u8))>,
-    Vec<(u64, u8, u64, u16, u8)>,
-);
-
-fn canon(f: &Fabric) -> Canon {
-    let mut n: Vec<_> = f
-        .nodes
-        .iter()
-        .map(|n| (n.guid, n.kind as u8, n.num_ports, n.description.clone()))
-        .collect();
-    n.sort();
-    let g = |p: PortRef| (f.nodes[p.node as usize].guid, p.port);
-    let mut l: Vec<_> = f
-        .links
-        .iter()
-        .map(|l| (g(l.a).min(g(l.b)), g(l.a).max(g(l.b))))
-        .collect();
-    l.sort();
-    let mut e: Vec<_> = f
-        .endpoints
-        .iter()
-        .map(|e| {
-            (
-                f.nodes[e.node as usize].guid,
-                e.port,
-                e.port_guid,
-                e.base_lid,
-                e.lmc,
-            )
-        })
-        .collect();
-    e.sort();
-    (n, l, e)
 }
 
 /// (switches, CAs, switch-switch links, all links, endpoints, max LMC)
@@ -136,8 +99,8 @@ fn subnet_lst_ibnetdiscover_and_net_file_agree() {
             osm_dump::parse_subnet_lst(&data(&format!("{}.subnet.lst", s.name)), "lst", s.lmc)
                 .unwrap();
         assert_eq!(
-            canon(&disc),
-            canon(&lst),
+            disc.canonical(),
+            lst.canonical(),
             "{}: ibnetdiscover vs subnet.lst",
             s.name
         );
@@ -148,8 +111,16 @@ fn subnet_lst_ibnetdiscover_and_net_file_agree() {
             NetOptions { lmc: s.lmc },
         )
         .unwrap();
-        let (dn, dl, de) = canon(&disc);
-        let (nn, nl, ne) = canon(&net);
+        let CanonicalFabric {
+            nodes: dn,
+            links: dl,
+            endpoints: de,
+        } = disc.canonical();
+        let CanonicalFabric {
+            nodes: nn,
+            links: nl,
+            endpoints: ne,
+        } = net.canonical();
         assert_eq!((dn, dl), (nn, nl), "{}: net file nodes and links", s.name);
         if s.name != "2sw2path4hca2port" {
             // our net files carry the LIDs, and OpenSM kept them

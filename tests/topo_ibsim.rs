@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use dfsssp_rs::fabric::Fabric;
+use dfsssp_rs::fabric::CanonicalFabric;
 use dfsssp_rs::io::{ibsim, osm_dump};
 use dfsssp_rs::topo;
 
@@ -86,44 +86,6 @@ fn run_opensm_with(dir: &Path, sock: &str, lmc: u8, engine: &[&str]) {
     assert!(log.contains("SUBNET UP"), "subnet did not come up:\n{log}");
 }
 
-/// Sorted, index-free view of a fabric, to compare two fabrics built in different orders.
-type Canon = (
-    Vec<(u64, u8, u8, String)>,
-    Vec<((u64, u8), (u64, u8))>,
-    Vec<(u64, u8, u64, u16, u8)>,
-);
-
-fn canon(f: &Fabric) -> Canon {
-    let mut n: Vec<_> = f
-        .nodes
-        .iter()
-        .map(|n| (n.guid, n.kind as u8, n.num_ports, n.description.clone()))
-        .collect();
-    n.sort();
-    let g = |p: dfsssp_rs::fabric::PortRef| (f.nodes[p.node as usize].guid, p.port);
-    let mut l: Vec<_> = f
-        .links
-        .iter()
-        .map(|l| (g(l.a).min(g(l.b)), g(l.a).max(g(l.b))))
-        .collect();
-    l.sort();
-    let mut e: Vec<_> = f
-        .endpoints
-        .iter()
-        .map(|e| {
-            (
-                f.nodes[e.node as usize].guid,
-                e.port,
-                e.port_guid,
-                e.base_lid,
-                e.lmc,
-            )
-        })
-        .collect();
-    e.sort();
-    (n, l, e)
-}
-
 fn check_in_ibsim(spec: &str) {
     let f = topo::by_name(spec).unwrap();
     let lmc = f.endpoints.iter().map(|e| e.lmc).max().unwrap_or(0);
@@ -153,8 +115,16 @@ fn check_in_ibsim(spec: &str) {
         f.terminal_node_count(),
         "{spec}: CAs"
     );
-    let (gn, gl, ge) = canon(&f);
-    let (sn, sl, se) = canon(&seen);
+    let CanonicalFabric {
+        nodes: gn,
+        links: gl,
+        endpoints: ge,
+    } = f.canonical();
+    let CanonicalFabric {
+        nodes: sn,
+        links: sl,
+        endpoints: se,
+    } = seen.canonical();
     assert_eq!(gn, sn, "{spec}: nodes");
     assert_eq!(gl, sl, "{spec}: links");
     // OpenSM keeps the LIDs the net file preset on the ports

@@ -8,7 +8,7 @@ use clap::Args;
 use serde::Serialize;
 
 use dfsssp_rs::engine::{EngineConfig, EngineKind};
-use dfsssp_rs::fabric::Fabric;
+use dfsssp_rs::fabric::{CanonicalFabric, Fabric};
 
 use super::chart::{self, Bar};
 use super::judge::{self, Evaluation, Subject};
@@ -180,9 +180,9 @@ pub fn run(a: &CompareArgs) -> CliResult<()> {
     subjects.rotate_left(dumps.len());
 
     let mut mismatch = Vec::new();
-    let reference = canon(&subjects[0].fabric);
+    let reference = subjects[0].fabric.canonical();
     for s in &subjects[1..] {
-        if canon(&s.fabric) != reference {
+        if !same_fabric(&s.fabric.canonical(), &reference) {
             mismatch.push(s.label.clone());
         }
     }
@@ -246,20 +246,11 @@ pub fn run(a: &CompareArgs) -> CliResult<()> {
     Ok(())
 }
 
-/// Nodes and links by GUID: what makes two fabrics the same (LIDs and order may differ).
-type Canon = (Vec<(u64, u8)>, Vec<((u64, u8), (u64, u8))>);
-
-fn canon(f: &Fabric) -> Canon {
-    let mut nodes: Vec<(u64, u8)> = f.nodes.iter().map(|n| (n.guid, n.num_ports)).collect();
-    nodes.sort_unstable();
-    let end = |p: dfsssp_rs::fabric::PortRef| (f.nodes[p.node as usize].guid, p.port);
-    let mut links: Vec<_> = f
-        .links
-        .iter()
-        .map(|l| (end(l.a).min(end(l.b)), end(l.a).max(end(l.b))))
-        .collect();
-    links.sort_unstable();
-    (nodes, links)
+/// Same nodes (GUID, ports) and links: what makes two fabrics the same here (LIDs, descriptions
+/// and order may differ).
+fn same_fabric(a: &CanonicalFabric, b: &CanonicalFabric) -> bool {
+    let nodes = |c: &CanonicalFabric| c.nodes.iter().map(|n| (n.0, n.2)).collect::<Vec<_>>();
+    a.links == b.links && nodes(a) == nodes(b)
 }
 
 /// The comparison table, columns aligned.

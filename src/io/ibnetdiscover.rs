@@ -171,43 +171,6 @@ mod tests {
     use crate::fabric::{FabricBuilder, PortRef};
     use crate::topo;
 
-    type Canon = (
-        Vec<(u64, u8, u8, String)>,
-        Vec<((u64, u8), (u64, u8))>,
-        Vec<(u64, u8, u64, u16, u8)>,
-    );
-
-    fn canon(f: &Fabric) -> Canon {
-        let mut n: Vec<_> = f
-            .nodes
-            .iter()
-            .map(|n| (n.guid, n.kind as u8, n.num_ports, n.description.clone()))
-            .collect();
-        n.sort();
-        let g = |p: PortRef| (f.nodes[p.node as usize].guid, p.port);
-        let mut l: Vec<_> = f
-            .links
-            .iter()
-            .map(|l| (g(l.a).min(g(l.b)), g(l.a).max(g(l.b))))
-            .collect();
-        l.sort();
-        let mut e: Vec<_> = f
-            .endpoints
-            .iter()
-            .map(|e| {
-                (
-                    f.nodes[e.node as usize].guid,
-                    e.port,
-                    e.port_guid,
-                    e.base_lid,
-                    e.lmc,
-                )
-            })
-            .collect();
-        e.sort();
-        (n, l, e)
-    }
-
     #[test]
     fn round_trip_generated() {
         for spec in ["fattree2:6", "torus:3x2,2,par=2,lmc=2", "xgft:2;2,3;2,2"] {
@@ -215,7 +178,7 @@ mod tests {
             let text = write(&f);
             let g = parse(&text, "x.topo", NetOptions::default())
                 .unwrap_or_else(|e| panic!("{spec}: {e}\n{text}"));
-            assert_eq!(canon(&f), canon(&g), "{spec}");
+            assert_eq!(f.canonical(), g.canonical(), "{spec}");
         }
     }
 
@@ -247,8 +210,8 @@ mod tests {
         let f = b.build().unwrap();
         let text = write(&f);
         let g = parse(&text, "x", NetOptions::default()).unwrap_or_else(|e| panic!("{e}\n{text}"));
-        let mut want = canon(&f);
-        want.0[1].3 = "dual 'port' host".into();
-        assert_eq!(want, canon(&g), "{text}");
+        let mut want = f.canonical();
+        want.nodes[1].3 = "dual 'port' host".into();
+        assert_eq!(want, g.canonical(), "{text}");
     }
 }
