@@ -365,7 +365,7 @@ pub fn route_with_distances(g: &SwitchGraph, dist: &SwitchDistances) -> Routing 
 }
 
 /// The ports and hop counts of every switch towards destination `d` (one destination-major row).
-fn fill_row(
+pub(crate) fn fill_row(
     g: &SwitchGraph,
     d: &Dest,
     next: &[u32],

@@ -549,7 +549,7 @@ pub fn route_with_distances(
     ))
 }
 
-/// One LID's destination-major row of ports and hop counts.
+/// One LID's destination-major row of ports and hop counts, as SSSP writes them.
 fn write_lid(
     g: &SwitchGraph,
     d: &crate::fabric::Dest,
@@ -559,22 +559,15 @@ fn write_lid(
     rows_port: &mut [u8],
     rows_hops: &mut [u8],
 ) {
-    let last_link = u16::from(d.exit_port != 0);
-    let base = usize::from(d.lid) * ns;
-    for s in 0..ns {
-        let (port, h) = if s as u32 == d.switch {
-            (d.exit_port, last_link)
-        } else if next[s] != NONE {
-            (
-                g.chan_port[next[s] as usize],
-                to[s].saturating_add(last_link),
-            )
-        } else {
-            (NO_PATH, u16::from(NO_PATH))
-        };
-        rows_port[base + s] = port;
-        rows_hops[base + s] = u8::try_from(h).unwrap_or(NO_PATH);
-    }
+    let row = usize::from(d.lid) * ns..(usize::from(d.lid) + 1) * ns;
+    crate::sssp::fill_row(
+        g,
+        d,
+        next,
+        to,
+        &mut rows_port[row.clone()],
+        &mut rows_hops[row],
+    );
 }
 
 /// The result of [`pack`].
