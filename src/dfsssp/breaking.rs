@@ -11,6 +11,8 @@
 //! predecessor on the cycle already finished with an edge into an unfinished channel. So one pass
 //! per layer finds every cycle, as the paper states.
 
+use rayon::prelude::*;
+
 use crate::fabric::{SwitchGraph, NONE};
 use crate::routing::{Lft, SwitchLidTable};
 
@@ -45,6 +47,24 @@ pub(crate) struct Breaker<'a> {
     stack: Vec<(u32, u32)>,
     /// Moved weight per switch (subtree sums), indexed by switch.
     sub: Vec<u32>,
+    /// `edge_dests[edge_start[e]..edge_start[e + 1]]`: the destinations (ascending LID) whose
+    /// original routes take dependency edge `e` somewhere, so a cut visits only those instead of
+    /// scanning two LFT rows of length max_lid; each packed as `di << 16 | k`, `k` the pre-order
+    /// position of the edge's first switch in `di`'s tree (saves a cache miss per destination).
+    /// Built once cuts are frequent enough to pay for it (`LIST_AFTER_CUTS`); before that a
+    /// cut scans the two LFT rows.
+    edge_start: Vec<u32>,
+    edge_dests: Vec<u32>,
+    /// Cuts moved by scanning LFT rows so far.
+    scanned_cuts: usize,
+    /// Build the lists once `scanned_cuts · (max_lid + 1) ≥ list_ratio · S · D` (about what
+    /// scanning a row byte costs against bucketing one (destination, switch) pair).
+    pub(crate) list_ratio: usize,
+    /// The destinations behind the edge being cut (packed as in `edge_dests`).
+    behind: Vec<u32>,
+    /// Channels `c` whose layer-`i` count of some edge `c -> _` dropped to 0 in the last move
+    /// (the only stack edges a cut can empty, so popping back need not scan the whole stack).
+    zeroed: Vec<u32>,
 }
 
 impl<'a> Breaker<'a> {
@@ -73,6 +93,12 @@ impl<'a> Breaker<'a> {
             stack_pos: vec![NONE; nc],
             stack: Vec::new(),
             sub: vec![0; g.num_switches()],
+            edge_start: Vec::new(),
+            edge_dests: Vec::new(),
+            scanned_cuts: 0,
+            list_ratio: 32,
+            behind: Vec::new(),
+            zeroed: Vec::new(),
         }
     }
 
@@ -162,11 +188,17 @@ impl<'a> Breaker<'a> {
         debug_assert_eq!(self.counts[i][e as usize], 0, "weakest edge not emptied");
 
         // Pop back to the first stack edge that lost all its paths (there is one: the cut edge).
-        let k = (0..self.stack.len())
-            .find(|&k| {
+        // Stack edges had paths before the cut, so an emptied one is among `zeroed`.
+        let k = self
+            .zeroed
+            .iter()
+            .filter(|&&c| self.state[c as usize] == GRAY)
+            .map(|&c| self.stack_pos[c as usize] as usize)
+            .filter(|&k| {
                 let (c, slot) = self.stack[k];
                 self.counts[i][(ei.base[c as usize] + slot) as usize] == 0
             })
+            .min()
             .expect("the cut edge is on the stack");
         for &(c, _) in &self.stack[k + 1..] {
             self.state[c as usize] = WHITE;
@@ -175,38 +207,68 @@ impl<'a> Breaker<'a> {
         self.stack[k].1 += 1;
     }
 
+    /// Fills `behind` with the destinations whose routes take `c1 -> c2`, in ascending LID order:
+    /// from the per-edge lists, or, until enough cuts have been made to pay for building those
+    /// (O(S·D)), by scanning the LFT rows of the edge's first two switches (O(max_lid) per cut).
+    fn find_behind(&mut self, c1: u32, c2: u32) {
+        let (g, ei) = (self.g, self.ei);
+        self.behind.clear();
+        if self.edge_start.is_empty() {
+            let ns = g.num_switches();
+            let max_lid = usize::from(self.lft.max_lid) + 1;
+            if self.scanned_cuts.saturating_mul(max_lid)
+                < self.list_ratio.saturating_mul(ns * g.dests.len())
+            {
+                self.scanned_cuts += 1;
+                let (u, v) = (g.chan_tail[c1 as usize], g.chan_head[c1 as usize]);
+                let (pu, pv) = (g.chan_port[c1 as usize], g.chan_port[c2 as usize]);
+                let rows = self.lft.table(u).iter().zip(self.lft.table(v));
+                for (lid, (&a, &b)) in rows.enumerate() {
+                    if a != pu || b != pv {
+                        continue;
+                    }
+                    let di = g.lid_dest.get(lid).copied().unwrap_or(NONE);
+                    if di != NONE {
+                        let k = self.trees.position(di as usize, u);
+                        self.behind.push(di << 16 | u32::from(k));
+                    }
+                }
+                return;
+            }
+            let (start, dests) = edge_dest_lists(g, ei, self.cols, &self.trees);
+            self.edge_start = start;
+            self.edge_dests = dests;
+        }
+        let e = ei.edge(g, c1, c2) as usize;
+        let (a, b) = (self.edge_start[e] as usize, self.edge_start[e + 1] as usize);
+        self.behind.extend_from_slice(&self.edge_dests[a..b]);
+    }
+
     /// Moves every layer-`i` path that takes `c1` then `c2` to layer `i + 1`, updating the edge
-    /// counts of both layers along the whole of every moved path. Cost: two LFT rows to find the
-    /// destinations behind the edge, then per destination the subtree of `tail(c1)` and the
-    /// path from there to the destination.
+    /// counts of both layers along the whole of every moved path. Cost: per destination whose
+    /// routes take the edge, the subtree of `tail(c1)` and the path from there to the
+    /// destination. Channels whose edge count in layer `i` drops to 0 are noted in `zeroed`.
     pub fn move_edge_paths(&mut self, i: usize, c1: u32, c2: u32) {
         self.ensure_layer(i + 1);
-        let (g, ei, lft, cols, weight) = (self.g, self.ei, self.lft, self.cols, self.weight);
+        self.find_behind(c1, c2);
+        let (g, ei, cols, weight) = (self.g, self.ei, self.cols, self.weight);
         let ns = g.num_switches();
         let (u, v) = (g.chan_tail[c1 as usize], g.chan_head[c1 as usize]);
-        let (pu, pv) = (g.chan_port[c1 as usize], g.chan_port[c2 as usize]);
-        let row_u = lft.table(u);
-        let row_v = lft.table(v);
         let layer = i as u8;
         let (lo, hi) = self.counts.split_at_mut(i + 1);
         let (cur, nxt) = (&mut lo[i], &mut hi[0]);
         let sub = &mut self.sub;
-        for (lid, (&a, &b)) in row_u.iter().zip(row_v).enumerate() {
-            if a != pu || b != pv {
-                continue;
-            }
-            let di = g.lid_dest[lid];
-            if di == NONE {
-                continue;
-            }
-            let di = di as usize;
+        let zeroed = &mut self.zeroed;
+        zeroed.clear();
+        for &packed in &self.behind {
+            let (di, k) = ((packed >> 16) as usize, packed as u16);
             let root = g.dests[di].switch;
-            let lid = lid as u16;
+            let lid = g.dests[di].lid;
             let col = &cols[di * ns..(di + 1) * ns];
             // The trees were validated when layer 0 was built.
             let next = |x: u32| g.channel_at(x, col[x as usize]).unwrap_or(NONE);
             // Sources in u's subtree still in layer i move; their weights summed bottom-up.
-            let st = self.trees.subtree(di, u);
+            let st = self.trees.subtree_at(di, k);
             let mut moved = 0u64;
             for &x in st {
                 sub[usize::from(x)] = if self.layers.get(u32::from(x), lid) == layer {
@@ -236,6 +298,9 @@ impl<'a> Breaker<'a> {
                     let e = ei.edge(g, cx, next(h)) as usize;
                     cur[e] -= w;
                     nxt[e] += w;
+                    if cur[e] == 0 {
+                        zeroed.push(cx);
+                    }
                 }
                 h
             };
@@ -253,4 +318,62 @@ impl<'a> Breaker<'a> {
             }
         }
     }
+}
+
+/// Per dependency edge, the destinations whose routes (as `cols` gives them) take it, in
+/// ascending LID order (CSR over edge ids). Size: one entry per (switch, destination) pair whose
+/// route has at least two hops.
+fn edge_dest_lists(
+    g: &SwitchGraph,
+    ei: &EdgeIndex,
+    cols: &[u8],
+    trees: &TreeIndex,
+) -> (Vec<u32>, Vec<u32>) {
+    let ns = g.num_switches();
+    let ne = ei.num_edges();
+    if ns == 0 {
+        return (vec![0; ne + 1], Vec::new());
+    }
+    // The first dependency edge of every (destination, switch) route, destination-major like
+    // `cols`, in parallel; then two sequential passes bucket them by edge.
+    let mut eid = vec![NONE; cols.len()];
+    eid.par_chunks_mut(ns)
+        .zip(cols.par_chunks(ns))
+        .for_each(|(row, col)| {
+            for (s, e) in row.iter_mut().enumerate() {
+                let Some(c1) = g.channel_at(s as u32, col[s]) else {
+                    continue;
+                };
+                let v = g.chan_head[c1 as usize];
+                if let Some(c2) = g.channel_at(v, col[v as usize]) {
+                    *e = ei.edge(g, c1, c2);
+                }
+            }
+        });
+    let mut start = vec![0u32; ne + 1];
+    for &e in &eid {
+        if e != NONE {
+            start[e as usize + 1] += 1;
+        }
+    }
+    for e in 0..ne {
+        start[e + 1] += start[e];
+    }
+    let mut fill = start.clone();
+    let mut dests = vec![0u32; start[ne] as usize];
+    for &di in &g.lid_dest {
+        if di == NONE {
+            continue;
+        }
+        let di = di as usize;
+        for (s, &e) in eid[di * ns..(di + 1) * ns].iter().enumerate() {
+            if e != NONE {
+                // Fewer than 2^16 destinations: LIDs are 16-bit.
+                dests[fill[e as usize] as usize] =
+                    (di as u32) << 16 | u32::from(trees.position(di, s as u32));
+                fill[e as usize] += 1;
+            }
+        }
+    }
+    (start, dests)
 }

@@ -403,16 +403,26 @@ impl TreeIndex {
         ti
     }
 
-    /// The switches of the subtree of `s` in destination `di`'s tree (`s` first, pre-order).
+    /// Pre-order position of switch `s` in destination `di`'s tree ([`NOT_IN_TREE`] if unrouted).
     #[inline]
-    pub fn subtree(&self, di: usize, s: u32) -> &[u16] {
-        let base = di * self.ns;
-        let k = self.pos[base + s as usize];
+    pub fn position(&self, di: usize, s: u32) -> u16 {
+        self.pos[di * self.ns + s as usize]
+    }
+
+    /// The subtree at pre-order position `k` (from [`Self::position`]) of destination `di`.
+    #[inline]
+    pub fn subtree_at(&self, di: usize, k: u16) -> &[u16] {
         if k == NOT_IN_TREE {
             return &[];
         }
-        let k = usize::from(k);
+        let (base, k) = (di * self.ns, usize::from(k));
         &self.at[base + k..base + usize::from(self.end[base + k])]
+    }
+
+    /// The switches of the subtree of `s` in destination `di`'s tree (`s` first, pre-order).
+    #[inline]
+    pub fn subtree(&self, di: usize, s: u32) -> &[u16] {
+        self.subtree_at(di, self.position(di, s))
     }
 }
 

@@ -550,6 +550,45 @@ fn breaking_counts_stay_consistent() {
     }
 }
 
+/// Finding the paths behind a cut edge from per-edge destination lists (large fabrics) gives
+/// exactly what scanning the LFT rows gives (small ones).
+#[test]
+fn breaking_edge_lists_match_row_scans() {
+    for f in [
+        grid(&[4, 4], true, 2),
+        random(30, 45, 1, 5),
+        random(40, 70, 2, 11),
+    ] {
+        let g = SwitchGraph::new(&f).unwrap();
+        let r = sssp::route(&g);
+        let comp = components(&g);
+        let weight: Vec<u32> = g.terminal_count.iter().map(|&t| t + 1).collect();
+        let ei = EdgeIndex::new(&g);
+        let cols = transpose(&g, &r.lft);
+        let c0 = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
+        let run = |ratio: usize| {
+            let mut layers = SwitchLidTable::new(g.num_switches(), r.lft.max_lid, 0);
+            let mut br = Breaker::new(&g, &ei, &r.lft, &cols, &weight, &mut layers, c0.clone());
+            br.list_ratio = ratio;
+            let mut i = 0;
+            while br.break_layer(i) > 0 {
+                i += 1;
+            }
+            let out = (std::mem::take(&mut br.counts), br.cuts, br.moved_paths);
+            drop(br);
+            (out, layers)
+        };
+        let ((c_scan, cuts, moved), l_scan) = run(usize::MAX);
+        let ((c_list, cuts2, moved2), l_list) = run(0);
+        assert!(cuts > 0);
+        assert_eq!((cuts, moved), (cuts2, moved2));
+        assert_eq!(c_scan, c_list);
+        for s in 0..g.num_switches() as u32 {
+            assert_eq!(l_scan.row(s), l_list.row(s));
+        }
+    }
+}
+
 #[test]
 fn dynamic_topological_order_matches_brute_force() {
     // Random edge insertions into one layer of a random fabric's CDG; refused edges are exactly
