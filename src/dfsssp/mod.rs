@@ -23,12 +23,14 @@
 //!
 //! Complexity (S switches, C channels, E = Σ_c outdeg(head c) ≤ C·radix possible dependency edges,
 //! D LIDs, L layers): CDG build O(D·S); cycle breaking O(L·(C+E)) for the searches plus, per cut
-//! edge, O(max_lid) to find the destinations behind it and O(S) per such destination; escape
+//! edge, the destinations behind it (from per-edge lists, O(D·S) to build once cuts are many;
+//! before that O(max_lid) per cut) and O(S) per such destination; escape
 //! O(S·(S+C)) for distances and the root, O(D·(S+C)) for the Up*/Down* trees, and for settling
 //! O(S·depth·L) per escape destination and round plus the incremental cycle checks (bounded by the
 //! part of a layer's topological order they reorder). Memory: L·E counters of 4 bytes, D·S bytes
 //! for a destination-major copy of the LFT, 6·D·S bytes of pre-order tree index when layer 0 has
-//! a cycle, the S·max_lid layer table.
+//! a cycle (plus 4·D·S for the per-edge destination lists, and as much again while building
+//! them, when cycle breaking cuts many edges), the S·max_lid layer table.
 
 pub mod breaking;
 pub mod cdg;
