@@ -278,32 +278,6 @@ impl DestTree {
     }
 }
 
-/// Connected components of the switch graph (links are bidirectional): a label per switch.
-pub fn components(g: &SwitchGraph) -> Vec<u32> {
-    let ns = g.num_switches();
-    let mut comp = vec![NONE; ns];
-    let mut stack = Vec::new();
-    let mut label = 0u32;
-    for s0 in 0..ns as u32 {
-        if comp[s0 as usize] != NONE {
-            continue;
-        }
-        comp[s0 as usize] = label;
-        stack.push(s0);
-        while let Some(v) = stack.pop() {
-            for c in g.out_channels(v) {
-                let w = g.chan_head[c as usize];
-                if comp[w as usize] == NONE {
-                    comp[w as usize] = label;
-                    stack.push(w);
-                }
-            }
-        }
-        label += 1;
-    }
-    comp
-}
-
 /// Topological order of the channels under the edges with a non-zero count (Kahn's algorithm), or
 /// `None` when the layer's CDG has a cycle. O(C + E).
 pub fn topological_order(g: &SwitchGraph, ei: &EdgeIndex, counts: &[u32]) -> Option<Vec<u32>> {

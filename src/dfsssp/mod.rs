@@ -48,7 +48,7 @@ use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
 use crate::sssp::SwitchDistances;
 
 use breaking::Breaker;
-use cdg::{components, topological_order, DestTree, EdgeIndex, TreeFault};
+use cdg::{topological_order, DestTree, EdgeIndex, TreeFault};
 
 /// InfiniBand has at most 15 data virtual lanes.
 pub const MAX_LAYERS: u8 = 15;
@@ -285,7 +285,7 @@ pub fn make_deadlock_free_with(
         budget,
         ..Default::default()
     };
-    let comp = components(g);
+    let comp = g.components();
     let weight: Vec<u32> = match opts.weight {
         PathWeight::SourcePorts => g.terminal_count.iter().map(|&t| t + 1).collect(),
         PathWeight::Unit => vec![1; ns],

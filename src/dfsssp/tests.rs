@@ -506,7 +506,7 @@ fn breaking_counts_stay_consistent() {
     ] {
         let g = SwitchGraph::new(&f).unwrap();
         let r = sssp::route(&g);
-        let comp = components(&g);
+        let comp = g.components();
         let weight: Vec<u32> = g.terminal_count.iter().map(|&t| t + 1).collect();
         let ei = EdgeIndex::new(&g);
         let cols = transpose(&g, &r.lft);
@@ -561,7 +561,7 @@ fn breaking_edge_lists_match_row_scans() {
     ] {
         let g = SwitchGraph::new(&f).unwrap();
         let r = sssp::route(&g);
-        let comp = components(&g);
+        let comp = g.components();
         let weight: Vec<u32> = g.terminal_count.iter().map(|&t| t + 1).collect();
         let ei = EdgeIndex::new(&g);
         let cols = transpose(&g, &r.lft);
