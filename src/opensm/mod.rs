@@ -623,21 +623,25 @@ unsafe extern "C" fn engine_setup(
 ) -> c_int {
     let Some(re) = re.as_mut() else { return -1 };
     let Some(c) = ctx(re.context) else { return -1 };
-    re.build_lid_matrices = Some(cb_build_lid_matrices);
-    re.ucast_build_fwd_tables = Some(cb_ucast_build_fwd_tables);
-    re.destroy = Some(cb_destroy);
-    // Left to OpenSM: mcast_build_stree (its default builds multicast trees over our unicast
-    // tables), update_vlarb, ucast_dump_tables (never called by 3.3.23).
-    if c.kind == EngineKind::Dfsssp {
-        // sssp-rs has a single layer: like stock sssp it leaves SLs and SL-to-VL tables alone.
-        re.path_sl = Some(cb_path_sl);
-        re.update_sl2vl = Some(cb_update_sl2vl);
-    }
-    c.log.verbose(&format!(
-        "{}: set up as an OpenSM routing engine",
-        c.name.to_string_lossy()
-    ));
-    0
+    // Like every callback: a panic must not unwind into OpenSM; setup then fails cleanly.
+    catch_unwind(AssertUnwindSafe(|| {
+        re.build_lid_matrices = Some(cb_build_lid_matrices);
+        re.ucast_build_fwd_tables = Some(cb_ucast_build_fwd_tables);
+        re.destroy = Some(cb_destroy);
+        // Left to OpenSM: mcast_build_stree (its default builds multicast trees over our unicast
+        // tables), update_vlarb, ucast_dump_tables (never called by 3.3.23).
+        if c.kind == EngineKind::Dfsssp {
+            // sssp-rs has a single layer: like stock sssp it leaves SLs and SL-to-VL tables alone.
+            re.path_sl = Some(cb_path_sl);
+            re.update_sl2vl = Some(cb_update_sl2vl);
+        }
+        c.log.verbose(&format!(
+            "{}: set up as an OpenSM routing engine",
+            c.name.to_string_lossy()
+        ));
+        0
+    }))
+    .unwrap_or(-1)
 }
 
 unsafe extern "C" fn cb_build_lid_matrices(context: *mut c_void) -> c_int {
