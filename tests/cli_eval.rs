@@ -332,3 +332,60 @@ fn route_output_loaded_by_file_engine_equals_plugin_tables_random_lmc1() {
         1,
     );
 }
+
+/// `eval --dfsssp-layers` over stock dfsssp's own tables: with CA ports as the only sources (the
+/// model stock's CDG ends up with) it must count the layers stock itself logs as needed; with
+/// every switch a source as well (what dfsssp-rs routes by) it can only need more. dfsssp-rs,
+/// judged the same way, needs no more than stock under either model.
+#[test]
+fn dfsssp_layers_of_stock_tables_match_stock_log() {
+    let spec = "ktree:4,3";
+    let (_sim, run) = opensm_run(
+        "layers-stock",
+        spec,
+        &OpenSm::new("dfsssp").qos(true),
+        "dfsssp",
+    );
+    let logged: Vec<u64> = run
+        .log_lines("Virtual Lanes needed:")
+        .iter()
+        .filter_map(|l| l.rsplit(' ').next()?.trim().parse().ok())
+        .collect();
+    assert_eq!(logged.len(), 1, "stock dfsssp's log: {logged:?}");
+    let stock = eval_json(&[
+        "--dumps",
+        path(&run.dir),
+        "--patterns",
+        "0",
+        "--dfsssp-layers",
+    ]);
+    let need = |v: &Value, model: &str| {
+        v.pointer(&format!("/dfsssp_layers/{model}"))
+            .and_then(Value::as_u64)
+            .unwrap_or_else(|| panic!("no {model} in {v}"))
+    };
+    assert_eq!(need(&stock, "ca_sources"), logged[0]);
+    assert!(need(&stock, "all_sources") >= need(&stock, "ca_sources"));
+
+    let (_sim2, ours) = opensm_run(
+        "layers-ours",
+        spec,
+        &OpenSm::new("dfsssp-rs").qos(true),
+        "dfsssp-rs",
+    );
+    let mine = eval_json(&[
+        "--dumps",
+        path(&ours.dir),
+        "--patterns",
+        "0",
+        "--dfsssp-layers",
+    ]);
+    for model in ["ca_sources", "all_sources"] {
+        assert!(
+            need(&mine, model) <= need(&stock, model),
+            "{model}: dfsssp-rs {} > stock {}",
+            need(&mine, model),
+            need(&stock, model)
+        );
+    }
+}

@@ -11,6 +11,7 @@ use dfsssp_rs::metrics::{Counts, FailureKind, PairTraffic};
 use super::judge::{self, Evaluation, Source};
 use super::progress::Progress;
 use super::{load_fabric, CliResult, MeasureArgs};
+use dfsssp_rs::dfsssp::MAX_LAYERS;
 
 pub const AFTER_HELP: &str = "\
 Inputs (one of):
@@ -291,6 +292,18 @@ pub fn report(ev: &Evaluation) -> String {
             format!(
                 "{} paths in a lane >= the {} declared",
                 d.bad_lane_paths, d.lanes_declared
+            ),
+        );
+    }
+    if let Some(n) = &ev.dfsssp_layers {
+        let layers =
+            |x: Option<u8>| x.map_or_else(|| format!("more than {MAX_LAYERS}"), |n| n.to_string());
+        row(
+            "DFSSSP would need",
+            format!(
+                "{} layer(s) with every switch and CA port a source, {} with CA ports only (stock dfsssp's count)",
+                layers(n.all_sources),
+                layers(n.ca_sources)
             ),
         );
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use dfsssp_rs::dfsssp::LayerReport;
+use dfsssp_rs::dfsssp::{self, DfssspOptions, LayerReport, PathWeight, MAX_LAYERS};
 use dfsssp_rs::engine::{self, EngineConfig, EngineStats};
 use dfsssp_rs::fabric::{Fabric, SwitchGraph, NONE};
 use dfsssp_rs::io::osm_dump;
@@ -167,6 +167,41 @@ pub struct EvalOptions {
     pub seed: u64,
     pub lid_choice: LidChoice,
     pub traffic: PairTraffic,
+    /// Also measure how many layers pure DFSSSP cycle breaking needs for the routing as it is.
+    pub dfsssp_layers: bool,
+}
+
+/// Layers pure DFSSSP cycle breaking (seed 003) needs for a routing as it is, under two models of
+/// who sends; `None` when more than [`MAX_LAYERS`].
+#[derive(Clone, Debug, Serialize)]
+pub struct LayersNeeded {
+    /// Every switch (its port 0) and every CA port a source, every LID a destination: the model
+    /// dfsssp-rs routes by.
+    pub all_sources: Option<u8>,
+    /// Only CA and router ports are sources: what stock dfsssp's CDG ends up counting (its walk
+    /// starts behind the source port, and a switch's port 0 has no link).
+    pub ca_sources: Option<u8>,
+}
+
+/// Runs cycle breaking on a copy of `r` with both source models; the routes are not changed.
+pub fn layers_needed(g: &SwitchGraph, r: &Routing) -> Result<LayersNeeded, String> {
+    let need = |weight| {
+        let opts = DfssspOptions {
+            weight,
+            measure_up_to: MAX_LAYERS,
+            balance: false,
+            reclaim: false,
+            fit_switch_dests: false,
+        };
+        let mut copy = r.clone();
+        dfsssp::make_deadlock_free_with(g, &mut copy, MAX_LAYERS, &opts, None)
+            .map(|rep| rep.dfsssp_layers_needed)
+            .map_err(|e| format!("cycle breaking: {e}"))
+    };
+    Ok(LayersNeeded {
+        all_sources: need(PathWeight::SourcePorts)?,
+        ca_sources: need(PathWeight::CaPorts)?,
+    })
 }
 
 /// The fabric in numbers.
@@ -255,6 +290,9 @@ pub struct Evaluation {
     /// Forwarding loops: (switch, LID) pairs whose walk loops.
     pub forwarding_loops: u64,
     pub deadlock: DeadlockCheck,
+    /// With `--dfsssp-layers`: what pure DFSSSP needs for these routes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dfsssp_layers: Option<LayersNeeded>,
     pub engine: Option<EngineInfo>,
     pub warnings: Vec<String>,
     pub seconds: Seconds,
@@ -301,6 +339,15 @@ pub fn evaluate(s: Subject, o: &EvalOptions, p: &Progress) -> CliResult<Evaluati
     let (deadlock, t_dl) = p.stage(&format!("{label}: deadlock check of every lane"), || {
         check_lanes(f, g, r)
     });
+    let dfsssp_layers = if o.dfsssp_layers {
+        let (need, _) = p.stage(
+            &format!("{label}: layers pure DFSSSP needs for these routes"),
+            || layers_needed(g, r),
+        );
+        Some(need.map_err(|e| format!("{label}: {e}"))?)
+    } else {
+        None
+    };
     let failures = m
         .connectivity
         .failures
@@ -335,6 +382,7 @@ pub fn evaluate(s: Subject, o: &EvalOptions, p: &Progress) -> CliResult<Evaluati
         failures,
         forwarding_loops,
         deadlock,
+        dfsssp_layers,
         engine: s.engine,
         warnings: s.warnings,
         seconds: Seconds {

@@ -140,6 +140,10 @@ struct MeasureArgs {
     /// Matched pairs of a bisection pattern send both ways (default: one way, as seed 004)
     #[arg(long)]
     exchange: bool,
+    /// Also measure how many layers pure DFSSSP cycle breaking needs for the routing as it is,
+    /// with every switch and CA port a source and with CA ports only (what stock dfsssp counts)
+    #[arg(long)]
+    dfsssp_layers: bool,
     /// No progress indication on standard error
     #[arg(short, long)]
     quiet: bool,
@@ -168,6 +172,7 @@ impl MeasureArgs {
             } else {
                 PairTraffic::OneWay
             },
+            dfsssp_layers: self.dfsssp_layers,
         }
     }
 }

@@ -36,6 +36,7 @@ pub mod breaking;
 pub mod cdg;
 mod dyntopo;
 mod escape;
+mod switch_dests;
 
 use std::time::Instant;
 
@@ -61,6 +62,10 @@ pub enum PathWeight {
     SourcePorts,
     /// One per (switch, DLID) path.
     Unit,
+    /// Only CA and router ports are sources (a switch's own port 0 sends nothing): the model stock
+    /// OpenSM's dfsssp ends up with, since its CDG walk starts at the remote end of the source
+    /// port and a switch's port 0 has none. Used to compare with stock, never to route.
+    CaPorts,
 }
 
 #[derive(Clone, Debug)]
@@ -74,6 +79,9 @@ pub struct DfssspOptions {
     pub balance: bool,
     /// After an escape, give destinations their minimal routes back wherever they fit.
     pub reclaim: bool,
+    /// Re-route switch-LID destinations among their minimal routes so they fit layer 0 with the
+    /// CA routes ([`switch_dests`]); off to judge a given routing as it is.
+    pub fit_switch_dests: bool,
 }
 
 impl Default for DfssspOptions {
@@ -83,6 +91,7 @@ impl Default for DfssspOptions {
             measure_up_to: 0,
             balance: true,
             reclaim: true,
+            fit_switch_dests: true,
         }
     }
 }
@@ -151,6 +160,11 @@ pub struct LayerReport {
     pub layers_used: u8,
     /// Routed (switch, DLID) paths per layer, after balancing.
     pub routes_per_layer: Vec<u64>,
+    /// Switch-LID destinations re-routed to fit layer 0 with the CA routes (of those, how many
+    /// differ from SSSP), and how many were left to cycle breaking.
+    pub switch_dests_fitted: usize,
+    pub switch_dests_changed: usize,
+    pub switch_dests_unfitted: usize,
     /// Dependency edges cut and paths moved by cycle breaking.
     pub cuts: u64,
     pub moved_paths: u64,
@@ -197,6 +211,13 @@ impl LayerReport {
                 self.budget
             ),
         });
+        if self.switch_dests_fitted + self.switch_dests_unfitted > 0 {
+            v.push(format!(
+                "switch LIDs: {} fit layer 0 with the CA routes ({} re-routed among minimal routes), \
+                 {} left to cycle breaking",
+                self.switch_dests_fitted, self.switch_dests_changed, self.switch_dests_unfitted
+            ));
+        }
         v.push(format!(
             "cycle breaking cut {} dependency edge(s), moving {} path(s) between layers",
             self.cuts, self.moved_paths
@@ -289,9 +310,10 @@ pub fn make_deadlock_free_with(
     let weight: Vec<u32> = match opts.weight {
         PathWeight::SourcePorts => g.terminal_count.iter().map(|&t| t + 1).collect(),
         PathWeight::Unit => vec![1; ns],
+        PathWeight::CaPorts => g.terminal_count.clone(),
     };
     let ei = EdgeIndex::new(g);
-    let cols = transpose(g, &routing.lft);
+    let mut cols = transpose(g, &routing.lft);
     if ns > usize::from(u16::MAX) {
         // Cannot happen for a valid fabric: every switch owns one of the 49151 unicast LIDs.
         return Err(DfssspError::Shape {
@@ -301,7 +323,21 @@ pub fn make_deadlock_free_with(
             fabric_max_lid: g.max_lid,
         });
     }
-    let counts0 = build_layer0(g, &ei, &cols, &comp, &weight)?;
+    let mut counts0 = build_layer0(g, &ei, &cols, &comp, &weight)?;
+    if opts.fit_switch_dests && topological_order(g, &ei, &counts0).is_none() {
+        let ctx = switch_dests::FitCtx {
+            g,
+            ei: &ei,
+            comp: &comp,
+            weight: &weight,
+            dist,
+        };
+        if let Some(fit) = switch_dests::fit(&ctx, &mut routing.lft, &mut cols, &mut counts0)? {
+            report.switch_dests_fitted = fit.fitted;
+            report.switch_dests_changed = fit.changed;
+            report.switch_dests_unfitted = fit.unfitted;
+        }
+    }
     let mut layers = SwitchLidTable::new(ns, routing.lft.max_lid, 0);
     report.seconds_cdg = t0.elapsed().as_secs_f64();
 

@@ -1,0 +1,178 @@
+//! Routes to switch LIDs re-chosen so they close no cycle in layer 0.
+//!
+//! On fat trees the routes between CAs go up, then down, and their CDG is acyclic. Routes to a
+//! switch's own LID are different: a minimal route from one top switch to another must go down and
+//! up again (a *valley*), and balanced choices of those valleys (top A via pod 1 to top B, top B via
+//! pod 2 to top A) close cycles with the CA routes. Pure DFSSSP then needs extra layers for
+//! management traffic (3 on an 18-ary 3-tree, where stock OpenSM's dfsssp, by the luck of its
+//! tie-breaking, needs 1).
+//!
+//! So before cycle breaking, when the CA routes alone are acyclic, every switch-LID destination is
+//! routed again, switch by switch from the destination outwards (the order of distance), on a
+//! minimal channel whose new dependency keeps layer 0 acyclic: the SSSP choice when it fits, else
+//! another minimal channel, checked incrementally with a dynamic topological order
+//! ([`super::dyntopo`]). A destination where some switch has no such channel keeps its SSSP tree and
+//! is left to cycle breaking. CA routes never change; switch-LID routes stay minimal (hops are
+//! unchanged), only their balance may suffer, which matters little for management traffic.
+
+use crate::fabric::{SwitchGraph, NONE};
+use crate::routing::Lft;
+use crate::sssp::{order_by_distance, SwitchDistances};
+
+use super::cdg::{topological_order, DestTree, EdgeIndex};
+use super::dyntopo::{DynTopo, TopoScratch};
+use super::{fault_error, DfssspError};
+
+/// How many channels one incremental cycle check may visit before it refuses the dependency.
+const SEARCH_LIMIT: usize = 4096;
+
+/// What re-routing switch LIDs did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SwitchDestFit {
+    /// Switch-LID destinations whose routes now fit layer 0 with the CA routes.
+    pub fitted: usize,
+    /// Of those, how many got a route different from SSSP's at some switch.
+    pub changed: usize,
+    /// Switch-LID destinations left to cycle breaking.
+    pub unfitted: usize,
+}
+
+/// The inputs [`fit`] reads: the graph, edge ids, connected components, path weights and
+/// (optional) all-pairs switch distances.
+pub(crate) struct FitCtx<'a> {
+    pub g: &'a SwitchGraph,
+    pub ei: &'a EdgeIndex,
+    pub comp: &'a [u32],
+    pub weight: &'a [u32],
+    pub dist: Option<&'a SwitchDistances>,
+}
+
+/// Re-routes the switch-LID destinations of a layer-0 CDG `counts` (all routes, as
+/// `build_layer0` gives), rewriting `lft` and the destination-major `cols` where routes change and
+/// `counts` to match. Returns `None`, changing nothing, when the CA routes alone already have a
+/// cycle (switch routes are not what needs the layers then) or when there are no switch LIDs.
+pub(crate) fn fit(
+    ctx: &FitCtx,
+    lft: &mut Lft,
+    cols: &mut [u8],
+    counts: &mut [u32],
+) -> Result<Option<SwitchDestFit>, DfssspError> {
+    let FitCtx {
+        g,
+        ei,
+        comp,
+        weight,
+        ..
+    } = *ctx;
+    let ns = g.num_switches();
+    let switch_dests: Vec<usize> = (0..g.dests.len())
+        .filter(|&di| g.dests[di].switch != NONE && g.dests[di].exit_port == 0)
+        .collect();
+    if switch_dests.is_empty() {
+        return Ok(None);
+    }
+    // The CDG of the CA routes: all routes minus those towards switch LIDs.
+    let mut tree = DestTree::new(ns);
+    let mut exact = counts.to_vec();
+    for &di in &switch_dests {
+        let d = &g.dests[di];
+        let col = &cols[di * ns..(di + 1) * ns];
+        tree.build_from_ports(g, d, |s| col[s as usize], comp)
+            .map_err(|f| fault_error(g, d.lid, f))?;
+        tree.apply(g, ei, &mut exact, |s| weight[s as usize], false);
+    }
+    let Some(order) = topological_order(g, ei, &exact) else {
+        return Ok(None);
+    };
+    // `live` marks which dependencies layer 0 has (counts are only exact in `exact`).
+    let mut live = exact.clone();
+    let mut topo = DynTopo::from_order(&order);
+    let mut scratch = TopoScratch::new(g.num_channels());
+    let mut out = SwitchDestFit::default();
+    let (mut by_dist, mut counting, mut added) = (Vec::new(), Vec::new(), Vec::new());
+    let mut own_dist = Vec::new();
+    let mut next = vec![NONE; ns];
+    for &di in &switch_dests {
+        let d = g.dests[di];
+        let dist: &[u16] = match ctx.dist {
+            Some(all) => all.to(d.switch),
+            None => {
+                own_dist.clear();
+                own_dist.extend(
+                    g.bfs_distances_to(d.switch)
+                        .into_iter()
+                        .map(|x| u16::try_from(x).unwrap_or(u16::MAX)),
+                );
+                &own_dist
+            }
+        };
+        order_by_distance(dist, &mut by_dist, &mut counting);
+        let col = &cols[di * ns..(di + 1) * ns];
+        next.fill(NONE);
+        added.clear();
+        let mut fits = true;
+        let mut changed = false;
+        for &s in by_dist.iter().skip(1) {
+            let original = g.channel_at(s, col[s as usize]).unwrap_or(NONE);
+            let minimal = g.out_channels(s).filter(|&c| {
+                dist[g.chan_head[c as usize] as usize].wrapping_add(1) == dist[s as usize]
+            });
+            let mut chosen = NONE;
+            let candidates = std::iter::once(original)
+                .filter(|&c| c != NONE)
+                .chain(minimal.filter(|&c| c != original));
+            for c in candidates {
+                let h = g.chan_head[c as usize];
+                if h == d.switch {
+                    chosen = c;
+                    break;
+                }
+                let c2 = next[h as usize];
+                let e = ei.edge(g, c, c2) as usize;
+                if live[e] > 0 {
+                    chosen = c;
+                    break;
+                }
+                if topo.try_insert(g, ei, &live, &mut scratch, c, c2, SEARCH_LIMIT) {
+                    live[e] += 1;
+                    added.push(e);
+                    chosen = c;
+                    break;
+                }
+            }
+            if chosen == NONE {
+                fits = false;
+                break;
+            }
+            changed |= chosen != original;
+            next[s as usize] = chosen;
+        }
+        if !fits {
+            // Keep SSSP's tree; cycle breaking deals with it. Removing dependencies never
+            // invalidates the topological order.
+            for &e in &added {
+                live[e] -= 1;
+            }
+            out.unfitted += 1;
+            tree.build_from_ports(g, &d, |s| cols[di * ns + s as usize], comp)
+                .map_err(|f| fault_error(g, d.lid, f))?;
+            tree.apply(g, ei, &mut exact, |s| weight[s as usize], true);
+            continue;
+        }
+        out.fitted += 1;
+        if changed {
+            out.changed += 1;
+            for &s in by_dist.iter().skip(1) {
+                let port = g.chan_port[next[s as usize] as usize];
+                cols[di * ns + s as usize] = port;
+                lft.set(s, d.lid, port);
+            }
+        }
+        tree.next.copy_from_slice(&next);
+        tree.link(g, d.switch)
+            .map_err(|f| fault_error(g, d.lid, f))?;
+        tree.apply(g, ei, &mut exact, |s| weight[s as usize], true);
+    }
+    counts.copy_from_slice(&exact);
+    Ok(Some(out))
+}
