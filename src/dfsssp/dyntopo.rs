@@ -16,29 +16,22 @@ use super::cdg::EdgeIndex;
 
 /// A topological order of the channels of one layer.
 pub(crate) struct DynTopo {
-    /// Position of every channel.
+    /// Position of every channel; during a search the [`SEEN`] bit marks the channels visited
+    /// (one random access per visited channel instead of two: searches are the hot loop of the
+    /// escape on tori).
     ord: Vec<u32>,
 }
 
+/// Marks a visited channel in [`DynTopo::ord`]; positions stay below it (channel count < 2^31).
+const SEEN: u32 = 1 << 31;
+
 /// Scratch shared by all layers' orders.
+#[derive(Default)]
 pub(crate) struct TopoScratch {
-    mark: Vec<bool>,
     stack: Vec<u32>,
     fwd: Vec<u32>,
     bwd: Vec<u32>,
     slots: Vec<u32>,
-}
-
-impl TopoScratch {
-    pub fn new(nc: usize) -> Self {
-        TopoScratch {
-            mark: vec![false; nc],
-            stack: Vec::new(),
-            fwd: Vec::new(),
-            bwd: Vec::new(),
-            slots: Vec::new(),
-        }
-    }
 }
 
 impl DynTopo {
@@ -87,7 +80,7 @@ impl DynTopo {
         sc.fwd.clear();
         sc.stack.clear();
         sc.stack.push(b);
-        sc.mark[b as usize] = true;
+        self.ord[b as usize] |= SEEN;
         sc.fwd.push(b);
         let mut cycle = false;
         'f: while let Some(x) = sc.stack.pop() {
@@ -101,8 +94,9 @@ impl DynTopo {
                     cycle = true;
                     break 'f;
                 }
-                if !sc.mark[y as usize] && self.ord[y as usize] < oa {
-                    sc.mark[y as usize] = true;
+                // Unseen (no SEEN bit) and positioned before `a`, in one comparison.
+                if self.ord[y as usize] < oa {
+                    self.ord[y as usize] |= SEEN;
                     sc.fwd.push(y);
                     sc.stack.push(y);
                     if sc.fwd.len() > limit {
@@ -114,7 +108,7 @@ impl DynTopo {
         }
         if cycle {
             for &x in &sc.fwd {
-                sc.mark[x as usize] = false;
+                self.ord[x as usize] &= !SEEN;
             }
             return false;
         }
@@ -122,7 +116,7 @@ impl DynTopo {
         sc.bwd.clear();
         sc.stack.clear();
         sc.stack.push(a);
-        sc.mark[a as usize] = true;
+        self.ord[a as usize] |= SEEN;
         sc.bwd.push(a);
         let mut too_far = false;
         'b: while let Some(x) = sc.stack.pop() {
@@ -132,8 +126,9 @@ impl DynTopo {
                 if counts[(ei.base[p as usize] + off) as usize] == 0 {
                     continue;
                 }
-                if !sc.mark[p as usize] && self.ord[p as usize] > ob {
-                    sc.mark[p as usize] = true;
+                let op = self.ord[p as usize];
+                if op & SEEN == 0 && op > ob {
+                    self.ord[p as usize] |= SEEN;
                     sc.bwd.push(p);
                     sc.stack.push(p);
                     if sc.bwd.len() > limit {
@@ -145,13 +140,16 @@ impl DynTopo {
         }
         if too_far {
             for &x in sc.fwd.iter().chain(sc.bwd.iter()) {
-                sc.mark[x as usize] = false;
+                self.ord[x as usize] &= !SEEN;
             }
             return false;
         }
         // Reorder: the backward set, then the forward set, each in its old relative order, into
         // the union of their old positions.
         let ord = &mut self.ord;
+        for &x in sc.fwd.iter().chain(sc.bwd.iter()) {
+            ord[x as usize] &= !SEEN;
+        }
         sc.bwd.sort_unstable_by_key(|&x| ord[x as usize]);
         sc.fwd.sort_unstable_by_key(|&x| ord[x as usize]);
         sc.slots.clear();
@@ -160,7 +158,6 @@ impl DynTopo {
         sc.slots.sort_unstable();
         for (&x, &p) in sc.bwd.iter().chain(sc.fwd.iter()).zip(sc.slots.iter()) {
             ord[x as usize] = p;
-            sc.mark[x as usize] = false;
         }
         true
     }

@@ -333,7 +333,7 @@ impl<'a, 'c> Settler<'a, 'c> {
             esc_layer,
             ud_cols,
             topo,
-            sc: TopoScratch::new(g.num_channels()),
+            sc: TopoScratch::default(),
             tu: DestTree::new(ns),
             ts: DestTree::new(ns),
             th: DestTree::new(ns),

@@ -87,7 +87,7 @@ pub(crate) fn fit(
     // `live` marks which dependencies layer 0 has (counts are only exact in `exact`).
     let mut live = exact.clone();
     let mut topo = DynTopo::from_order(&order);
-    let mut scratch = TopoScratch::new(g.num_channels());
+    let mut scratch = TopoScratch::default();
     let mut out = SwitchDestFit::default();
     let (mut by_dist, mut counting, mut added) = (Vec::new(), Vec::new(), Vec::new());
     let mut own_dist = Vec::new();

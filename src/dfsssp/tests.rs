@@ -605,7 +605,7 @@ fn dynamic_topological_order_matches_brute_force() {
     let mut counts = vec![0u32; ei.num_edges()];
     let order: Vec<u32> = (0..g.num_channels() as u32).collect();
     let mut topo = dyntopo::DynTopo::from_order(&order);
-    let mut sc = dyntopo::TopoScratch::new(g.num_channels());
+    let mut sc = dyntopo::TopoScratch::default();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let (mut accepted, mut refused) = (0, 0);
     for _ in 0..400 {
