@@ -38,7 +38,8 @@ echo "== checking with ibdmchk (independent CA-to-CA connectivity and credit-loo
 CHK=(-s "$WORK/opensm-subnet.lst" -f "$WORK/opensm.fdbs" -m "$WORK/opensm.mcfdbs")
 [ -f "$WORK/opensm-path-sl.dump" ] && CHK+=(-c "$WORK/opensm-path-sl.dump")
 # ibdmchk may segfault while exiting, after its report: judge the report, not the exit status.
-(cd "$WORK" && timeout 600 ibdmchk "${CHK[@]}" >"$WORK/ibdmchk.out" 2>&1) || true
+# (The subshell's stderr goes too: bash would report the crash there.)
+(cd "$WORK" && timeout 600 ibdmchk "${CHK[@]}" >"$WORK/ibdmchk.out" 2>&1) 2>/dev/null || true
 # the first NodeGUID of a line is the CA's own (the second is its neighbour's)
 ncas=$(awk '/^\{ CA/ { for (i = 1; i <= NF; i++) if ($i ~ /^NodeGUID:/) { g[$i] = 1; break } } END { print length(g) }' "$WORK/opensm-subnet.lst")
 scanned=$(sed -n 's/^-I- Scanned:\([0-9]*\) CA to CA paths.*/\1/p' "$WORK/ibdmchk.out")
