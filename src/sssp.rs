@@ -421,8 +421,8 @@ fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: us
             bal.clear_penalties();
         }
         if pinned || bal.max_load() >= before.0 {
-            // No better than before: keep the previous pass (Λ is no better either on the
-            // fabrics where this happens, fat trees the first pass already balances perfectly).
+            // No better than before: keep the previous pass (where this happens, on fat trees,
+            // Λ does not move either).
             (_, bal.load, rows_port) = before;
             break;
         }
