@@ -173,7 +173,57 @@ pub struct CanonicalFabric {
     pub endpoints: Vec<(u64, u8, u64, u16, u8)>,
 }
 
+/// Every port of every node (0..=num_ports) in one dense array, with the peer of each linked port;
+/// what the file writers walk node by node, port by port.
+pub struct PortTable {
+    base: Vec<usize>,
+    remote: Vec<Option<PortRef>>,
+}
+
+impl PortTable {
+    /// Dense index of `port` of `node`, for side arrays of [`len`](Self::len) entries.
+    #[inline]
+    pub fn slot(&self, node: usize, port: u8) -> usize {
+        self.base[node] + usize::from(port)
+    }
+
+    pub fn len(&self) -> usize {
+        self.remote.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.remote.is_empty()
+    }
+
+    /// The port at the other end of `port`'s link, if it has one.
+    #[inline]
+    pub fn remote(&self, node: usize, port: u8) -> Option<PortRef> {
+        self.remote[self.slot(node, port)]
+    }
+}
+
 impl Fabric {
+    pub fn port_table(&self) -> PortTable {
+        let n = self.nodes.len();
+        let mut base = vec![0usize; n + 1];
+        for (i, node) in self.nodes.iter().enumerate() {
+            base[i + 1] = base[i] + usize::from(node.num_ports) + 1;
+        }
+        let mut t = PortTable {
+            remote: vec![None; base[n]],
+            base,
+        };
+        for l in &self.links {
+            let (a, b) = (
+                t.slot(l.a.node as usize, l.a.port),
+                t.slot(l.b.node as usize, l.b.port),
+            );
+            t.remote[a] = Some(l.b);
+            t.remote[b] = Some(l.a);
+        }
+        t
+    }
+
     pub fn canonical(&self) -> CanonicalFabric {
         let mut nodes: Vec<_> = self
             .nodes

@@ -44,20 +44,11 @@ pub fn parse(text: &str, file: &str, opts: NetOptions) -> Result<Fabric, IoError
 /// scan is said to start from the first CA, as ibnetdiscover runs on a host.
 pub fn write(f: &Fabric) -> String {
     let n = f.nodes.len();
-    let mut port_base = vec![0usize; n + 1];
-    for (i, node) in f.nodes.iter().enumerate() {
-        port_base[i + 1] = port_base[i] + usize::from(node.num_ports) + 1;
-    }
-    // per port: (remote node, remote port); per port: (port GUID, LID, LMC)
-    let mut remote = vec![None; port_base[n]];
-    for l in &f.links {
-        remote[port_base[l.a.node as usize] + usize::from(l.a.port)] = Some(l.b);
-        remote[port_base[l.b.node as usize] + usize::from(l.b.port)] = Some(l.a);
-    }
-    let mut addr = vec![None; port_base[n]];
+    let ports = f.port_table();
+    // per port: (port GUID, LID, LMC)
+    let mut addr = vec![None; ports.len()];
     for e in &f.endpoints {
-        addr[port_base[e.node as usize] + usize::from(e.port)] =
-            Some((e.port_guid, e.base_lid, e.lmc));
+        addr[ports.slot(e.node as usize, e.port)] = Some((e.port_guid, e.base_lid, e.lmc));
     }
     let port_guid = |node: usize, port: u8| -> u64 {
         let i = if f.nodes[node].kind == NodeKind::Switch {
@@ -65,8 +56,7 @@ pub fn write(f: &Fabric) -> String {
         } else {
             port
         };
-        addr[port_base[node] + usize::from(i)]
-            .map_or(f.nodes[node].guid.wrapping_add(u64::from(i)), |a| a.0)
+        addr[ports.slot(node, i)].map_or(f.nodes[node].guid.wrapping_add(u64::from(i)), |a| a.0)
     };
     // the LID ibnetdiscover shows for a node's port: a switch's port 0 LID, else the port's own
     let shown_lid = |node: usize, port: u8| -> (u16, u8) {
@@ -75,7 +65,7 @@ pub fn write(f: &Fabric) -> String {
         } else {
             port
         };
-        addr[port_base[node] + usize::from(i)].map_or((0, 0), |a| (a.1, a.2))
+        addr[ports.slot(node, i)].map_or((0, 0), |a| (a.1, a.2))
     };
     let desc = |node: usize| clean_desc(&f.nodes[node].description, 64);
 
@@ -134,7 +124,7 @@ pub fn write(f: &Fabric) -> String {
                 }
             }
             for p in 1..=node.num_ports {
-                let Some(r) = remote[port_base[i] + usize::from(p)] else {
+                let Some(r) = ports.remote(i, p) else {
                     continue;
                 };
                 let rn = r.node as usize;

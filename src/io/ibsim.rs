@@ -116,16 +116,7 @@ impl IbsimCaps {
 pub fn write_net(f: &Fabric) -> String {
     let mut out = String::with_capacity(f.links.len() * 80 + f.nodes.len() * 120);
     let n = f.nodes.len();
-    // (remote node, remote port) per port
-    let mut port_base = vec![0usize; n + 1];
-    for (i, node) in f.nodes.iter().enumerate() {
-        port_base[i + 1] = port_base[i] + usize::from(node.num_ports) + 1;
-    }
-    let mut remote = vec![None; port_base[n]];
-    for l in &f.links {
-        remote[port_base[l.a.node as usize] + usize::from(l.a.port)] = Some(l.b);
-        remote[port_base[l.b.node as usize] + usize::from(l.b.port)] = Some(l.a);
-    }
+    let ports = f.port_table();
     let mut lid_of: HashMap<(u32, u8), (u16, u8)> = HashMap::with_capacity(f.endpoints.len());
     for e in &f.endpoints {
         lid_of.insert((e.node, e.port), (e.base_lid, e.lmc));
@@ -133,7 +124,7 @@ pub fn write_net(f: &Fabric) -> String {
 
     let is_ca = |i: usize| f.nodes[i].kind == NodeKind::Ca;
     let sm_ca = (0..n)
-        .find(|&i| is_ca(i) && remote[port_base[i] + 1].is_some())
+        .find(|&i| is_ca(i) && ports.remote(i, 1).is_some())
         .or_else(|| (0..n).find(|&i| is_ca(i)));
     let mut order: Vec<usize> = Vec::with_capacity(n);
     order.extend(sm_ca);
@@ -170,7 +161,7 @@ pub fn write_net(f: &Fabric) -> String {
         }
         out.push('\n');
         for p in 1..=node.num_ports {
-            let Some(r) = remote[port_base[i] + usize::from(p)] else {
+            let Some(r) = ports.remote(i, p) else {
                 continue;
             };
             let rn = &f.nodes[r.node as usize];
