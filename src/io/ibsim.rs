@@ -607,97 +607,56 @@ fn build(
             .filter(|p| nodes[p.node].kind != NodeKind::Switch)
             .all(|p| p.lid.is_some());
     let last_line = nodes.last().map_or(1, |n| n.line);
-    if file_lids {
-        for (k, n) in nodes.iter().enumerate() {
-            if let Some((lid, lmc)) = n.lid {
-                b.set_lid(
-                    PortRef {
-                        node: k as u32,
-                        port: 0,
-                    },
-                    n.port0_guid.unwrap_or(n.guid),
-                    lid,
-                    lmc,
-                )
-                .map_err(|e| ctx.fabric(n.line, e))?;
+    // The file's LIDs when it gives every one; else switches get 1, 2, ... and then the other
+    // ports one block of 2^LMC each (aligned), as OpenSM would hand them out.
+    if !file_lids && opts.lmc > 7 {
+        return Err(ctx.err(1, "", format!("LMC {} above 7", opts.lmc)));
+    }
+    let full = "more LIDs needed than the unicast range holds";
+    let mut next = 1u32;
+    for (k, n) in nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.kind == NodeKind::Switch)
+    {
+        let (lid, lmc) = match n.lid {
+            Some(given) if file_lids => given,
+            _ if next > 0xBFFF => return Err(ctx.err(n.line, &n.id, full)),
+            _ => {
+                next += 1;
+                ((next - 1) as u16, 0)
             }
-        }
-        for p in ports
-            .iter()
-            .filter(|p| nodes[p.node].kind != NodeKind::Switch)
-        {
-            let (lid, lmc) = p.lid.unwrap_or((0, 0));
-            let guid = p
-                .port_guid
-                .unwrap_or(nodes[p.node].guid.wrapping_add(u64::from(p.port)));
-            b.set_lid(
-                PortRef {
-                    node: p.node as u32,
-                    port: p.port,
-                },
-                guid,
-                lid,
-                lmc,
-            )
-            .map_err(|e| ctx.fabric(p.line, e))?;
-        }
-    } else {
-        if opts.lmc > 7 {
-            return Err(ctx.err(1, "", format!("LMC {} above 7", opts.lmc)));
-        }
-        let mut lid = 1u32;
-        for (k, n) in nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.kind == NodeKind::Switch)
-        {
-            if lid > 0xBFFF {
-                return Err(ctx.err(
-                    n.line,
-                    &n.id,
-                    "more LIDs needed than the unicast range holds",
-                ));
-            }
-            b.set_lid(
-                PortRef {
-                    node: k as u32,
-                    port: 0,
-                },
-                n.port0_guid.unwrap_or(n.guid),
-                lid as u16,
-                0,
-            )
+        };
+        let port0 = PortRef {
+            node: k as u32,
+            port: 0,
+        };
+        b.set_lid(port0, n.port0_guid.unwrap_or(n.guid), lid, lmc)
             .map_err(|e| ctx.fabric(n.line, e))?;
-            lid += 1;
-        }
-        let step = 1u32 << opts.lmc;
-        lid = lid.div_ceil(step) * step;
-        for p in ports
-            .iter()
-            .filter(|p| nodes[p.node].kind != NodeKind::Switch)
-        {
-            if lid + step - 1 > 0xBFFF {
-                return Err(ctx.err(
-                    p.line,
-                    &p.remote_id,
-                    "more LIDs needed than the unicast range holds",
-                ));
+    }
+    let step = 1u32 << opts.lmc.min(7); // (above 7 only with the file's LIDs, then unused)
+    next = next.div_ceil(step) * step;
+    for p in ports
+        .iter()
+        .filter(|p| nodes[p.node].kind != NodeKind::Switch)
+    {
+        let (lid, lmc) = match p.lid {
+            Some(given) if file_lids => given,
+            _ if next + step - 1 > 0xBFFF => return Err(ctx.err(p.line, &p.remote_id, full)),
+            _ => {
+                next += step;
+                ((next - step) as u16, opts.lmc)
             }
-            let guid = p
-                .port_guid
-                .unwrap_or(nodes[p.node].guid.wrapping_add(u64::from(p.port)));
-            b.set_lid(
-                PortRef {
-                    node: p.node as u32,
-                    port: p.port,
-                },
-                guid,
-                lid as u16,
-                opts.lmc,
-            )
+        };
+        let guid = p
+            .port_guid
+            .unwrap_or(nodes[p.node].guid.wrapping_add(u64::from(p.port)));
+        let port = PortRef {
+            node: p.node as u32,
+            port: p.port,
+        };
+        b.set_lid(port, guid, lid, lmc)
             .map_err(|e| ctx.fabric(p.line, e))?;
-            lid += step;
-        }
     }
     b.build().map_err(|e| ctx.fabric(last_line, e))
 }
