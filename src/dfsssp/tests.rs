@@ -631,6 +631,62 @@ fn dynamic_topological_order_matches_brute_force() {
     assert!(accepted > 20 && refused > 5, "{accepted} {refused}");
 }
 
+#[test]
+fn dynamic_topological_order_with_removals_matches_brute_force() {
+    // Insertions, removals and refused edges asked again: a refusal remembered with its witness
+    // path must be forgotten once an edge of that path is gone.
+    let f = random(12, 14, 0, 9);
+    let g = SwitchGraph::new(&f).unwrap();
+    let ei = EdgeIndex::new(&g);
+    let mut counts = vec![0u32; ei.num_edges()];
+    let order: Vec<u32> = (0..g.num_channels() as u32).collect();
+    let mut topo = dyntopo::DynTopo::from_order(&order);
+    let mut sc = dyntopo::TopoScratch::default();
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    let mut present: Vec<(u32, u32)> = Vec::new();
+    let mut refused: Vec<(u32, u32)> = Vec::new();
+    let (mut asked_again_ok, mut asked_again_refused) = (0, 0);
+    for _ in 0..3000 {
+        let op = rng.gen_range(0..10);
+        let (c1, c2, again) = if op < 3 && !present.is_empty() {
+            let (c1, c2) = present.swap_remove(rng.gen_range(0..present.len()));
+            counts[ei.edge(&g, c1, c2) as usize] = 0;
+            continue;
+        } else if op < 6 && !refused.is_empty() {
+            let (c1, c2) = refused.swap_remove(rng.gen_range(0..refused.len()));
+            (c1, c2, true)
+        } else {
+            let c1 = rng.gen_range(0..g.num_channels() as u32);
+            let outs = g.out_channels(g.chan_head[c1 as usize]);
+            (c1, rng.gen_range(outs.start..outs.end), false)
+        };
+        let e = ei.edge(&g, c1, c2) as usize;
+        if counts[e] > 0 {
+            continue;
+        }
+        counts[e] = 1;
+        let cyclic = topological_order(&g, &ei, &counts).is_none();
+        counts[e] = 0;
+        let ok = topo.try_insert(&g, &ei, &counts, &mut sc, c1, c2, usize::MAX);
+        assert_eq!(ok, !cyclic, "edge {c1} -> {c2}");
+        if ok {
+            counts[e] = 1;
+            present.push((c1, c2));
+        } else {
+            refused.push((c1, c2));
+        }
+        match (again, ok) {
+            (true, true) => asked_again_ok += 1,
+            (true, false) => asked_again_refused += 1,
+            _ => {}
+        }
+    }
+    assert!(
+        asked_again_ok > 20 && asked_again_refused > 20,
+        "{asked_again_ok} {asked_again_refused}"
+    );
+}
+
 /// Timings and layer counts on the fabrics of issues 3 and 5 (run with
 /// `cargo test --release --lib dfsssp::tests::measure -- --ignored --nocapture`;
 /// DFSSSP_SPECS=spec;spec... overrides the fabrics, DFSSSP_BUDGETS=8,1 the budgets).
