@@ -214,6 +214,15 @@ impl DestTree {
         Ok(())
     }
 
+    /// Makes this tree a copy of `other` (same fabric), without allocating.
+    pub fn copy_from(&mut self, other: &DestTree) {
+        self.root = other.root;
+        self.next.copy_from_slice(&other.next);
+        self.depth.copy_from_slice(&other.depth);
+        self.order.clear();
+        self.order.extend_from_slice(&other.order);
+    }
+
     /// Whether switch `s` is routed towards the destination (or is its switch).
     #[inline]
     pub fn routed(&self, s: u32) -> bool {

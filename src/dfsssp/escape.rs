@@ -243,16 +243,11 @@ pub(crate) fn run(
         let mut cand: Vec<usize> = (0..nd).filter(|&di| esc[di]).collect();
         cand.sort_by_key(|&di| (prio[di], g.dests[di].lid));
         for &di in &cand {
-            // Legal SSSP routes are their own escape routes, in the escape layer already.
-            if !sssp_legal[di] {
-                st.settle(di, routing, layers, &phase_a)?;
-            }
-        }
-        for &di in &cand {
             if sssp_legal[di] {
+                // Legal SSSP routes are their own escape routes, in the escape layer already.
                 out.reclaimed += 1;
             } else {
-                st.account(di, routing, &mut out)?;
+                st.settle(di, routing, layers, &phase_a, &mut out)?;
             }
         }
     } else {
@@ -369,6 +364,7 @@ impl<'a, 'c> Settler<'a, 'c> {
         routing: &mut Routing,
         layers: &mut SwitchLidTable,
         phase_a: &SwitchLidTable,
+        out: &mut EscapeOutcome,
     ) -> Result<(), DfssspError> {
         let g = self.ctx.g;
         let d = g.dests[di];
@@ -398,6 +394,7 @@ impl<'a, 'c> Settler<'a, 'c> {
             false,
         );
         self.commit(di, routing, layers);
+        self.account(di, out);
         Ok(())
     }
 
@@ -415,17 +412,9 @@ impl<'a, 'c> Settler<'a, 'c> {
         // Refusals are remembered for the whole destination: rounds only take back this
         // destination's own paths, so a stale refusal merely sends a source to A a bit early.
         self.round += 1;
+        // With A = {root} the hybrid tree is the SSSP tree.
+        self.th.copy_from(&self.ts);
         loop {
-            for (x, n) in self.th.next.iter_mut().enumerate() {
-                *n = if self.in_a[x] {
-                    self.tu.next[x]
-                } else {
-                    self.ts.next[x]
-                };
-            }
-            self.th
-                .link(g, root)
-                .map_err(|f| internal(format!("hybrid tree for LID {lid} broken: {f:?}")))?;
             self.failed.clear();
             // Paths placed in an earlier round did not change; place the others. A path extends
             // its parent's, so below a source that fits nowhere nothing fits either.
@@ -519,6 +508,16 @@ impl<'a, 'c> Settler<'a, 'c> {
             for &s in &self.th.order {
                 self.flag[s as usize] = false;
             }
+            for (x, n) in self.th.next.iter_mut().enumerate() {
+                *n = if self.in_a[x] {
+                    self.tu.next[x]
+                } else {
+                    self.ts.next[x]
+                };
+            }
+            self.th
+                .link(g, root)
+                .map_err(|f| internal(format!("hybrid tree for LID {lid} broken: {f:?}")))?;
         }
     }
 
@@ -545,30 +544,18 @@ impl<'a, 'c> Settler<'a, 'c> {
         }
     }
 
-    /// Adds destination `di`'s final routes to the statistics: paths that differ from SSSP from
-    /// some switch on (an Up*/Down* hop), and how many of them are minimal anyway.
-    fn account(
-        &mut self,
-        di: usize,
-        routing: &Routing,
-        out: &mut EscapeOutcome,
-    ) -> Result<(), DfssspError> {
+    /// Adds destination `di`'s final routes (the hybrid tree just committed) to the statistics:
+    /// paths that differ from SSSP from some switch on (an Up*/Down* hop), and how many of them
+    /// are minimal anyway.
+    fn account(&mut self, di: usize, out: &mut EscapeOutcome) {
         let g = self.ctx.g;
-        let d = g.dests[di];
-        let ns = g.num_switches();
-        let c = &self.ctx.cols[di * ns..(di + 1) * ns];
-        self.th
-            .build_from_ports(g, &d, |s| routing.lft.port(s, d.lid), self.ctx.comp)
-            .map_err(|f| internal(format!("routes to LID {}: {f:?}", d.lid)))?;
-        let to = self.ctx.dist.to(d.switch);
+        let to = self.ctx.dist.to(g.dests[di].switch);
         let mut escaped = 0u64;
         // `flag`: the path from this switch takes a non-SSSP hop somewhere.
-        for &s in &self.th.order {
+        for &s in &self.th.order[1..] {
             let su = s as usize;
-            self.flag[su] = s != d.switch && {
-                let p = self.th.parent(g, s) as usize;
-                routing.lft.port(s, d.lid) != c[su] || self.flag[p]
-            };
+            self.flag[su] =
+                self.th.next[su] != self.ts.next[su] || self.flag[self.th.parent(g, s) as usize];
             if self.flag[su] {
                 escaped += 1;
                 out.escape_minimal += u64::from(self.th.depth[su] == u32::from(to[su]));
@@ -583,7 +570,6 @@ impl<'a, 'c> Settler<'a, 'c> {
             out.escape_dests += 1;
             out.escape_routes += escaped;
         }
-        Ok(())
     }
 }
 
