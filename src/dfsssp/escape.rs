@@ -21,6 +21,8 @@
 //! no check; once a destination is settled, the Up*/Down* paths it no longer uses are removed,
 //! and removing paths never creates a cycle.
 
+use rayon::prelude::*;
+
 use crate::fabric::{SwitchGraph, NONE};
 use crate::routing::{Routing, SwitchLidTable, NO_PATH};
 use crate::sssp::{routing_order, Balancer, SwitchDistances};
@@ -125,74 +127,75 @@ pub(crate) fn run(
         })
     };
 
-    // Without settling, the escape destinations' paths leave the kept layers; with it, their
-    // paths that fit stay where cycle breaking put them and settling starts from there.
+    // Settling starts from the layers cycle breaking left: the escape destinations' paths that
+    // fit stay counted where they are. (Without settling the counts are not read again: those
+    // destinations go on pure Up*/Down*.)
     counts.truncate(e);
     counts.push(vec![0; ei.num_edges()]);
     let mut tree = DestTree::new(ns);
-    let mut load = vec![0u64; g.num_channels()];
-    let mut sssp_legal = vec![false; nd];
     // The Up*/Down* port of every switch per escape destination, for settling.
     let mut ud_cols = vec![NO_PATH; nd * ns];
-    for (di, d) in g.dests.iter().enumerate() {
-        if d.switch == NONE {
-            continue;
-        }
-        let c = col(di);
-        tree.build_from_ports(g, d, |s| c[s as usize], ctx.comp)
-            .map_err(|f| fault_error(g, d.lid, f))?;
-        // An escape destination whose SSSP routes are all legal Up*/Down* routes keeps them as
-        // its escape routes.
-        sssp_legal[di] = esc[di]
-            && ctx.reclaim
-            && tree.order[1..].iter().all(|&s| {
-                let p = tree.parent(g, s);
-                p == d.switch || ud.legal_turn(g, tree.next[s as usize], tree.next[p as usize])
-            });
-        if sssp_legal[di] {
-            tree.apply(g, ei, &mut counts[e], |s| weight[s as usize], true);
-            ud_cols[di * ns..(di + 1) * ns].copy_from_slice(c);
-        }
-        if esc[di] && !ctx.reclaim {
-            let mut mask = 0u32;
-            for &s in &tree.order {
-                let l = layers.get(s, d.lid);
-                if l < esc_layer {
-                    mask |= 1 << l;
+    let mut sssp_legal = vec![false; nd];
+    // Per destination, independently (in parallel, one contiguous share of destinations per
+    // thread, each summing into its own arrays): an escape destination whose SSSP routes are all
+    // legal Up*/Down* routes keeps them as its escape routes (their dependencies go on the
+    // escape layer); the routes that stay load their channels, so escape trees balance against
+    // them as SSSP does.
+    let share = nd.div_ceil(rayon::current_num_threads()).max(1);
+    let shares: Vec<Result<ShareSums, DfssspError>> = ud_cols
+        .par_chunks_mut(share * ns)
+        .zip(sssp_legal.par_chunks_mut(share))
+        .enumerate()
+        .map(|(k, (ud_rows, legal))| {
+            let mut tree = DestTree::new(ns);
+            let mut esc_counts = vec![0u32; ei.num_edges()];
+            let mut load = vec![0u64; g.num_channels()];
+            for (j, legal) in legal.iter_mut().enumerate() {
+                let di = k * share + j;
+                let d = g.dests[di];
+                if d.switch == NONE {
+                    continue;
+                }
+                let c = col(di);
+                tree.build_from_ports(g, &d, |s| c[s as usize], ctx.comp)
+                    .map_err(|f| fault_error(g, d.lid, f))?;
+                *legal = esc[di]
+                    && ctx.reclaim
+                    && tree.order[1..].iter().all(|&s| {
+                        let p = tree.parent(g, s);
+                        p == d.switch
+                            || ud.legal_turn(g, tree.next[s as usize], tree.next[p as usize])
+                    });
+                if *legal {
+                    tree.apply(g, ei, &mut esc_counts, |s| weight[s as usize], true);
+                    ud_rows[j * ns..(j + 1) * ns].copy_from_slice(c);
+                }
+                // (Legal implies settling: without it escape destinations add no load.)
+                if !esc[di] || *legal {
+                    for &s in &tree.order {
+                        tree.sub[s as usize] = g.terminal_count[s as usize];
+                    }
+                    for &s in tree.order[1..].iter().rev() {
+                        let c1 = tree.next[s as usize];
+                        let f = tree.sub[s as usize];
+                        load[c1 as usize] += u64::from(f);
+                        tree.sub[g.chan_head[c1 as usize] as usize] += f;
+                    }
                 }
             }
-            for (l, cnt) in counts.iter_mut().enumerate() {
-                if mask & (1 << l) != 0 {
-                    let lv = l as u8;
-                    tree.apply(
-                        g,
-                        ei,
-                        cnt,
-                        |s| {
-                            if layers.get(s, d.lid) == lv {
-                                weight[s as usize]
-                            } else {
-                                0
-                            }
-                        },
-                        false,
-                    );
-                }
-            }
-        } else if !esc[di] || sssp_legal[di] {
-            // Loads of the routes that stay, so escape trees balance against them as SSSP does.
-            for &s in &tree.order {
-                tree.sub[s as usize] = g.terminal_count[s as usize];
-            }
-            for &s in tree.order[1..].iter().rev() {
-                let c1 = tree.next[s as usize];
-                let f = tree.sub[s as usize];
-                load[c1 as usize] += u64::from(f);
-                tree.sub[g.chan_head[c1 as usize] as usize] += f;
-            }
+            Ok((esc_counts, load))
+        })
+        .collect();
+    let mut load = vec![0u64; g.num_channels()];
+    for r in shares {
+        let (esc_counts, share_load) = r?;
+        for (t, c) in counts[e].iter_mut().zip(esc_counts) {
+            *t += c;
+        }
+        for (t, l) in load.iter_mut().zip(share_load) {
+            *t += l;
         }
     }
-
     // Up*/Down* trees for the escape destinations, all their paths on the escape layer.
     let mut out = EscapeOutcome {
         roots: ud.roots.clone(),
@@ -269,6 +272,9 @@ pub(crate) fn run(
     }
     Ok(out)
 }
+
+/// One share of destinations' sums: escape-layer dependency counts and channel loads.
+type ShareSums = (Vec<u32>, Vec<u64>);
 
 fn internal(msg: String) -> DfssspError {
     DfssspError::Internal(msg)

@@ -312,6 +312,29 @@ fn five_ring_of_fig2_needs_two_layers() {
 }
 
 #[test]
+fn escape_without_reclaim_leaves_overflowing_destinations_on_updown() {
+    // Without settling, every overflowing destination keeps its pure Up*/Down* tree, and the
+    // paths it leaves behind in the kept layers are taken out: still deadlock-free.
+    let f = grid(&[4, 4], true, 1);
+    let g = SwitchGraph::new(&f).unwrap();
+    let orig = sssp::route(&g);
+    for budget in [1, 2] {
+        let mut r = orig.clone();
+        let opts = DfssspOptions {
+            reclaim: false,
+            ..Default::default()
+        };
+        let rep = make_deadlock_free_with(&g, &mut r, budget, &opts, None).unwrap();
+        assert_eq!(rep.escape_layer, Some(budget - 1), "{rep:?}");
+        assert!(rep.escape_dests_initial > 0, "{rep:?}");
+        assert_eq!(rep.escape_dests, rep.escape_dests_initial, "{rep:?}");
+        assert_eq!(rep.reclaimed_dests, 0, "{rep:?}");
+        check_deadlock_free(&g, &r);
+        crate::verify::verify(&g, &r).unwrap_or_else(|e| panic!("verify: {e}"));
+    }
+}
+
+#[test]
 fn five_ring_with_one_lane_escapes() {
     let f = grid(&[5], true, 1);
     let (g, orig, r, rep) = run(&f, 1);
