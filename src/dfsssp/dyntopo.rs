@@ -48,6 +48,9 @@ pub(crate) struct TopoScratch {
     fwd: Vec<u32>,
     bwd: Vec<u32>,
     slots: Vec<u32>,
+    /// (position, channel) keys of the backward and forward sets, for reordering.
+    kb: Vec<u64>,
+    kf: Vec<u64>,
     /// Per channel reached by the forward search: the dependency edge and channel it was
     /// reached from, to read the witness back.
     from_edge: Vec<u32>,
@@ -199,19 +202,31 @@ impl DynTopo {
             return false;
         }
         // Reorder: the backward set, then the forward set, each in its old relative order, into
-        // the union of their old positions.
+        // the union of their old positions. Sorted as (position, channel) keys, so no sort looks
+        // positions up; the union of two sorted position lists is a merge.
         let ord = &mut self.ord;
-        for &x in sc.fwd.iter().chain(sc.bwd.iter()) {
-            ord[x as usize] &= !SEEN;
-        }
-        sc.bwd.sort_unstable_by_key(|&x| ord[x as usize]);
-        sc.fwd.sort_unstable_by_key(|&x| ord[x as usize]);
+        let key = |x: u32| u64::from(ord[x as usize] & !SEEN) << 32 | u64::from(x);
+        sc.kb.clear();
+        sc.kb.extend(sc.bwd.iter().map(|&x| key(x)));
+        sc.kf.clear();
+        sc.kf.extend(sc.fwd.iter().map(|&x| key(x)));
+        sc.kb.sort_unstable();
+        sc.kf.sort_unstable();
         sc.slots.clear();
-        sc.slots
-            .extend(sc.bwd.iter().chain(sc.fwd.iter()).map(|&x| ord[x as usize]));
-        sc.slots.sort_unstable();
-        for (&x, &p) in sc.bwd.iter().chain(sc.fwd.iter()).zip(sc.slots.iter()) {
-            ord[x as usize] = p;
+        let (mut i, mut j) = (0, 0);
+        while i < sc.kb.len() || j < sc.kf.len() {
+            let take_b = j == sc.kf.len() || (i < sc.kb.len() && sc.kb[i] < sc.kf[j]);
+            let k = if take_b {
+                i += 1;
+                sc.kb[i - 1]
+            } else {
+                j += 1;
+                sc.kf[j - 1]
+            };
+            sc.slots.push((k >> 32) as u32);
+        }
+        for (&k, &p) in sc.kb.iter().chain(sc.kf.iter()).zip(sc.slots.iter()) {
+            ord[k as u32 as usize] = p;
         }
         true
     }

@@ -448,9 +448,10 @@ impl<'a, 'c> Settler<'a, 'c> {
                     _ => parent_l,
                 };
                 let mut tries = [0u8; 17];
-                let mut n = 0;
+                let (mut n, mut listed) = (0, 0u32);
                 for l in [pref, parent_l].into_iter().chain(0..=esc_layer) {
-                    if !tries[..n].contains(&l) {
+                    if listed & 1 << l == 0 {
+                        listed |= 1 << l;
                         tries[n] = l;
                         n += 1;
                     }
