@@ -213,6 +213,9 @@ pub struct UpDownRouter<'a> {
     order: Vec<u32>,
     counts: Vec<u32>,
     next: Vec<u32>,
+    /// The switch `dd`, `t` and `order` are for ([`NONE`]: none yet); a switch's LIDs come one
+    /// after another in routing order, so they share one search.
+    dist_to: u32,
 }
 
 impl<'a> UpDownRouter<'a> {
@@ -227,11 +230,16 @@ impl<'a> UpDownRouter<'a> {
             order: Vec::with_capacity(ns),
             counts: Vec::new(),
             next: Vec::with_capacity(ns),
+            dist_to: NONE,
         }
     }
 
     /// Computes `dd` and `T` towards switch `to` and the switches ordered by `T`.
     fn distances(&mut self, to: u32) {
+        if self.dist_to == to {
+            return;
+        }
+        self.dist_to = to;
         let (g, ud) = (self.g, self.ud);
         self.dd.fill(u16::MAX);
         self.dd[to as usize] = 0;
