@@ -155,6 +155,12 @@ impl DestTree {
         self.root = root;
         self.depth.fill(UNSEEN);
         self.depth[root as usize] = 0;
+        // `by_depth[k + 1]` counts the switches at depth k while depths are found (all zero
+        // between calls: reset after use below).
+        if self.by_depth.len() < ns + 2 {
+            self.by_depth.resize(ns + 2, 0);
+        }
+        self.by_depth[1] = 1;
         let mut max_depth = 0u32;
         for s0 in 0..ns {
             if self.depth[s0] != UNSEEN || self.next[s0] == NONE {
@@ -169,6 +175,7 @@ impl DestTree {
                 if c == NONE {
                     // An unrouted switch is nobody's parent in a valid tree.
                     self.stack.clear();
+                    self.by_depth.fill(0);
                     return Err(TreeFault::Loop { switch: s0 as u32 });
                 }
                 x = g.chan_head[c as usize] as usize;
@@ -176,6 +183,7 @@ impl DestTree {
                     UNSEEN => {}
                     ON_CHAIN => {
                         self.stack.clear();
+                        self.by_depth.fill(0);
                         return Err(TreeFault::Loop { switch: x as u32 });
                     }
                     _ => break,
@@ -185,32 +193,25 @@ impl DestTree {
             while let Some(y) = self.stack.pop() {
                 dx += 1;
                 self.depth[y as usize] = dx;
+                self.by_depth[dx as usize + 1] += 1;
             }
             max_depth = max_depth.max(dx);
         }
         let nd = max_depth as usize + 1;
-        self.by_depth.clear();
-        self.by_depth.resize(nd + 1, 0);
-        for s in 0..ns {
-            let dp = self.depth[s];
-            if dp < ON_CHAIN {
-                self.by_depth[dp as usize + 1] += 1;
-            }
-        }
         for k in 0..nd {
             self.by_depth[k + 1] += self.by_depth[k];
         }
         let n = self.by_depth[nd] as usize;
         self.order.clear();
         self.order.resize(n, 0);
-        for s in 0..ns {
-            let dp = self.depth[s];
+        for (s, &dp) in self.depth.iter().enumerate() {
             if dp < ON_CHAIN {
                 let slot = &mut self.by_depth[dp as usize];
                 self.order[*slot as usize] = s as u32;
                 *slot += 1;
             }
         }
+        self.by_depth[..=nd].fill(0);
         Ok(())
     }
 
