@@ -47,6 +47,8 @@ pub(crate) struct Breaker<'a> {
     stack: Vec<(u32, u32)>,
     /// Moved weight per switch (subtree sums), indexed by switch.
     sub: Vec<u32>,
+    /// Next channel per switch of the subtree being moved (scratch).
+    nx: Vec<u32>,
     /// `edge_dests[edge_start[e]..edge_start[e + 1]]`: the destinations (ascending LID) whose
     /// original routes take dependency edge `e` somewhere, so a cut visits only those instead of
     /// scanning two LFT rows of length max_lid; each packed as `di << 16 | k`, `k` the pre-order
@@ -93,6 +95,7 @@ impl<'a> Breaker<'a> {
             stack_pos: vec![NONE; nc],
             stack: Vec::new(),
             sub: vec![0; g.num_switches()],
+            nx: vec![NONE; g.num_switches()],
             edge_start: Vec::new(),
             edge_dests: Vec::new(),
             scanned_cuts: 0,
@@ -258,6 +261,7 @@ impl<'a> Breaker<'a> {
         let (lo, hi) = self.counts.split_at_mut(i + 1);
         let (cur, nxt) = (&mut lo[i], &mut hi[0]);
         let sub = &mut self.sub;
+        let nx = &mut self.nx;
         let zeroed = &mut self.zeroed;
         zeroed.clear();
         for &packed in &self.behind {
@@ -283,38 +287,51 @@ impl<'a> Breaker<'a> {
                 continue;
             }
             self.moved_paths += moved;
+            // Bottom-up sums; `nx` keeps the next channel of every switch with moved paths
+            // below it (u's is c1), for the shift below.
+            nx[u as usize] = c1;
             for &x in st[1..].iter().rev() {
                 let w = sub[usize::from(x)];
                 if w > 0 {
-                    let p = g.chan_head[next(u32::from(x)) as usize];
-                    sub[p as usize] += w;
+                    let c = next(u32::from(x));
+                    nx[usize::from(x)] = c;
+                    sub[g.chan_head[c as usize] as usize] += w;
                 }
             }
-            // Shifts the edge a switch contributes from layer i to i + 1; returns its parent.
-            let mut shift = |x: u32, w: u32| {
-                let cx = next(x);
-                let h = g.chan_head[cx as usize];
-                if h != root {
-                    let e = ei.edge(g, cx, next(h)) as usize;
-                    cur[e] -= w;
-                    nxt[e] += w;
-                    if cur[e] == 0 {
-                        zeroed.push(cx);
-                    }
+            // Shifts the edge `cx -> cn` (cx leaving a switch with weight w moving) from layer i
+            // to i + 1.
+            let mut shift = |cx: u32, cn: u32, w: u32| {
+                let e = ei.edge(g, cx, cn) as usize;
+                cur[e] -= w;
+                nxt[e] += w;
+                if cur[e] == 0 {
+                    zeroed.push(cx);
                 }
-                h
             };
+            // Inside u's subtree every parent's next channel is in `nx`; u's parent is v, whose
+            // next is c2 (when v is not the destination's switch).
             for &x in st {
                 let w = sub[usize::from(x)];
                 if w > 0 {
-                    shift(u32::from(x), w);
+                    let cx = nx[usize::from(x)];
+                    let h = g.chan_head[cx as usize];
+                    if h != root {
+                        shift(cx, if h == v { c2 } else { nx[h as usize] }, w);
+                    }
                 }
             }
             // Above u every moved path shares the same channels.
             let w = sub[u as usize];
-            let mut x = v;
+            let (mut x, mut cx) = (v, c2);
             while x != root {
-                x = shift(x, w);
+                let h = g.chan_head[cx as usize];
+                if h == root {
+                    break;
+                }
+                let cn = next(h);
+                shift(cx, cn, w);
+                x = h;
+                cx = cn;
             }
         }
     }
