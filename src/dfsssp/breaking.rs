@@ -225,15 +225,27 @@ impl<'a> Breaker<'a> {
                 self.scanned_cuts += 1;
                 let (u, v) = (g.chan_tail[c1 as usize], g.chan_head[c1 as usize]);
                 let (pu, pv) = (g.chan_port[c1 as usize], g.chan_port[c2 as usize]);
-                let rows = self.lft.table(u).iter().zip(self.lft.table(v));
-                for (lid, (&a, &b)) in rows.enumerate() {
-                    if a != pu || b != pv {
+                // Blocks of 64 LIDs without a match are skipped by a branch-free test (it
+                // vectorises); matches are few.
+                const BLOCK: usize = 64;
+                let (ru, rv) = (self.lft.table(u), self.lft.table(v));
+                for (blk, (bu, bv)) in ru.chunks(BLOCK).zip(rv.chunks(BLOCK)).enumerate() {
+                    let any = bu.iter().zip(bv).fold(0u8, |acc, (&a, &b)| {
+                        acc | (u8::from(a == pu) & u8::from(b == pv))
+                    });
+                    if any == 0 {
                         continue;
                     }
-                    let di = g.lid_dest.get(lid).copied().unwrap_or(NONE);
-                    if di != NONE {
-                        let k = self.trees.position(di as usize, u);
-                        self.behind.push(di << 16 | u32::from(k));
+                    for (j, (&a, &b)) in bu.iter().zip(bv).enumerate() {
+                        if a != pu || b != pv {
+                            continue;
+                        }
+                        let lid = blk * BLOCK + j;
+                        let di = g.lid_dest.get(lid).copied().unwrap_or(NONE);
+                        if di != NONE {
+                            let k = self.trees.position(di as usize, u);
+                            self.behind.push(di << 16 | u32::from(k));
+                        }
                     }
                 }
                 return;
