@@ -618,13 +618,38 @@ fn breaking_edge_lists_match_row_scans() {
     }
 }
 
+/// The random fabric the dynamic-order tests insert into.
+fn dyntopo_fabric() -> (SwitchGraph, EdgeIndex) {
+    let g = SwitchGraph::new(&random(12, 14, 0, 9)).unwrap();
+    let ei = EdgeIndex::new(&g);
+    (g, ei)
+}
+
+/// Asks `topo` for edge `c1 -> c2` (count 0 in `counts`) and checks the answer against a full
+/// topological sort with the edge added.
+fn checked_insert(
+    g: &SwitchGraph,
+    ei: &EdgeIndex,
+    counts: &mut [u32],
+    topo: &mut dyntopo::DynTopo,
+    sc: &mut dyntopo::TopoScratch,
+    c1: u32,
+    c2: u32,
+) -> bool {
+    let e = ei.edge(g, c1, c2) as usize;
+    counts[e] = 1;
+    let cyclic = topological_order(g, ei, counts).is_none();
+    counts[e] = 0;
+    let ok = topo.try_insert(g, ei, counts, sc, c1, c2, usize::MAX);
+    assert_eq!(ok, !cyclic, "edge {c1} -> {c2}");
+    ok
+}
+
 #[test]
 fn dynamic_topological_order_matches_brute_force() {
     // Random edge insertions into one layer of a random fabric's CDG; refused edges are exactly
     // those that would close a cycle.
-    let f = random(12, 14, 0, 9);
-    let g = SwitchGraph::new(&f).unwrap();
-    let ei = EdgeIndex::new(&g);
+    let (g, ei) = dyntopo_fabric();
     let mut counts = vec![0u32; ei.num_edges()];
     let order: Vec<u32> = (0..g.num_channels() as u32).collect();
     let mut topo = dyntopo::DynTopo::from_order(&order);
@@ -639,11 +664,7 @@ fn dynamic_topological_order_matches_brute_force() {
         if counts[e] > 0 {
             continue;
         }
-        counts[e] = 1;
-        let cyclic = topological_order(&g, &ei, &counts).is_none();
-        counts[e] = 0;
-        let ok = topo.try_insert(&g, &ei, &counts, &mut sc, c1, c2, usize::MAX);
-        assert_eq!(ok, !cyclic);
+        let ok = checked_insert(&g, &ei, &mut counts, &mut topo, &mut sc, c1, c2);
         if ok {
             counts[e] = 1;
             accepted += 1;
@@ -658,9 +679,7 @@ fn dynamic_topological_order_matches_brute_force() {
 fn dynamic_topological_order_with_removals_matches_brute_force() {
     // Insertions, removals and refused edges asked again: a refusal remembered with its witness
     // path must be forgotten once an edge of that path is gone.
-    let f = random(12, 14, 0, 9);
-    let g = SwitchGraph::new(&f).unwrap();
-    let ei = EdgeIndex::new(&g);
+    let (g, ei) = dyntopo_fabric();
     let mut counts = vec![0u32; ei.num_edges()];
     let order: Vec<u32> = (0..g.num_channels() as u32).collect();
     let mut topo = dyntopo::DynTopo::from_order(&order);
@@ -687,11 +706,7 @@ fn dynamic_topological_order_with_removals_matches_brute_force() {
         if counts[e] > 0 {
             continue;
         }
-        counts[e] = 1;
-        let cyclic = topological_order(&g, &ei, &counts).is_none();
-        counts[e] = 0;
-        let ok = topo.try_insert(&g, &ei, &counts, &mut sc, c1, c2, usize::MAX);
-        assert_eq!(ok, !cyclic, "edge {c1} -> {c2}");
+        let ok = checked_insert(&g, &ei, &mut counts, &mut topo, &mut sc, c1, c2);
         if ok {
             counts[e] = 1;
             present.push((c1, c2));
