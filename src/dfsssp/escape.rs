@@ -143,7 +143,7 @@ pub(crate) fn run(
     // them as SSSP does.
     let share = nd.div_ceil(rayon::current_num_threads()).max(1);
     let shares: Vec<Result<ShareSums, DfssspError>> = ud_cols
-        .par_chunks_mut(share * ns)
+        .par_chunks_mut((share * ns).max(1)) // (no switches: no chunks, nothing to do)
         .zip(sssp_legal.par_chunks_mut(share))
         .enumerate()
         .map(|(k, (ud_rows, legal))| {
