@@ -618,58 +618,74 @@ fn breaking_edge_lists_match_row_scans() {
     }
 }
 
-/// The random fabric the dynamic-order tests insert into.
-fn dyntopo_fabric() -> (SwitchGraph, EdgeIndex) {
-    let g = SwitchGraph::new(&random(12, 14, 0, 9)).unwrap();
-    let ei = EdgeIndex::new(&g);
-    (g, ei)
+/// One layer of a random fabric's CDG, edges added and removed by hand, with a dynamic order
+/// whose every answer is checked against a full topological sort.
+struct OrderFixture {
+    g: SwitchGraph,
+    ei: EdgeIndex,
+    counts: Vec<u32>,
+    topo: dyntopo::DynTopo,
+    sc: dyntopo::TopoScratch,
 }
 
-/// Asks `topo` for edge `c1 -> c2` (count 0 in `counts`) and checks the answer against a full
-/// topological sort with the edge added.
-fn checked_insert(
-    g: &SwitchGraph,
-    ei: &EdgeIndex,
-    counts: &mut [u32],
-    topo: &mut dyntopo::DynTopo,
-    sc: &mut dyntopo::TopoScratch,
-    c1: u32,
-    c2: u32,
-) -> bool {
-    let e = ei.edge(g, c1, c2) as usize;
-    counts[e] = 1;
-    let cyclic = topological_order(g, ei, counts).is_none();
-    counts[e] = 0;
-    let ok = topo.try_insert(g, ei, counts, sc, c1, c2, usize::MAX);
-    assert_eq!(ok, !cyclic, "edge {c1} -> {c2}");
-    ok
+impl OrderFixture {
+    fn new() -> Self {
+        let g = SwitchGraph::new(&random(12, 14, 0, 9)).unwrap();
+        let ei = EdgeIndex::new(&g);
+        let order: Vec<u32> = (0..g.num_channels() as u32).collect();
+        OrderFixture {
+            counts: vec![0; ei.num_edges()],
+            topo: dyntopo::DynTopo::from_order(&order),
+            sc: dyntopo::TopoScratch::default(),
+            g,
+            ei,
+        }
+    }
+
+    /// A random dependency edge (two consecutive channels).
+    fn random_edge(&self, rng: &mut ChaCha8Rng) -> (u32, u32) {
+        let c1 = rng.gen_range(0..self.g.num_channels() as u32);
+        let outs = self.g.out_channels(self.g.chan_head[c1 as usize]);
+        (c1, rng.gen_range(outs.start..outs.end))
+    }
+
+    fn count(&mut self, (c1, c2): (u32, u32)) -> &mut u32 {
+        &mut self.counts[self.ei.edge(&self.g, c1, c2) as usize]
+    }
+
+    /// Asks for edge `c1 -> c2` (absent), checks the answer against a full topological sort
+    /// with the edge added, and adds it when accepted. `None`: the edge is present already.
+    fn insert(&mut self, (c1, c2): (u32, u32)) -> Option<bool> {
+        if *self.count((c1, c2)) > 0 {
+            return None;
+        }
+        *self.count((c1, c2)) = 1;
+        let cyclic = topological_order(&self.g, &self.ei, &self.counts).is_none();
+        *self.count((c1, c2)) = 0;
+        let (g, ei) = (&self.g, &self.ei);
+        let ok = self
+            .topo
+            .try_insert(g, ei, &self.counts, &mut self.sc, c1, c2, usize::MAX);
+        assert_eq!(ok, !cyclic, "edge {c1} -> {c2}");
+        if ok {
+            *self.count((c1, c2)) = 1;
+        }
+        Some(ok)
+    }
 }
 
 #[test]
 fn dynamic_topological_order_matches_brute_force() {
     // Random edge insertions into one layer of a random fabric's CDG; refused edges are exactly
     // those that would close a cycle.
-    let (g, ei) = dyntopo_fabric();
-    let mut counts = vec![0u32; ei.num_edges()];
-    let order: Vec<u32> = (0..g.num_channels() as u32).collect();
-    let mut topo = dyntopo::DynTopo::from_order(&order);
-    let mut sc = dyntopo::TopoScratch::default();
+    let mut fx = OrderFixture::new();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let (mut accepted, mut refused) = (0, 0);
     for _ in 0..400 {
-        let c1 = rng.gen_range(0..g.num_channels() as u32);
-        let outs = g.out_channels(g.chan_head[c1 as usize]);
-        let c2 = rng.gen_range(outs.start..outs.end);
-        let e = ei.edge(&g, c1, c2) as usize;
-        if counts[e] > 0 {
-            continue;
-        }
-        let ok = checked_insert(&g, &ei, &mut counts, &mut topo, &mut sc, c1, c2);
-        if ok {
-            counts[e] = 1;
-            accepted += 1;
-        } else {
-            refused += 1;
+        match fx.insert(fx.random_edge(&mut rng)) {
+            Some(true) => accepted += 1,
+            Some(false) => refused += 1,
+            None => {}
         }
     }
     assert!(accepted > 20 && refused > 5, "{accepted} {refused}");
@@ -679,39 +695,29 @@ fn dynamic_topological_order_matches_brute_force() {
 fn dynamic_topological_order_with_removals_matches_brute_force() {
     // Insertions, removals and refused edges asked again: a refusal remembered with its witness
     // path must be forgotten once an edge of that path is gone.
-    let (g, ei) = dyntopo_fabric();
-    let mut counts = vec![0u32; ei.num_edges()];
-    let order: Vec<u32> = (0..g.num_channels() as u32).collect();
-    let mut topo = dyntopo::DynTopo::from_order(&order);
-    let mut sc = dyntopo::TopoScratch::default();
+    let mut fx = OrderFixture::new();
     let mut rng = ChaCha8Rng::seed_from_u64(2);
     let mut present: Vec<(u32, u32)> = Vec::new();
     let mut refused: Vec<(u32, u32)> = Vec::new();
     let (mut asked_again_ok, mut asked_again_refused) = (0, 0);
     for _ in 0..3000 {
         let op = rng.gen_range(0..10);
-        let (c1, c2, again) = if op < 3 && !present.is_empty() {
-            let (c1, c2) = present.swap_remove(rng.gen_range(0..present.len()));
-            counts[ei.edge(&g, c1, c2) as usize] = 0;
+        let (edge, again) = if op < 3 && !present.is_empty() {
+            let edge = present.swap_remove(rng.gen_range(0..present.len()));
+            *fx.count(edge) = 0;
             continue;
         } else if op < 6 && !refused.is_empty() {
-            let (c1, c2) = refused.swap_remove(rng.gen_range(0..refused.len()));
-            (c1, c2, true)
+            (refused.swap_remove(rng.gen_range(0..refused.len())), true)
         } else {
-            let c1 = rng.gen_range(0..g.num_channels() as u32);
-            let outs = g.out_channels(g.chan_head[c1 as usize]);
-            (c1, rng.gen_range(outs.start..outs.end), false)
+            (fx.random_edge(&mut rng), false)
         };
-        let e = ei.edge(&g, c1, c2) as usize;
-        if counts[e] > 0 {
+        let Some(ok) = fx.insert(edge) else {
             continue;
-        }
-        let ok = checked_insert(&g, &ei, &mut counts, &mut topo, &mut sc, c1, c2);
+        };
         if ok {
-            counts[e] = 1;
-            present.push((c1, c2));
+            present.push(edge);
         } else {
-            refused.push((c1, c2));
+            refused.push(edge);
         }
         match (again, ok) {
             (true, true) => asked_again_ok += 1,
