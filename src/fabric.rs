@@ -122,8 +122,10 @@ pub enum FabricError {
     TooLarge(usize),
 }
 
-/// A validated fabric. Build it with [`FabricBuilder`].
+/// A validated fabric. Build it with [`FabricBuilder`]; deserializing one (the plug-in's
+/// `dfsssp-rs-fabric.json`) goes through the builder too, so a file cannot make an invalid fabric.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(try_from = "FabricRecord")]
 pub struct Fabric {
     pub nodes: Vec<Node>,
     pub links: Vec<Link>,
@@ -443,6 +445,48 @@ impl FabricBuilder {
             }
         }
         Ok(f)
+    }
+}
+
+/// A fabric as stored in JSON, before validation: the same fields as [`Fabric`], taken apart so
+/// that [`Fabric`]'s `Deserialize` can rebuild it through [`FabricBuilder`].
+#[derive(Deserialize)]
+struct FabricRecord {
+    nodes: Vec<Node>,
+    links: Vec<Link>,
+    endpoints: Vec<Endpoint>,
+}
+
+/// Why a stored fabric was rejected, naming the entry (`links[3]`, `endpoints[0]`, ...).
+#[derive(Debug, Error)]
+#[error("{entry}: {source}")]
+pub struct FabricRecordError {
+    entry: String,
+    source: FabricError,
+}
+
+impl TryFrom<FabricRecord> for Fabric {
+    type Error = FabricRecordError;
+
+    fn try_from(r: FabricRecord) -> Result<Self, Self::Error> {
+        let at = |entry: String| move |source| FabricRecordError { entry, source };
+        let mut b = FabricBuilder::new();
+        for (i, n) in r.nodes.into_iter().enumerate() {
+            b.add_node(n.kind, n.guid, n.num_ports, n.description)
+                .map_err(at(format!("nodes[{i}]")))?;
+        }
+        for (i, l) in r.links.into_iter().enumerate() {
+            b.link(l.a, l.b).map_err(at(format!("links[{i}]")))?;
+        }
+        for (i, e) in r.endpoints.into_iter().enumerate() {
+            let at_port = PortRef {
+                node: e.node,
+                port: e.port,
+            };
+            b.set_lid(at_port, e.port_guid, e.base_lid, e.lmc)
+                .map_err(at(format!("endpoints[{i}]")))?;
+        }
+        b.build().map_err(at("fabric".to_string()))
     }
 }
 

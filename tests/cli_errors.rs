@@ -283,3 +283,41 @@ fn forwarding_loop_is_reported() {
         "{text}"
     );
 }
+
+/// `route --fabric` on the plug-in's fabric JSON with an entry out of range: exit 1, the file,
+/// a line and the entry named; a sound record routes.
+#[test]
+fn malformed_fabric_json_is_named() {
+    let d = tempfile::tempdir().unwrap();
+    let f = dfsssp_rs::topo::by_name("ktree:2,2").unwrap();
+    let mut rec = serde_json::json!({ "engine": "dfsssp-rs", "lanes": 8, "fabric": f });
+    let good = d.path().join("good.json");
+    std::fs::write(&good, serde_json::to_string_pretty(&rec).unwrap()).unwrap();
+    let (code, _, err) = cli(&["route", "--fabric", good.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+
+    rec["fabric"]["links"][2]["b"]["node"] = 4096.into();
+    rec["fabric"]["nodes"][0]["num_ports"] = 2.into();
+    let bad = d.path().join("bad.json");
+    std::fs::write(&bad, serde_json::to_string_pretty(&rec).unwrap()).unwrap();
+    let (code, _, err) = cli(&["route", "--fabric", bad.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    let at = format!("{}:", bad.display());
+    assert!(err.contains(&at), "{err}");
+    assert!(
+        err.contains("links[2]: node index 4096 does not exist"),
+        "{err}"
+    );
+
+    rec["fabric"]["links"][2]["b"]["node"] = 0.into();
+    std::fs::write(&bad, serde_json::to_string_pretty(&rec).unwrap()).unwrap();
+    let (code, _, err) = cli(&["route", "--fabric", bad.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("links[") && err.contains("out of range"), "{err}");
+
+    rec["fabric"]["nodes"][0]["num_ports"] = "four".into();
+    std::fs::write(&bad, serde_json::to_string_pretty(&rec).unwrap()).unwrap();
+    let (code, _, err) = cli(&["route", "--fabric", bad.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("fabric.nodes[0].num_ports"), "{err}");
+}

@@ -5,7 +5,7 @@
 
 use dfsssp_rs::fabric::{Fabric, SwitchGraph};
 use dfsssp_rs::io::ibsim::NetOptions;
-use dfsssp_rs::io::{ibnetdiscover, ibsim, osm_dump, IoError};
+use dfsssp_rs::io::{fabric_json, ibnetdiscover, ibsim, osm_dump, IoError};
 use proptest::prelude::*;
 
 const CASES: u32 = 300;
@@ -182,8 +182,33 @@ fn all_parsers(text: &str, f: &Fabric, g: &SwitchGraph) -> Result<(), TestCaseEr
         &osm_dump::parse_path_sl(text, "opensm-path-sl.dump", f, g),
         text,
     )?;
+    line_ok(&fabric_json::parse_fabric(text, "f.json"), text)?;
     let _ = osm_dump::infer_lmc(text);
     Ok(())
+}
+
+/// The sample fabric as the plug-in's JSON run record.
+fn sample_json() -> serde_json::Value {
+    let (f, _) = sample_fabric();
+    serde_json::json!({ "engine": "dfsssp-rs", "lanes": 8, "qos": true, "fabric": f })
+}
+
+/// Every numeric leaf of a JSON value, as a pointer (`/fabric/links/3/a/port`).
+fn numeric_leaves(v: &serde_json::Value, at: String, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Number(_) => out.push(at),
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                numeric_leaves(x, format!("{at}/{i}"), out);
+            }
+        }
+        serde_json::Value::Object(o) => {
+            for (k, x) in o {
+                numeric_leaves(x, format!("{at}/{k}"), out);
+            }
+        }
+        _ => {}
+    }
 }
 
 proptest! {
@@ -223,6 +248,34 @@ proptest! {
         let r = osm_dump::routing_from_dumps(&g, osm_dump::parse_lfts(&data("mesh2x2-par2-lmc1.lfts.dump"), "x", &f, &g).unwrap().lft, None);
         let psl = mutate(&osm_dump::write_path_sl(&f, &g, &r), &ms);
         line_ok(&osm_dump::parse_path_sl(&psl, "m", &f, &g), &psl)?;
+    }
+
+    /// Node indices, ports, LIDs, LMCs and GUIDs of a stored fabric set to values in and out of
+    /// range: the loader either refuses with the file, line and field, or gives a fabric that is
+    /// valid (its switch graph builds).
+    #[test]
+    fn mutated_fabric_json(edits in prop::collection::vec((any::<prop::sample::Index>(), prop_oneof![
+        Just(0u64), Just(1), Just(2), Just(7), Just(8), Just(36), Just(255), Just(256),
+        Just(0xBFFF), Just(0xC000), Just(u64::from(u32::MAX)), any::<u64>(), 0u64..40,
+    ]), 1..4), pretty in any::<bool>()) {
+        let mut v = sample_json();
+        let mut leaves = Vec::new();
+        numeric_leaves(&v, String::new(), &mut leaves);
+        for (at, value) in edits {
+            *v.pointer_mut(at.get(&leaves).as_str()).unwrap() = value.into();
+        }
+        let text = if pretty { serde_json::to_string_pretty(&v) } else { serde_json::to_string(&v) }.unwrap();
+        let r = fabric_json::parse_fabric(&text, "dfsssp-rs-fabric.json");
+        line_ok(&r, &text)?;
+        if let Ok(f) = r {
+            SwitchGraph::new(&f).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        }
+    }
+
+    #[test]
+    fn mutated_fabric_json_text(ms in prop::collection::vec(mutation(), 1..6)) {
+        let text = mutate(&serde_json::to_string_pretty(&sample_json()).unwrap(), &ms);
+        line_ok(&fabric_json::parse_fabric(&text, "m"), &text)?;
     }
 
     #[test]

@@ -21,9 +21,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use dfsssp_rs::engine::{self, EngineConfig, EngineKind};
 use dfsssp_rs::fabric::Fabric;
-use dfsssp_rs::io::{self, ibnetdiscover, ibsim, osm_dump};
+use dfsssp_rs::io::{self, fabric_json, ibnetdiscover, ibsim, osm_dump};
 use dfsssp_rs::metrics::{LidChoice, PairTraffic};
-use dfsssp_rs::opensm::RunRecord;
 use dfsssp_rs::topo;
 
 #[derive(Parser)]
@@ -256,11 +255,7 @@ fn load_fabric(file: Option<&Path>, spec: Option<&str>, lmc: u8) -> CliResult<Fa
         InputFormat::SubnetLst => osm_dump::parse_subnet_lst(&text, &name, lmc),
         InputFormat::Ibnetdiscover => ibnetdiscover::parse(&text, &name, opts),
         InputFormat::IbsimNet => ibsim::parse_net(&text, &name, opts),
-        InputFormat::RunRecord => {
-            return serde_json::from_str::<RunRecord>(&text)
-                .map(|r| r.fabric)
-                .map_err(|e| format!("{name}:{}: {e}", e.line()));
-        }
+        InputFormat::RunRecord => fabric_json::parse_fabric(&text, &name),
     };
     parsed.map_err(|e| e.to_string())
 }

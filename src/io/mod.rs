@@ -5,6 +5,7 @@
 //! Every parser takes the text and a file name (used only in errors) and returns [`IoError`], whose
 //! parse errors name the file, the 1-based line and the offending text. Parsers never panic.
 
+pub mod fabric_json;
 pub mod ibnetdiscover;
 pub mod ibsim;
 pub mod osm_dump;
@@ -31,6 +32,15 @@ pub enum IoError {
         #[source]
         source: FabricError,
     },
+    /// A JSON file that does not hold what it should; `field` is the path to the offending
+    /// value (`fabric.links[3]`), empty for the document itself.
+    #[error("{file}:{line}: {field}{}{why}", if field.is_empty() { "" } else { ": " })]
+    Json {
+        file: String,
+        line: usize,
+        field: String,
+        why: String,
+    },
     #[error("{file}: {source}")]
     Io {
         file: String,
@@ -43,7 +53,9 @@ impl IoError {
     /// The 1-based line the error refers to, if it comes from a file's content.
     pub fn line(&self) -> Option<usize> {
         match self {
-            IoError::Parse { line, .. } | IoError::Fabric { line, .. } => Some(*line),
+            IoError::Parse { line, .. }
+            | IoError::Fabric { line, .. }
+            | IoError::Json { line, .. } => Some(*line),
             IoError::Io { .. } => None,
         }
     }
