@@ -152,8 +152,8 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     let mut log = Vec::new();
     let mut stats = EngineStats {
         switches: graph.num_switches(),
-        ca_ports: graph.terminals.len(),
-        lids: graph.dests.len(),
+        ca_ports: graph.terminals().len(),
+        lids: graph.dests().len(),
         channels: graph.num_channels(),
         ..Default::default()
     };
@@ -166,7 +166,7 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     ));
 
     let dist = SwitchDistances::new(&graph);
-    let mut routing = if cfg.multipath && fabric.endpoints.iter().any(|e| e.lmc > 0) {
+    let mut routing = if cfg.multipath && fabric.endpoints().iter().any(|e| e.lmc > 0) {
         let opts = multipath::MultipathOptions::default();
         let (r, mp) = multipath::route_with_distances(&graph, &dist, &opts)?;
         for line in mp.log_lines() {

@@ -127,12 +127,27 @@ pub enum FabricError {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(try_from = "FabricRecord")]
 pub struct Fabric {
-    pub nodes: Vec<Node>,
-    pub links: Vec<Link>,
-    pub endpoints: Vec<Endpoint>,
+    nodes: Vec<Node>,
+    links: Vec<Link>,
+    endpoints: Vec<Endpoint>,
 }
 
 impl Fabric {
+    /// Every node; a node's index here is what [`PortRef::node`] and [`Endpoint::node`] hold.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Every active link (parallel links are separate entries).
+    pub fn links(&self) -> &[Link] {
+        &self.links
+    }
+
+    /// Every LID-bearing port.
+    pub fn endpoints(&self) -> &[Endpoint] {
+        &self.endpoints
+    }
+
     /// "0x0002c90000000001 (desc)" — how nodes are named in errors and logs.
     pub fn node_name(&self, node: u32) -> String {
         match self.nodes.get(node as usize) {
@@ -280,6 +295,14 @@ pub struct FabricBuilder {
 impl FabricBuilder {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Continues building from a valid fabric (to add nodes, links or LIDs to it).
+    pub fn from_fabric(fabric: Fabric) -> Self {
+        let guid_index = (0..fabric.nodes.len() as u32)
+            .map(|i| (fabric.nodes[i as usize].guid, i))
+            .collect();
+        FabricBuilder { fabric, guid_index }
     }
 
     pub fn add_node(
@@ -511,36 +534,36 @@ pub struct Dest {
 #[derive(Clone, Debug)]
 pub struct SwitchGraph {
     /// switch id -> node index
-    pub switch_node: Vec<u32>,
+    switch_node: Vec<u32>,
     /// node index -> switch id, or [`NONE`] for CAs and routers
-    pub node_switch: Vec<u32>,
+    node_switch: Vec<u32>,
     /// CSR: the channels leaving switch `s` are `out_start[s]..out_start[s+1]`
-    pub out_start: Vec<u32>,
-    pub chan_tail: Vec<u32>,
-    pub chan_head: Vec<u32>,
+    out_start: Vec<u32>,
+    chan_tail: Vec<u32>,
+    chan_head: Vec<u32>,
     /// port number at the tail switch
-    pub chan_port: Vec<u8>,
+    chan_port: Vec<u8>,
     /// port number at the head switch
-    pub chan_head_port: Vec<u8>,
+    chan_head_port: Vec<u8>,
     /// the channel of the same link in the other direction
-    pub chan_reverse: Vec<u32>,
+    chan_reverse: Vec<u32>,
     /// CSR of channels entering switch `s`: `in_chans[in_start[s]..in_start[s+1]]`
-    pub in_start: Vec<u32>,
-    pub in_chans: Vec<u32>,
+    in_start: Vec<u32>,
+    in_chans: Vec<u32>,
     /// `port_chan[port_base[s] + p]`: the channel leaving switch `s` by port `p`, or [`NONE`]
-    pub port_base: Vec<u32>,
-    pub port_chan: Vec<u32>,
+    port_base: Vec<u32>,
+    port_chan: Vec<u32>,
     /// Every LID, sorted by LID.
-    pub dests: Vec<Dest>,
+    dests: Vec<Dest>,
     /// `lid_dest[lid]`: index into `dests`, or [`NONE`]
-    pub lid_dest: Vec<u32>,
+    lid_dest: Vec<u32>,
     /// Traffic sources: CA/router endpoints attached to a switch, as (endpoint index, switch),
     /// sorted by base LID.
-    pub terminals: Vec<(u32, u32)>,
+    terminals: Vec<(u32, u32)>,
     /// `terminal_count[s]`: how many CA/router ports hang off switch `s`
-    pub terminal_count: Vec<u32>,
+    terminal_count: Vec<u32>,
     /// The highest LID in the fabric.
-    pub max_lid: u16,
+    max_lid: u16,
 }
 
 impl SwitchGraph {
@@ -679,6 +702,92 @@ impl SwitchGraph {
             terminal_count,
             max_lid,
         })
+    }
+
+    // Read access to the graph's arrays (dense ids index them; see the struct's fields).
+    #[inline]
+    pub fn switch_node(&self) -> &[u32] {
+        &self.switch_node
+    }
+
+    #[inline]
+    pub fn node_switch(&self) -> &[u32] {
+        &self.node_switch
+    }
+
+    #[inline]
+    pub fn out_start(&self) -> &[u32] {
+        &self.out_start
+    }
+
+    #[inline]
+    pub fn chan_tail(&self) -> &[u32] {
+        &self.chan_tail
+    }
+
+    #[inline]
+    pub fn chan_head(&self) -> &[u32] {
+        &self.chan_head
+    }
+
+    #[inline]
+    pub fn chan_port(&self) -> &[u8] {
+        &self.chan_port
+    }
+
+    #[inline]
+    pub fn chan_head_port(&self) -> &[u8] {
+        &self.chan_head_port
+    }
+
+    #[inline]
+    pub fn chan_reverse(&self) -> &[u32] {
+        &self.chan_reverse
+    }
+
+    #[inline]
+    pub fn in_start(&self) -> &[u32] {
+        &self.in_start
+    }
+
+    #[inline]
+    pub fn in_chans(&self) -> &[u32] {
+        &self.in_chans
+    }
+
+    #[inline]
+    pub fn port_base(&self) -> &[u32] {
+        &self.port_base
+    }
+
+    #[inline]
+    pub fn port_chan(&self) -> &[u32] {
+        &self.port_chan
+    }
+
+    #[inline]
+    pub fn dests(&self) -> &[Dest] {
+        &self.dests
+    }
+
+    #[inline]
+    pub fn lid_dest(&self) -> &[u32] {
+        &self.lid_dest
+    }
+
+    #[inline]
+    pub fn terminals(&self) -> &[(u32, u32)] {
+        &self.terminals
+    }
+
+    #[inline]
+    pub fn terminal_count(&self) -> &[u32] {
+        &self.terminal_count
+    }
+
+    #[inline]
+    pub fn max_lid(&self) -> u16 {
+        self.max_lid
     }
 
     pub fn num_switches(&self) -> usize {

@@ -2,10 +2,10 @@
 //! never by asking the router: connectivity, hop counts, the edge forwarding index, the maximum link
 //! load under uniform all-to-all traffic, and the effective bisection bandwidth Λ.
 //!
-//! Definitions (P = number of CA/router ports attached to a switch, `g.terminals`):
+//! Definitions (P = number of CA/router ports attached to a switch, `g.terminals()`):
 //! - **Routes** are the P·(P−1) ordered pairs (u, v) of distinct CA/router ports. Route (u, v)
 //!   goes to v's base LID by default ([`LidChoice::Base`]); with [`LidChoice::BySource`] it goes to
-//!   LID `base(v) + (index(u) mod 2^LMC(v))`, index = position in `g.terminals` — a static spread of
+//!   LID `base(v) + (index(u) mod 2^LMC(v))`, index = position in `g.terminals()` — a static spread of
 //!   sources over the destination's LIDs, as MPI libraries do with LMC. Route (u, v) follows the LFT
 //!   path from u's switch; CAs on the same switch use no switch-to-switch channel.
 //! - **Hops** of a route: switch-to-switch channels it crosses (the two CA links are not counted).
@@ -303,9 +303,9 @@ impl Metrics {
     /// Fills in the GUIDs of the switches named in failures.
     pub fn name_switches(&mut self, f: &Fabric, g: &SwitchGraph) {
         let guid = |s: u32| {
-            g.switch_node
+            g.switch_node()
                 .get(s as usize)
-                .and_then(|&n| f.nodes.get(n as usize))
+                .and_then(|&n| f.nodes().get(n as usize))
                 .map(|n| n.guid)
         };
         for x in &mut self.connectivity.failures {
@@ -322,12 +322,12 @@ pub fn compute(
     opts: &MetricsOptions,
 ) -> Result<Metrics, MetricsError> {
     check_shape(g, &r.lft)?;
-    let p = g.terminals.len() as u64;
+    let p = g.terminals().len() as u64;
     let mut m = Metrics {
         switches: g.num_switches(),
         channels: g.num_channels(),
-        ca_ports: g.terminals.len(),
-        lids: g.dests.len(),
+        ca_ports: g.terminals().len(),
+        lids: g.dests().len(),
         layers: r.num_layers,
         lid_choice: opts.lid_choice,
         ..Default::default()
@@ -422,7 +422,7 @@ struct AllPairs {
 struct RouteWeights<'a> {
     g: &'a SwitchGraph,
     choice: LidChoice,
-    /// Endpoint index -> position in `g.terminals`, or NONE.
+    /// Endpoint index -> position in `g.terminals()`, or NONE.
     term_of_endpoint: Vec<u32>,
     /// BySource only: `residues[s * 128 + r]` = CAs on switch s whose terminal index is r mod 128.
     residues: Vec<u32>,
@@ -432,21 +432,21 @@ struct RouteWeights<'a> {
 impl<'a> RouteWeights<'a> {
     fn new(g: &'a SwitchGraph, choice: LidChoice) -> Self {
         let n_end = g
-            .dests
+            .dests()
             .iter()
             .map(|d| d.endpoint as usize + 1)
             .max()
             .unwrap_or(0);
         let mut term_of_endpoint = vec![NONE; n_end];
         let mut lmc = vec![0u8; n_end];
-        for d in &g.dests {
+        for d in g.dests() {
             lmc[d.endpoint as usize] = lmc[d.endpoint as usize].max(lmc_bits(d.lid_offset));
         }
         let mut residues = Vec::new();
         if choice == LidChoice::BySource {
             residues = vec![0u32; g.num_switches() * 128];
         }
-        for (t, &(e, s)) in g.terminals.iter().enumerate() {
+        for (t, &(e, s)) in g.terminals().iter().enumerate() {
             if let Some(x) = term_of_endpoint.get_mut(e as usize) {
                 *x = t as u32;
             }
@@ -478,7 +478,7 @@ impl<'a> RouteWeights<'a> {
                 if d.lid_offset != 0 {
                     return 0;
                 }
-                u64::from(self.g.terminal_count[s as usize]) - u64::from(here)
+                u64::from(self.g.terminal_count()[s as usize]) - u64::from(here)
             }
             LidChoice::BySource => {
                 let m = 1usize << self.lmc[d.endpoint as usize];
@@ -503,11 +503,11 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
     let ns = g.num_switches();
     let nc = g.num_channels();
     let weights = RouteWeights::new(g, opts.lid_choice);
-    let unattached = g.dests.iter().filter(|d| d.switch == NONE).count() as u64;
-    let p = g.terminals.len() as u64;
+    let unattached = g.dests().iter().filter(|d| d.switch == NONE).count() as u64;
+    let p = g.terminals().len() as u64;
     let dist = SwitchDistances::new(g);
 
-    let nd = g.dests.len();
+    let nd = g.dests().len();
     let chunks = (rayon::current_num_threads() * 8).clamp(1, nd.max(1));
     let per = nd.div_ceil(chunks).max(1);
     let parts: Vec<AllPairs> = (0..chunks)
@@ -521,7 +521,7 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
             };
             let mut paths = DestPaths::new(ns);
             let mut w = vec![0u64; ns];
-            let dests = &g.dests[(k * per).min(nd)..((k + 1) * per).min(nd)];
+            let dests = &g.dests()[(k * per).min(nd)..((k + 1) * per).min(nd)];
             for_each_column(g, lft, None, dests, |d, ports, _| {
                 if d.switch == NONE {
                     return;
@@ -544,7 +544,7 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
                     let c = &mut part.connectivity;
                     c.switch_to_lid.add_end(end, 1);
                     // CAs on s, except the LID's own port when it hangs off s.
-                    let tc = u64::from(g.terminal_count[s as usize]);
+                    let tc = u64::from(g.terminal_count()[s as usize]);
                     let own = u64::from(d.switch == s && d.exit_port != 0);
                     c.ca_to_lid.add_end(end, tc - own);
                     w[s as usize] = 0;
@@ -578,7 +578,7 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
                     let wu = w[u as usize];
                     if c != NONE && wu > 0 {
                         part.efi[c as usize] += wu;
-                        w[g.chan_head[c as usize] as usize] += wu;
+                        w[g.chan_head()[c as usize] as usize] += wu;
                     }
                 }
             });
@@ -637,8 +637,8 @@ fn all_pairs_by_walks(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllP
     let ns = g.num_switches();
     let nc = g.num_channels();
     let weights = RouteWeights::new(g, opts.lid_choice);
-    let unattached = g.dests.iter().filter(|d| d.switch == NONE).count() as u64;
-    let p = g.terminals.len() as u64;
+    let unattached = g.dests().iter().filter(|d| d.switch == NONE).count() as u64;
+    let p = g.terminals().len() as u64;
 
     let chunks = (rayon::current_num_threads() * 4).clamp(1, ns.max(1));
     let per = ns.div_ceil(chunks).max(1);
@@ -658,8 +658,8 @@ fn all_pairs_by_walks(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllP
             let hi = ((k + 1) * per).min(ns) as u32;
             for s in lo..hi {
                 bfs_from(g, s, &mut dist, &mut queue);
-                let tc = u64::from(g.terminal_count[s as usize]);
-                for d in g.dests.iter().filter(|d| d.switch != NONE) {
+                let tc = u64::from(g.terminal_count()[s as usize]);
+                for d in g.dests().iter().filter(|d| d.switch != NONE) {
                     path.clear();
                     let end = if d.lid > lft.max_lid {
                         Ending::BeyondTable
@@ -741,7 +741,7 @@ fn bfs_from(g: &SwitchGraph, s: u32, dist: &mut [u32], queue: &mut Vec<u32>) {
         let u = queue[i];
         i += 1;
         for c in g.out_channels(u) {
-            let v = g.chan_head[c as usize] as usize;
+            let v = g.chan_head()[c as usize] as usize;
             if dist[v] == u32::MAX {
                 dist[v] = dist[u as usize] + 1;
                 queue.push(v as u32);
@@ -768,14 +768,14 @@ impl PatternScratch {
             count: vec![0; g.num_channels()],
             chans: Vec::new(),
             ends: Vec::new(),
-            perm: Vec::with_capacity(g.terminals.len()),
+            perm: Vec::with_capacity(g.terminals().len()),
             keys: Vec::new(),
         }
     }
 }
 
-/// Per CA/router port (index into `g.terminals`): its switch, base LID and LMC, gathered once
-/// from `g.dests` (the fabric's endpoints are not needed).
+/// Per CA/router port (index into `g.terminals()`): its switch, base LID and LMC, gathered once
+/// from `g.dests()` (the fabric's endpoints are not needed).
 struct Terminals {
     switch: Vec<u32>,
     base: Vec<u16>,
@@ -785,21 +785,21 @@ struct Terminals {
 impl Terminals {
     fn new(g: &SwitchGraph) -> Self {
         let n_end = g
-            .dests
+            .dests()
             .iter()
             .map(|d| d.endpoint as usize + 1)
             .max()
             .unwrap_or(0);
         let mut term_of_endpoint = vec![NONE; n_end];
-        for (t, &(e, _)) in g.terminals.iter().enumerate() {
+        for (t, &(e, _)) in g.terminals().iter().enumerate() {
             if let Some(x) = term_of_endpoint.get_mut(e as usize) {
                 *x = t as u32;
             }
         }
-        let p = g.terminals.len();
+        let p = g.terminals().len();
         let mut base = vec![0u16; p];
         let mut lmc = vec![0u8; p];
-        for d in &g.dests {
+        for d in g.dests() {
             let t = term_of_endpoint[d.endpoint as usize];
             if t == NONE {
                 continue;
@@ -810,7 +810,7 @@ impl Terminals {
             lmc[t as usize] = lmc[t as usize].max(lmc_bits(d.lid_offset));
         }
         Terminals {
-            switch: g.terminals.iter().map(|&(_, s)| s).collect(),
+            switch: g.terminals().iter().map(|&(_, s)| s).collect(),
             base,
             lmc,
         }
@@ -827,7 +827,7 @@ impl Terminals {
     }
 }
 
-/// Mean bandwidth of the flows `(u, v)` (indices into `g.terminals`) under the linear congestion
+/// Mean bandwidth of the flows `(u, v)` (indices into `g.terminals()`) under the linear congestion
 /// model: each flow gets 1 / (most flows on any channel of its path), 0 if its route fails.
 fn pattern_value(
     g: &SwitchGraph,
@@ -925,7 +925,7 @@ pub fn effective_bisection_bandwidth(
     } = *spec;
     check_shape(g, lft)?;
     let terms = Terminals::new(g);
-    let p = g.terminals.len() as u32;
+    let p = g.terminals().len() as u32;
     let half = p / 2;
     let values: Vec<f64> = (0..patterns)
         .into_par_iter()
@@ -977,7 +977,7 @@ pub fn effective_bisection_bandwidth(
 }
 
 /// Mean flow bandwidth of one given pattern, flows as (source, destination) indices into
-/// `g.terminals`, under the linear congestion model of [`effective_bisection_bandwidth`]. Flows
+/// `g.terminals()`, under the linear congestion model of [`effective_bisection_bandwidth`]. Flows
 /// naming a port out of range are ignored.
 pub fn pattern_bandwidth(
     g: &SwitchGraph,
@@ -987,7 +987,7 @@ pub fn pattern_bandwidth(
 ) -> Result<f64, MetricsError> {
     check_shape(g, lft)?;
     let terms = Terminals::new(g);
-    let p = g.terminals.len() as u32;
+    let p = g.terminals().len() as u32;
     let mut sc = PatternScratch::new(g);
     let flows = flows.iter().copied().filter(|&(u, v)| u < p && v < p);
     Ok(pattern_value(g, lft, &terms, flows, choice, &mut sc))
@@ -1165,7 +1165,7 @@ mod tests {
         assert_eq!(m.connectivity.ca_to_lid.delivered, 8 * 11);
 
         let ca_lid = g
-            .dests
+            .dests()
             .iter()
             .find(|d| d.exit_port != 0 && d.switch == 3)
             .unwrap()
@@ -1173,8 +1173,11 @@ mod tests {
         let mut r = good.clone();
         // Loop between 0 and 1, no entry at 2 (for the same LID), and a dead end at 3 for its
         // own switch LID.
-        r.lft
-            .set(0, ca_lid, g.chan_port[g.channel_at(0, 1).unwrap() as usize]);
+        r.lft.set(
+            0,
+            ca_lid,
+            g.chan_port()[g.channel_at(0, 1).unwrap() as usize],
+        );
         r.lft.set(1, ca_lid, 2);
         r.lft.set(2, ca_lid, NO_PATH);
         r.lft.set(3, 4, 20);
@@ -1228,22 +1231,22 @@ mod tests {
         let mut r = crate::sssp::route(&g);
         // Send switch 0's traffic for the CA on switch 1 the long way round (4 hops).
         let ca1 = g
-            .dests
+            .dests()
             .iter()
             .find(|d| d.exit_port != 0 && d.switch == 1)
             .unwrap()
             .lid;
         let back = g
             .out_channels(0)
-            .find(|&c| g.chan_head[c as usize] == 4)
+            .find(|&c| g.chan_head()[c as usize] == 4)
             .unwrap();
-        r.lft.set(0, ca1, g.chan_port[back as usize]);
+        r.lft.set(0, ca1, g.chan_port()[back as usize]);
         for s in [4u32, 3, 2] {
             let c = g
                 .out_channels(s)
-                .find(|&c| g.chan_head[c as usize] == (s + 4) % 5)
+                .find(|&c| g.chan_head()[c as usize] == (s + 4) % 5)
                 .unwrap();
-            r.lft.set(s, ca1, g.chan_port[c as usize]);
+            r.lft.set(s, ca1, g.chan_port()[c as usize]);
         }
         let m = compute(&g, &r, &opts(0)).unwrap();
         assert!(m.connectivity.complete());
@@ -1352,7 +1355,7 @@ mod tests {
         }
         assert!(!json.contains("per_channel"));
         assert!(m.summary().contains("Λ"), "{}", m.summary());
-        r.lft = Lft::new(3, g.max_lid);
+        r.lft = Lft::new(3, g.max_lid());
         assert_eq!(
             compute(&g, &r, &opts(0)),
             Err(MetricsError::Shape {
@@ -1369,7 +1372,7 @@ mod tests {
             let g = SwitchGraph::new(&f).unwrap();
             let sssp = compute(&g, &crate::sssp::route(&g), &opts(1000)).unwrap();
             let naive = compute(&g, &shortest_path_routing(&g), &opts(1000)).unwrap();
-            let p = g.terminals.len() as u64;
+            let p = g.terminals().len() as u64;
             for m in [&sssp, &naive] {
                 assert!(m.connectivity.complete(), "{spec}: {}", m.summary());
                 assert_eq!(m.hops.routes, p * (p - 1));
@@ -1408,8 +1411,8 @@ mod tests {
                 let mut r = crate::sssp::route(&g);
                 for _ in 0..trial % 5 {
                     let s = rng.gen_range(0..ns);
-                    let lid = g.dests[rng.gen_range(0..g.dests.len())].lid;
-                    let ports = g.port_base[s as usize + 1] - g.port_base[s as usize];
+                    let lid = g.dests()[rng.gen_range(0..g.dests().len())].lid;
+                    let ports = g.port_base()[s as usize + 1] - g.port_base()[s as usize];
                     let p = if rng.gen_bool(0.2) {
                         NO_PATH
                     } else {

@@ -172,7 +172,7 @@ pub fn walk(
         match g.channel_at(at, p) {
             Some(c) => {
                 on_channel(c);
-                at = g.chan_head[c as usize];
+                at = g.chan_head()[c as usize];
                 hops += 1;
                 if hops > limit {
                     return WalkEnd::Loop { at };

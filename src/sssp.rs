@@ -85,7 +85,7 @@ impl Balancer {
                 if !is_candidate(c) {
                     continue;
                 }
-                let head_cost = self.cost[g.chan_head[c as usize] as usize];
+                let head_cost = self.cost[g.chan_head()[c as usize] as usize];
                 if head_cost == u64::MAX {
                     continue;
                 }
@@ -132,7 +132,7 @@ impl Balancer {
     /// loads: every CA port attached to a switch sends one route along its switch's path.
     pub fn add_tree_load(&mut self, g: &SwitchGraph, order: &[u32]) {
         for &s in order {
-            self.flow[s as usize] = u64::from(g.terminal_count[s as usize]);
+            self.flow[s as usize] = u64::from(g.terminal_count()[s as usize]);
         }
         for &s in order.iter().rev() {
             let c = self.next[s as usize];
@@ -141,7 +141,7 @@ impl Balancer {
             }
             let f = self.flow[s as usize];
             self.load[c as usize] += f;
-            self.flow[g.chan_head[c as usize] as usize] += f;
+            self.flow[g.chan_head()[c as usize] as usize] += f;
         }
     }
 
@@ -150,7 +150,7 @@ impl Balancer {
     /// destination switch's [`MinimalDag::order`].
     fn remove_row_load(&mut self, g: &SwitchGraph, order: &[u32], row: &[u8]) {
         for &s in order {
-            self.flow[s as usize] = u64::from(g.terminal_count[s as usize]);
+            self.flow[s as usize] = u64::from(g.terminal_count()[s as usize]);
         }
         for &s in order.iter().rev() {
             let Some(c) = g.channel_at(s, row[s as usize]) else {
@@ -158,7 +158,7 @@ impl Balancer {
             };
             let f = self.flow[s as usize];
             self.load[c as usize] -= f;
-            self.flow[g.chan_head[c as usize] as usize] += f;
+            self.flow[g.chan_head()[c as usize] as usize] += f;
         }
     }
 
@@ -219,7 +219,7 @@ impl MinimalDag {
         for &s in self.order.iter().skip(1) {
             let ds = to[s as usize];
             for c in g.out_channels(s) {
-                let head = g.chan_head[c as usize];
+                let head = g.chan_head()[c as usize];
                 if to[head as usize].wrapping_add(1) == ds {
                     self.cands.push(c);
                     self.heads.push(head);
@@ -295,11 +295,11 @@ pub fn order_by_distance(dist: &[u16], order: &mut Vec<u32>, counts: &mut Vec<u3
 /// routes towards that switch are found once for all of them), by switch id, then LID.
 /// Unreachable LIDs are left out.
 pub fn routing_order(g: &SwitchGraph) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..g.dests.len() as u32)
-        .filter(|&i| g.dests[i as usize].switch != NONE)
+    let mut order: Vec<u32> = (0..g.dests().len() as u32)
+        .filter(|&i| g.dests()[i as usize].switch != NONE)
         .collect();
     order.sort_by_key(|&i| {
-        let d = &g.dests[i as usize];
+        let d = &g.dests()[i as usize];
         (d.exit_port == 0, d.lid_offset, d.switch, d.lid)
     });
     order
@@ -321,7 +321,7 @@ pub fn write_dest(
             (d.exit_port, last_link)
         } else if next[s as usize] != NONE {
             (
-                g.chan_port[next[s as usize] as usize],
+                g.chan_port()[next[s as usize] as usize],
                 dist(s).saturating_add(last_link),
             )
         } else {
@@ -355,14 +355,14 @@ fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: us
     let mut counts = Vec::new();
     // Chosen ports and hops per destination, destination-major: each LID's row is written in one
     // sweep, and the switch-major tables are filled by one parallel transpose at the end.
-    let stride = usize::from(g.max_lid) + 1;
+    let stride = usize::from(g.max_lid()) + 1;
     let mut rows_port = vec![NO_PATH; stride * ns];
     let mut rows_hops = vec![NO_PATH; stride * ns];
-    let mut lft = Lft::new(ns, g.max_lid);
+    let mut lft = Lft::new(ns, g.max_lid());
 
     let order = routing_order(g);
     for &di in &order {
-        let d = g.dests[di as usize];
+        let d = g.dests()[di as usize];
         let to = dist.to(d.switch);
         if dag.to != d.switch {
             dag.build(g, d.switch, to, &mut counts);
@@ -400,7 +400,7 @@ fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: us
                 pinned = true;
                 break;
             }
-            let d = g.dests[di as usize];
+            let d = g.dests()[di as usize];
             if dag.to != d.switch {
                 dag.build(g, d.switch, dist.to(d.switch), &mut counts);
             }
@@ -414,7 +414,7 @@ fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: us
             // Hops stay: every route is minimal in either pass.
             for (s, port) in rows_port[lid * ns..(lid + 1) * ns].iter_mut().enumerate() {
                 if let Some(&c) = next.get(s).filter(|&&c| c != NONE) {
-                    *port = g.chan_port[c as usize];
+                    *port = g.chan_port()[c as usize];
                 }
             }
             bal.add_tree_load(g, &dag.order);
@@ -427,7 +427,7 @@ fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: us
             break;
         }
     }
-    let mut hops = SwitchLidTable::new(ns, g.max_lid, NO_PATH);
+    let mut hops = SwitchLidTable::new(ns, g.max_lid(), NO_PATH);
     lft.tables_mut()
         .zip(hops.rows_mut())
         .enumerate()
@@ -474,7 +474,7 @@ pub(crate) fn fill_row(
             (d.exit_port, last_link)
         } else if next[s] != NONE {
             (
-                g.chan_port[next[s] as usize],
+                g.chan_port()[next[s] as usize],
                 to[s].saturating_add(last_link),
             )
         } else {
@@ -628,7 +628,7 @@ mod tests {
         let g = SwitchGraph::new(f).unwrap();
         let dist = SwitchDistances::new(&g);
         for s in 0..g.num_switches() as u32 {
-            for d in &g.dests {
+            for d in g.dests() {
                 match walk(&g, &r.lft, s, d.lid, |_| {}) {
                     WalkEnd::Delivered { hops } => {
                         assert_eq!(
@@ -650,9 +650,9 @@ mod tests {
     fn max_channel_load(f: &Fabric, r: &Routing) -> u64 {
         let g = SwitchGraph::new(f).unwrap();
         let mut load = vec![0u64; g.num_channels()];
-        for &(_, s) in &g.terminals {
-            for &(e, _) in &g.terminals {
-                walk(&g, &r.lft, s, f.endpoints[e as usize].base_lid, |c| {
+        for &(_, s) in g.terminals() {
+            for &(e, _) in g.terminals() {
+                walk(&g, &r.lft, s, f.endpoints()[e as usize].base_lid, |c| {
                     load[c as usize] += 1
                 });
             }
@@ -717,7 +717,7 @@ mod tests {
         // Unbalanced shortest paths: always the first minimal channel.
         let mut plain = balanced.clone();
         let dist = SwitchDistances::new(&g);
-        for d in &g.dests {
+        for d in g.dests() {
             for s in 0..g.num_switches() as u32 {
                 if s == d.switch {
                     continue;
@@ -725,10 +725,10 @@ mod tests {
                 let c = g
                     .out_channels(s)
                     .find(|&c| {
-                        dist.get(g.chan_head[c as usize], d.switch) + 1 == dist.get(s, d.switch)
+                        dist.get(g.chan_head()[c as usize], d.switch) + 1 == dist.get(s, d.switch)
                     })
                     .unwrap();
-                plain.lft.set(s, d.lid, g.chan_port[c as usize]);
+                plain.lft.set(s, d.lid, g.chan_port()[c as usize]);
             }
         }
         assert!(max_channel_load(&f, &balanced) < max_channel_load(&f, &plain));
@@ -741,15 +741,15 @@ mod tests {
         let r = route(&g);
         check_complete_and_minimal(&f, &r);
         // From leaf 0 to each CA on leaf 1, the four LIDs use four different spines.
-        let leaf0 = g.node_switch[f
-            .nodes
+        let leaf0 = g.node_switch()[f
+            .nodes()
             .iter()
             .position(|n| n.description == "leaf0")
             .unwrap()];
         for e in f
-            .endpoints
+            .endpoints()
             .iter()
-            .filter(|e| f.nodes[e.node as usize].description.starts_with("h1."))
+            .filter(|e| f.nodes()[e.node as usize].description.starts_with("h1."))
         {
             let mut ports: Vec<u8> = e.lids().map(|l| r.lft.port(leaf0, l as u16)).collect();
             ports.sort_unstable();
@@ -760,22 +760,12 @@ mod tests {
 
     #[test]
     fn unreachable_lids_have_no_path() {
-        let mut f = ring(3, 1, 0, false);
         // A CA on its own, linked to nothing.
-        let n = f.nodes.len() as u32;
-        f.nodes.push(crate::fabric::Node {
-            guid: 0xdead,
-            kind: NodeKind::Ca,
-            description: "orphan".into(),
-            num_ports: 1,
-        });
-        f.endpoints.push(crate::fabric::Endpoint {
-            node: n,
-            port: 1,
-            port_guid: 0xdead,
-            base_lid: 40,
-            lmc: 0,
-        });
+        let mut b = FabricBuilder::from_fabric(ring(3, 1, 0, false));
+        let n = b.add_node(NodeKind::Ca, 0xdead, 1, "orphan").unwrap();
+        b.set_lid(PortRef { node: n, port: 1 }, 0xdead, 40, 0)
+            .unwrap();
+        let f = b.build().unwrap();
         let g = SwitchGraph::new(&f).unwrap();
         let r = route(&g);
         for s in 0..3 {

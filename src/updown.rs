@@ -79,7 +79,7 @@ impl UpDown {
             queue.push_back(r);
             while let Some(v) = queue.pop_front() {
                 for c in g.out_channels(v) {
-                    let w = g.chan_head[c as usize] as usize;
+                    let w = g.chan_head()[c as usize] as usize;
                     if level[w] == u32::MAX {
                         level[w] = level[v as usize] + 1;
                         queue.push_back(w as u32);
@@ -104,7 +104,8 @@ impl UpDown {
     /// Whether channel `c` goes up (towards a lower rank).
     #[inline]
     pub fn is_up(&self, g: &SwitchGraph, c: u32) -> bool {
-        self.rank[g.chan_head[c as usize] as usize] < self.rank[g.chan_tail[c as usize] as usize]
+        self.rank[g.chan_head()[c as usize] as usize]
+            < self.rank[g.chan_tail()[c as usize] as usize]
     }
 }
 
@@ -160,7 +161,7 @@ impl UpDown {
                 .filter(|&s| comp[s as usize] as usize == k)
                 .map(|s| {
                     let deg = g.out_channels(s).len() as u32;
-                    (ecc[s as usize], g.terminal_count[s as usize], deg, s)
+                    (ecc[s as usize], g.terminal_count()[s as usize], deg, s)
                 })
                 .collect();
             classes.sort_unstable();
@@ -184,7 +185,7 @@ impl UpDown {
     pub fn legal_order(&self, g: &SwitchGraph) -> Vec<u32> {
         let mut order: Vec<u32> = (0..g.num_channels() as u32).collect();
         order.sort_unstable_by_key(|&c| {
-            let r = self.rank[g.chan_tail[c as usize] as usize];
+            let r = self.rank[g.chan_tail()[c as usize] as usize];
             if self.is_up(g, c) {
                 (0u8, u32::MAX - r, c)
             } else {
@@ -251,7 +252,7 @@ impl<'a> UpDownRouter<'a> {
             i += 1;
             let nd = self.dd[v as usize] + 1;
             for &c in g.in_channels(v) {
-                let u = g.chan_tail[c as usize];
+                let u = g.chan_tail()[c as usize];
                 if self.dd[u as usize] == u16::MAX && !ud.is_up(g, c) {
                     self.dd[u as usize] = nd;
                     self.queue.push(u);
@@ -266,7 +267,7 @@ impl<'a> UpDownRouter<'a> {
                 let mut best = u16::MAX;
                 for c in g.out_channels(s as u32) {
                     if ud.is_up(g, c) {
-                        best = best.min(self.t[g.chan_head[c as usize] as usize]);
+                        best = best.min(self.t[g.chan_head()[c as usize] as usize]);
                     }
                 }
                 if best == u16::MAX {
@@ -294,8 +295,8 @@ impl<'a> UpDownRouter<'a> {
         let (dd, t) = (&self.dd, &self.t);
         let next = bal.choose_tree(g, &self.order, |c| {
             let (s, w) = (
-                g.chan_tail[c as usize] as usize,
-                g.chan_head[c as usize] as usize,
+                g.chan_tail()[c as usize] as usize,
+                g.chan_head()[c as usize] as usize,
             );
             if dd[s] != u16::MAX {
                 !ud.is_up(g, c) && dd[w].wrapping_add(1) == dd[s]
@@ -321,12 +322,12 @@ pub fn route(g: &SwitchGraph) -> Routing {
 /// [`route`] with a given orientation.
 pub fn route_with(g: &SwitchGraph, ud: &UpDown) -> Routing {
     let ns = g.num_switches();
-    let mut lft = Lft::new(ns, g.max_lid);
-    let mut hops = SwitchLidTable::new(ns, g.max_lid, crate::routing::NO_PATH);
+    let mut lft = Lft::new(ns, g.max_lid());
+    let mut hops = SwitchLidTable::new(ns, g.max_lid(), crate::routing::NO_PATH);
     let mut bal = Balancer::new(g);
     let mut router = UpDownRouter::new(g, ud);
     for di in routing_order(g) {
-        let d = g.dests[di as usize];
+        let d = g.dests()[di as usize];
         router.route_dest(&mut bal, &d, &mut lft, &mut hops);
     }
     Routing {

@@ -137,7 +137,7 @@ impl VerifyError {
 }
 
 fn switch_name(f: &Fabric, g: &SwitchGraph, s: u32) -> String {
-    match g.switch_node.get(s as usize) {
+    match g.switch_node().get(s as usize) {
         Some(&n) => f.node_name(n),
         None => format!("switch #{s}"),
     }
@@ -194,8 +194,8 @@ fn channel_hops(g: &SwitchGraph, cycle: &[u32]) -> Vec<ChannelHop> {
         .iter()
         .map(|&c| ChannelHop {
             channel: c,
-            switch: g.chan_tail[c as usize],
-            port: g.chan_port[c as usize],
+            switch: g.chan_tail()[c as usize],
+            port: g.chan_port()[c as usize],
         })
         .collect()
 }
@@ -211,8 +211,8 @@ impl DependencySlots {
         let mut slot_start = Vec::with_capacity(g.num_channels() + 1);
         let mut acc = 0u64;
         slot_start.push(0);
-        for &h in &g.chan_head {
-            acc += u64::from(g.out_start[h as usize + 1] - g.out_start[h as usize]);
+        for &h in g.chan_head() {
+            acc += u64::from(g.out_start()[h as usize + 1] - g.out_start()[h as usize]);
             slot_start.push(acc);
         }
         DependencySlots { slot_start }
@@ -230,15 +230,15 @@ impl DependencySlots {
     /// The slot of `c1 -> c2`; `c2` must leave the head of `c1`.
     #[inline]
     pub fn slot(&self, g: &SwitchGraph, c1: u32, c2: u32) -> u64 {
-        let h = g.chan_head[c1 as usize] as usize;
-        self.slot_start[c1 as usize] + u64::from(c2 - g.out_start[h])
+        let h = g.chan_head()[c1 as usize] as usize;
+        self.slot_start[c1 as usize] + u64::from(c2 - g.out_start()[h])
     }
 
     /// Calls `f(c1, c2)` for every edge whose bit is set in `bits`, in (c1, c2) order.
     pub fn for_each_edge(&self, g: &SwitchGraph, bits: &[u64], mut f: impl FnMut(u32, u32)) {
         for c1 in 0..g.num_channels() {
-            let h = g.chan_head[c1] as usize;
-            let first = g.out_start[h];
+            let h = g.chan_head()[c1] as usize;
+            let first = g.out_start()[h];
             for (k, slot) in (self.slot_start[c1]..self.slot_start[c1 + 1]).enumerate() {
                 if bits[(slot / 64) as usize] >> (slot % 64) & 1 != 0 {
                     f(c1 as u32, first + k as u32);
@@ -347,7 +347,7 @@ fn verify_with(g: &SwitchGraph, r: &Routing, method: Method) -> Result<VerifyRep
                 .map(|k| {
                     let mut res = ChunkResult::new(nl);
                     for s in (k * per).min(ns) as u32..((k + 1) * per).min(ns) as u32 {
-                        for d in &g.dests {
+                        for d in g.dests() {
                             if d.switch != NONE {
                                 check_path(g, r, &slots, words, &comp, s, d, &mut res);
                             }
@@ -360,7 +360,7 @@ fn verify_with(g: &SwitchGraph, r: &Routing, method: Method) -> Result<VerifyRep
         Method::Trees => {
             // Destination-major, in LID order: consecutive LIDs share the cache lines of the
             // table columns they read.
-            let nd = g.dests.len();
+            let nd = g.dests().len();
             let chunks = (rayon::current_num_threads() * 8).clamp(1, nd.max(1));
             let per = nd.div_ceil(chunks).max(1);
             (0..chunks)
@@ -369,7 +369,7 @@ fn verify_with(g: &SwitchGraph, r: &Routing, method: Method) -> Result<VerifyRep
                     let mut res = ChunkResult::new(nl);
                     let mut paths = DestPaths::new(ns);
                     let mut mask = vec![0u64; ns];
-                    let dests = &g.dests[(k * per).min(nd)..((k + 1) * per).min(nd)];
+                    let dests = &g.dests()[(k * per).min(nd)..((k + 1) * per).min(nd)];
                     for_each_column(g, &r.lft, r.layers.as_ref(), dests, |d, ports, layers| {
                         if d.switch != NONE {
                             check_dest(
@@ -586,7 +586,7 @@ impl DestPaths {
                             self.next[u as usize] = c;
                             self.state[u as usize] = ON_STACK;
                             self.stack.push(u);
-                            u = g.chan_head[c as usize];
+                            u = g.chan_head()[c as usize];
                             None
                         }
                         None => Some(WalkEnd::DeadEnd { at: u, port: p }),
@@ -690,7 +690,7 @@ impl Columns {
     }
 }
 
-/// Calls `f(d, ports, layers)` for every destination of `dests` (sorted by LID, as `g.dests`)
+/// Calls `f(d, ports, layers)` for every destination of `dests` (sorted by LID, as `g.dests()`)
 /// with its LFT column (`None` beyond the tables) and, when `layers` is given, its layer column,
 /// gathering the columns a window of [`Columns::WIDTH`] LIDs at a time.
 pub fn for_each_column(
@@ -789,7 +789,7 @@ fn check_dest(
         for &u in &paths.order {
             let c = paths.next[u as usize];
             if c != NONE {
-                let v = g.chan_head[c as usize] as usize;
+                let v = g.chan_head()[c as usize] as usize;
                 mask[v] |= mask[u as usize];
             }
         }
@@ -798,7 +798,7 @@ fn check_dest(
         if c1 == NONE {
             continue;
         }
-        let c2 = paths.next[g.chan_head[c1 as usize] as usize];
+        let c2 = paths.next[g.chan_head()[c1 as usize] as usize];
         if c2 == NONE {
             continue;
         }
@@ -965,8 +965,8 @@ pub(crate) mod tests {
 
     /// Plain BFS shortest-path tables (lowest port on ties), one layer; hops left at NO_PATH.
     pub(crate) fn shortest_path_routing(g: &SwitchGraph) -> Routing {
-        let mut lft = Lft::new(g.num_switches(), g.max_lid);
-        for d in &g.dests {
+        let mut lft = Lft::new(g.num_switches(), g.max_lid());
+        for d in g.dests() {
             if d.switch == NONE {
                 continue;
             }
@@ -975,14 +975,15 @@ pub(crate) mod tests {
                 if s == d.switch {
                     lft.set(s, d.lid, d.exit_port);
                 } else if let Some(c) = g.out_channels(s).find(|&c| {
-                    dist[g.chan_head[c as usize] as usize].checked_add(1) == Some(dist[s as usize])
+                    dist[g.chan_head()[c as usize] as usize].checked_add(1)
+                        == Some(dist[s as usize])
                 }) {
-                    lft.set(s, d.lid, g.chan_port[c as usize]);
+                    lft.set(s, d.lid, g.chan_port()[c as usize]);
                 }
             }
         }
         Routing {
-            hops: SwitchLidTable::new(g.num_switches(), g.max_lid, NO_PATH),
+            hops: SwitchLidTable::new(g.num_switches(), g.max_lid(), NO_PATH),
             lft,
             layers: None,
             num_layers: 1,
@@ -995,7 +996,7 @@ pub(crate) mod tests {
         let (_, g) = fabric(3, 2, &[((0, 1), (1, 2)), ((1, 1), (2, 2))]);
         let r = shortest_path_routing(&g);
         let rep = verify(&g, &r).unwrap();
-        assert_eq!(rep.paths, 3 * g.dests.len() as u64);
+        assert_eq!(rep.paths, 3 * g.dests().len() as u64);
         assert_eq!(rep.paths_per_layer, vec![rep.paths]);
         assert_eq!(rep.layers_used, 1);
         // Dependencies: 0->1->2 and 2->1->0.
@@ -1017,9 +1018,9 @@ pub(crate) mod tests {
         assert!(cycle.len() >= 2);
         for (i, h) in cycle.iter().enumerate() {
             let next = &cycle[(i + 1) % cycle.len()];
-            assert_eq!(g.chan_head[h.channel as usize], next.switch);
-            assert_eq!(g.chan_tail[h.channel as usize], h.switch);
-            assert_eq!(g.chan_port[h.channel as usize], h.port);
+            assert_eq!(g.chan_head()[h.channel as usize], next.switch);
+            assert_eq!(g.chan_tail()[h.channel as usize], h.switch);
+            assert_eq!(g.chan_port()[h.channel as usize], h.port);
         }
         // In a 5-ring, the dependency cycle goes all the way round.
         assert_eq!(cycle.len(), 5);
@@ -1033,13 +1034,13 @@ pub(crate) mod tests {
         let (_, g) = ring(5, 1);
         let mut r = crate::sssp::route(&g);
         // Paths that turn at switch 0 go to layer 1: that cuts both directions' cycles.
-        let mut layers = SwitchLidTable::new(g.num_switches(), g.max_lid, 0);
+        let mut layers = SwitchLidTable::new(g.num_switches(), g.max_lid(), 0);
         let mut moved = 0;
         for s in 0..5u32 {
-            for d in &g.dests {
+            for d in g.dests() {
                 let mut chans = Vec::new();
                 walk(&g, &r.lft, s, d.lid, |c| chans.push(c));
-                if chans.len() == 2 && g.chan_head[chans[0] as usize] == 0 {
+                if chans.len() == 2 && g.chan_head()[chans[0] as usize] == 0 {
                     layers.set(s, d.lid, 1);
                     moved += 1;
                 }
@@ -1051,7 +1052,7 @@ pub(crate) mod tests {
         let rep = verify(&g, &r).unwrap();
         assert_eq!(rep.layers_used, 2);
         assert_eq!(rep.paths_per_layer[1], moved);
-        assert_eq!(rep.paths, 5 * g.dests.len() as u64);
+        assert_eq!(rep.paths, 5 * g.dests().len() as u64);
         // Layer 1: (4->0, 0->1) and (1->0, 0->4).
         assert_eq!(rep.cdg_edges_per_layer[1], 2);
         assert_eq!(rep.cdg_edges_per_layer[0], 8);
@@ -1061,7 +1062,7 @@ pub(crate) mod tests {
     fn layer_out_of_range_is_caught() {
         let (_, g) = fabric(2, 1, &[((0, 1), (1, 1))]);
         let mut r = shortest_path_routing(&g);
-        let mut layers = SwitchLidTable::new(2, g.max_lid, 0);
+        let mut layers = SwitchLidTable::new(2, g.max_lid(), 0);
         layers.set(1, 3, 4);
         r.layers = Some(layers);
         r.num_layers = 2;
@@ -1084,7 +1085,7 @@ pub(crate) mod tests {
         let good = shortest_path_routing(&g);
         verify(&g, &good).unwrap();
         let ca_lid = g
-            .dests
+            .dests()
             .iter()
             .find(|d| d.exit_port != 0 && d.switch == 3)
             .unwrap()
@@ -1092,8 +1093,11 @@ pub(crate) mod tests {
 
         // Loop: 0 and 1 point at each other for the CA on switch 3.
         let mut r = good.clone();
-        r.lft
-            .set(0, ca_lid, g.chan_port[g.channel_at(0, 1).unwrap() as usize]);
+        r.lft.set(
+            0,
+            ca_lid,
+            g.chan_port()[g.channel_at(0, 1).unwrap() as usize],
+        );
         r.lft.set(1, ca_lid, 2);
         let err = verify(&g, &r).unwrap_err();
         let VerifyError::Incomplete { count, first } = &err else {
@@ -1149,7 +1153,7 @@ pub(crate) mod tests {
         assert_eq!(rep.unreachable, 4 * 4);
         assert_eq!(rep.paths, 4 * 8);
         let mut r = r;
-        let lid_on_3 = g.dests.iter().find(|d| d.switch == 3).unwrap().lid;
+        let lid_on_3 = g.dests().iter().find(|d| d.switch == 3).unwrap().lid;
         r.lft.set(0, lid_on_3, 1);
         r.lft.set(1, lid_on_3, 1);
         assert!(matches!(
@@ -1162,10 +1166,10 @@ pub(crate) mod tests {
     fn shape_mismatch_is_an_error_not_a_panic() {
         let (_, g) = fabric(2, 1, &[((0, 1), (1, 1))]);
         let mut r = shortest_path_routing(&g);
-        r.lft = Lft::new(3, g.max_lid);
+        r.lft = Lft::new(3, g.max_lid());
         assert!(matches!(verify(&g, &r), Err(VerifyError::Shape(_))));
         let mut r = shortest_path_routing(&g);
-        r.layers = Some(SwitchLidTable::new(2, g.max_lid + 1, 0));
+        r.layers = Some(SwitchLidTable::new(2, g.max_lid() + 1, 0));
         assert!(matches!(verify(&g, &r), Err(VerifyError::Shape(_))));
         let mut r = shortest_path_routing(&g);
         r.num_layers = 0;
@@ -1206,7 +1210,7 @@ pub(crate) mod tests {
         let (_, g) = fat_tree(3);
         let r = crate::sssp::route(&g);
         let rep = verify(&g, &r).unwrap();
-        assert_eq!(rep.paths, 6 * g.dests.len() as u64);
+        assert_eq!(rep.paths, 6 * g.dests().len() as u64);
         assert!(rep.cdg_edges_per_layer[0] > 0);
     }
 
@@ -1230,7 +1234,7 @@ pub(crate) mod tests {
                 crate::dfsssp::make_deadlock_free(&g, &mut d, budget).unwrap();
                 let rep =
                     verify(&g, &d).unwrap_or_else(|e| panic!("{spec}: {}", e.describe(&f, &g)));
-                assert_eq!(rep.paths, (g.num_switches() * g.dests.len()) as u64);
+                assert_eq!(rep.paths, (g.num_switches() * g.dests().len()) as u64);
                 assert!(rep.layers_used <= budget);
             }
         }
@@ -1266,8 +1270,8 @@ pub(crate) mod tests {
                 };
                 for _ in 0..trial % 4 {
                     let s = rng.gen_range(0..ns);
-                    let lid = g.dests[rng.gen_range(0..g.dests.len())].lid;
-                    let ports = g.port_base[s as usize + 1] - g.port_base[s as usize];
+                    let lid = g.dests()[rng.gen_range(0..g.dests().len())].lid;
+                    let ports = g.port_base()[s as usize + 1] - g.port_base()[s as usize];
                     let p = if rng.gen_bool(0.2) {
                         NO_PATH
                     } else {
@@ -1277,12 +1281,12 @@ pub(crate) mod tests {
                 }
                 if let Some(l) = r.layers.as_mut() {
                     for _ in 0..trial % 3 {
-                        let lid = g.dests[rng.gen_range(0..g.dests.len())].lid;
+                        let lid = g.dests()[rng.gen_range(0..g.dests().len())].lid;
                         l.set(rng.gen_range(0..ns), lid, rng.gen_range(0..3));
                     }
                 }
                 // Every switch's resolved path equals its walk.
-                for d in &g.dests {
+                for d in g.dests() {
                     paths.resolve(&g, &r.lft, d);
                     paths.compute_order();
                     for s in 0..ns {
@@ -1298,7 +1302,7 @@ pub(crate) mod tests {
                         let mut mine = Vec::new();
                         while paths.next[at as usize] != NONE {
                             mine.push(paths.next[at as usize]);
-                            at = g.chan_head[paths.next[at as usize] as usize];
+                            at = g.chan_head()[paths.next[at as usize] as usize];
                         }
                         assert_eq!(mine, chans);
                         assert_eq!(paths.hops[s as usize] as usize, chans.len());
@@ -1311,7 +1315,7 @@ pub(crate) mod tests {
                     for &u in &paths.order {
                         let c = paths.next[u as usize];
                         if c != NONE {
-                            assert!(pos[u as usize] < pos[g.chan_head[c as usize] as usize]);
+                            assert!(pos[u as usize] < pos[g.chan_head()[c as usize] as usize]);
                         }
                     }
                 }
@@ -1380,9 +1384,9 @@ mod perf {
         println!(
             "{spec}: {} switches, {} LIDs, {} channels, {} CA ports; {} threads; best of {reps}",
             g.num_switches(),
-            g.dests.len(),
+            g.dests().len(),
             g.num_channels(),
-            g.terminals.len(),
+            g.terminals().len(),
             rayon::current_num_threads()
         );
         let line = |what: &str, wall: f64, cpu: f64, note: String| {

@@ -313,7 +313,10 @@ fn malformed_fabric_json_is_named() {
     std::fs::write(&bad, serde_json::to_string_pretty(&rec).unwrap()).unwrap();
     let (code, _, err) = cli(&["route", "--fabric", bad.to_str().unwrap()]);
     assert_eq!(code, Some(1), "{err}");
-    assert!(err.contains("links[") && err.contains("out of range"), "{err}");
+    assert!(
+        err.contains("links[") && err.contains("out of range"),
+        "{err}"
+    );
 
     rec["fabric"]["nodes"][0]["num_ports"] = "four".into();
     std::fs::write(&bad, serde_json::to_string_pretty(&rec).unwrap()).unwrap();

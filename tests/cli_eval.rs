@@ -166,8 +166,8 @@ fn eval_of_plugin_dumps_matches_in_engine_metrics_random_lmc1() {
 /// The switch GUID -> (port -> neighbour switch GUID) map of a fabric.
 fn switch_ports(f: &Fabric) -> std::collections::HashMap<(u64, u8), u64> {
     let mut m = std::collections::HashMap::new();
-    for l in &f.links {
-        let (a, b) = (&f.nodes[l.a.node as usize], &f.nodes[l.b.node as usize]);
+    for l in f.links() {
+        let (a, b) = (&f.nodes()[l.a.node as usize], &f.nodes()[l.b.node as usize]);
         if a.kind == NodeKind::Switch && b.kind == NodeKind::Switch {
             m.insert((a.guid, l.a.port), b.guid);
             m.insert((b.guid, l.b.port), a.guid);
@@ -248,8 +248,8 @@ fn deadlock_check_agrees_with_ibdmchk() {
 
     // updn finds no roots of its own in a torus: name one (the first switch).
     let roots = std::env::temp_dir().join(format!("cli-eval-b-roots-{}", std::process::id()));
-    std::fs::write(&roots, format!("0x{:016x}\n", f.nodes[0].guid)).unwrap();
-    assert_eq!(f.nodes[0].kind, NodeKind::Switch);
+    std::fs::write(&roots, format!("0x{:016x}\n", f.nodes()[0].guid)).unwrap();
+    assert_eq!(f.nodes()[0].kind, NodeKind::Switch);
     let updn_conf = OpenSm::new("updn").conf(&format!("root_guid_file {}", roots.display()));
     let (_s3, updn) = opensm_run("cli-eval-b-updn", spec, &updn_conf, "updn");
     let _ = std::fs::remove_file(&roots);
@@ -312,7 +312,7 @@ fn file_engine_matches_plugin(name: &str, spec: &str, lmc: u8) {
     let file_tables = common::parse_lfts_dump(&file.read("opensm-lfts.dump"));
     assert_eq!(plugin_tables.len(), f.switch_count());
     let entries: usize = plugin_tables.values().map(|t| t.len()).sum();
-    assert!(entries >= f.switch_count() * f.endpoints.len());
+    assert!(entries >= f.switch_count() * f.endpoints().len());
     assert_eq!(
         file_tables, plugin_tables,
         "{spec}: tables installed by the file engine differ from the plug-in's"

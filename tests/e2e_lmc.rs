@@ -104,12 +104,12 @@ fn dfsssp_rs_lmc2_multipath_torus() {
     let lft = common::lft_from_dump(&rec.fabric, &g, &run.lfts());
     assert_eq!(
         common::assert_all_routes_arrive(&g, &lft),
-        g.num_switches() * g.dests.len()
+        g.num_switches() * g.dests().len()
     );
     let dist = SwitchDistances::new(&g);
     let (mut pairs, mut multi, mut distinct) = (0u32, 0u32, 0u32);
-    for e in &rec.fabric.endpoints {
-        let kind = rec.fabric.nodes[e.node as usize].kind;
+    for e in rec.fabric.endpoints() {
+        let kind = rec.fabric.nodes()[e.node as usize].kind;
         assert_eq!(
             e.lmc, LMC,
             "every port has 2^LMC LIDs, switches' (enhanced) included"
@@ -122,7 +122,7 @@ fn dfsssp_rs_lmc2_multipath_torus() {
         };
         assert_ne!(d.switch, NONE);
         for s in 0..g.num_switches() as u32 {
-            if s == d.switch || g.terminal_count[s as usize] == 0 {
+            if s == d.switch || g.terminal_count()[s as usize] == 0 {
                 continue;
             }
             let routes: BTreeSet<Vec<u32>> = e
@@ -167,12 +167,12 @@ fn min_hops_alternatives(g: &SwitchGraph, dist: &SwitchDistances, s: u32, t: u32
         for &u in &frontier {
             let heads: BTreeSet<u32> = g
                 .out_channels(u)
-                .map(|c| g.chan_head[c as usize])
+                .map(|c| g.chan_head()[c as usize])
                 .filter(|&v| dist.get(v, t) + 1 == dist.get(u, t))
                 .collect();
             let closer = g
                 .out_channels(u)
-                .filter(|&c| dist.get(g.chan_head[c as usize], t) + 1 == dist.get(u, t))
+                .filter(|&c| dist.get(g.chan_head()[c as usize], t) + 1 == dist.get(u, t))
                 .count();
             if closer >= 2 {
                 return true;

@@ -22,7 +22,7 @@ fn fabric(spec: &str) -> Fabric {
 /// CA/router ports attached to a switch.
 fn terminal_ports(f: &Fabric) -> u64 {
     let g = dfsssp_rs::fabric::SwitchGraph::new(f).unwrap();
-    g.terminals.len() as u64
+    g.terminals().len() as u64
 }
 
 type NodeShapes = BTreeMap<u64, (NodeKind, u8)>;
@@ -32,16 +32,16 @@ type LinkSet = BTreeSet<((u64, u8), (u64, u8))>;
 /// the plug-in read from OpenSM with the one given to ibsim. LIDs differ: OpenSM assigns them.
 fn shape(f: &Fabric) -> (NodeShapes, LinkSet) {
     let nodes = f
-        .nodes
+        .nodes()
         .iter()
         .map(|n| (n.guid, (n.kind, n.num_ports)))
         .collect();
     let links = f
-        .links
+        .links()
         .iter()
         .map(|l| {
-            let a = (f.nodes[l.a.node as usize].guid, l.a.port);
-            let b = (f.nodes[l.b.node as usize].guid, l.b.port);
+            let a = (f.nodes()[l.a.node as usize].guid, l.a.port);
+            let b = (f.nodes()[l.b.node as usize].guid, l.b.port);
             (a.min(b), a.max(b))
         })
         .collect();
@@ -113,8 +113,8 @@ fn check_run(
         shape(f),
         "fabric read from OpenSM differs from the net file"
     );
-    for e in &rec.fabric.endpoints {
-        let kind = rec.fabric.nodes[e.node as usize].kind;
+    for e in rec.fabric.endpoints() {
+        let kind = rec.fabric.nodes()[e.node as usize].kind;
         if kind == NodeKind::Switch {
             assert_eq!((e.port, e.lmc), (0, 0));
         } else {
@@ -122,13 +122,13 @@ fn check_run(
         }
     }
     let lid_ports = f.switch_count()
-        + f.nodes
+        + f.nodes()
             .iter()
             .filter(|n| n.kind != NodeKind::Switch)
             .map(|n| n.num_ports as usize)
             .sum::<usize>();
     assert_eq!(
-        rec.fabric.endpoints.len(),
+        rec.fabric.endpoints().len(),
         lid_ports,
         "every switch and CA port has LIDs"
     );
@@ -142,7 +142,7 @@ fn check_run(
     let g = dfsssp_rs::fabric::SwitchGraph::new(&rec.fabric).unwrap();
     let routes =
         common::assert_all_routes_arrive(&g, &common::lft_from_dump(&rec.fabric, &g, &run.lfts()));
-    assert_eq!(routes, g.num_switches() * g.dests.len());
+    assert_eq!(routes, g.num_switches() * g.dests().len());
 
     let out = engine::run(&rec.fabric, &rec.config().unwrap()).expect("engine reruns");
     let dumped = run.lfts();
@@ -150,7 +150,7 @@ fn check_run(
     assert_eq!(dumped.len(), out.graph.num_switches());
     let mut compared = 0usize;
     for s in 0..out.graph.num_switches() as u32 {
-        let guid = rec.fabric.nodes[out.graph.switch_node[s as usize] as usize].guid;
+        let guid = rec.fabric.nodes()[out.graph.switch_node()[s as usize] as usize].guid;
         let expected: BTreeMap<u16, u8> = (1..=out.routing.lft.max_lid)
             .map(|lid| (lid, out.routing.lft.port(s, lid)))
             .filter(|&(_, p)| p != NO_PATH)
@@ -173,7 +173,7 @@ fn check_run(
     }
     assert_eq!(
         compared,
-        out.graph.num_switches() * g.dests.len(),
+        out.graph.num_switches() * g.dests().len(),
         "every switch routes every LID"
     );
     eprintln!(
@@ -311,9 +311,9 @@ fn dfsssp_rs_end_to_end(name: &str, spec: &str, qos: bool, sa: bool) {
         let g = &out.graph;
         let first_switch: BTreeMap<u64, u32> = {
             let mut m: BTreeMap<u64, (u8, u32)> = BTreeMap::new();
-            for &(e, s) in &g.terminals {
-                let ep = &rec.fabric.endpoints[e as usize];
-                let guid = rec.fabric.nodes[ep.node as usize].guid;
+            for &(e, s) in g.terminals() {
+                let ep = &rec.fabric.endpoints()[e as usize];
+                let guid = rec.fabric.nodes()[ep.node as usize].guid;
                 let v = m.entry(guid).or_insert((ep.port, s));
                 if ep.port < v.0 {
                     *v = (ep.port, s);
@@ -335,16 +335,16 @@ fn dfsssp_rs_end_to_end(name: &str, spec: &str, qos: bool, sa: bool) {
             );
             lines += 1;
         }
-        assert_eq!(lines, first_switch.len() * g.dests.len());
+        assert_eq!(lines, first_switch.len() * g.dests().len());
         if sa && layers > 1 {
             // OpenSM's SA answers path records with path_sl's SL.
             let _sm = sim.start_opensm(&osm);
             let lid_of: Vec<(u16, u64)> = g
-                .terminals
+                .terminals()
                 .iter()
                 .map(|&(e, _)| {
-                    let ep = &rec.fabric.endpoints[e as usize];
-                    (ep.base_lid, rec.fabric.nodes[ep.node as usize].guid)
+                    let ep = &rec.fabric.endpoints()[e as usize];
+                    (ep.base_lid, rec.fabric.nodes()[ep.node as usize].guid)
                 })
                 .collect();
             let mut seen = BTreeSet::new();

@@ -15,15 +15,15 @@ fn data(name: &str) -> String {
 
 /// (switches, CAs, switch-switch links, all links, endpoints, max LMC)
 fn counts(f: &Fabric) -> (usize, usize, usize, usize, usize, u8) {
-    let sw = |p: PortRef| f.nodes[p.node as usize].kind == NodeKind::Switch;
-    let ss = f.links.iter().filter(|l| sw(l.a) && sw(l.b)).count();
-    let lmc = f.endpoints.iter().map(|e| e.lmc).max().unwrap_or(0);
+    let sw = |p: PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
+    let ss = f.links().iter().filter(|l| sw(l.a) && sw(l.b)).count();
+    let lmc = f.endpoints().iter().map(|e| e.lmc).max().unwrap_or(0);
     (
         f.switch_count(),
         f.terminal_node_count(),
         ss,
-        f.links.len(),
-        f.endpoints.len(),
+        f.links().len(),
+        f.endpoints().len(),
         lmc,
     )
 }
@@ -72,16 +72,16 @@ fn ibnetdiscover_samples_parse_to_their_counts() {
         NetOptions::default(),
     )
     .unwrap();
-    let hca1 = f.nodes.iter().position(|n| n.guid == 0x100000).unwrap() as u32;
+    let hca1 = f.nodes().iter().position(|n| n.guid == 0x100000).unwrap() as u32;
     let mut eps: Vec<_> = f
-        .endpoints
+        .endpoints()
         .iter()
         .filter(|e| e.node == hca1)
         .map(|e| (e.port, e.port_guid, e.base_lid))
         .collect();
     eps.sort();
     assert_eq!(eps, vec![(1, 0x100001, 2), (2, 0x100002, 4)]);
-    assert_eq!(f.nodes[hca1 as usize].description, "Hca1");
+    assert_eq!(f.nodes()[hca1 as usize].description, "Hca1");
 }
 
 #[test]
@@ -139,7 +139,7 @@ fn opensm_lft_dumps_route_everything() {
         let d = osm_dump::parse_lfts(&text, "lfts", &f, &g).unwrap();
         assert!(d.switches_missing.is_empty() && d.beyond_max_lid == 0);
         for sw in 0..g.num_switches() as u32 {
-            for dest in &g.dests {
+            for dest in g.dests() {
                 let end = walk(&g, &d.lft, sw, dest.lid, |_| {});
                 assert!(
                     matches!(end, WalkEnd::Delivered { .. }),
@@ -155,17 +155,17 @@ fn opensm_lft_dumps_route_everything() {
         assert_eq!(again.lft, d.lft);
         // hops from walking; path-SL round trip with one layer
         let r = osm_dump::routing_from_dumps(&g, d.lft, None);
-        for dest in &g.dests {
+        for dest in g.dests() {
             let h = r.hops.get(dest.switch, dest.lid);
             assert_eq!(h, u8::from(dest.exit_port != 0), "{}", s.name);
         }
         let psl = osm_dump::write_path_sl(&f, &g, &r);
         let nsrc = f
-            .nodes
+            .nodes()
             .iter()
             .filter(|n| n.kind != NodeKind::Switch)
             .count();
-        assert_eq!(psl.lines().count(), nsrc * g.dests.len());
+        assert_eq!(psl.lines().count(), nsrc * g.dests().len());
         let p = osm_dump::parse_path_sl(&psl, "psl", &f, &g).unwrap();
         assert!(p.conflicts.is_empty());
         assert_eq!((p.missing, p.num_layers), (0, 1));

@@ -88,7 +88,7 @@ fn run_opensm_with(dir: &Path, sock: &str, lmc: u8, engine: &[&str]) {
 
 fn check_in_ibsim(spec: &str) {
     let f = topo::by_name(spec).unwrap();
-    let lmc = f.endpoints.iter().map(|e| e.lmc).max().unwrap_or(0);
+    let lmc = f.endpoints().iter().map(|e| e.lmc).max().unwrap_or(0);
     let dir = tempfile::tempdir().unwrap();
     let net = dir.path().join("fabric.net");
     std::fs::write(&net, ibsim::write_net(&f)).unwrap();
@@ -105,7 +105,7 @@ fn check_in_ibsim(spec: &str) {
     // every link appears once from each end
     assert_eq!(
         lst.lines().count(),
-        2 * f.links.len(),
+        2 * f.links().len(),
         "{spec}: links discovered"
     );
     let seen = osm_dump::parse_subnet_lst(&lst, "opensm-subnet.lst", lmc).unwrap();
@@ -155,7 +155,7 @@ fn file_engine_installs_written_lfts() {
     use dfsssp_rs::fabric::SwitchGraph;
     for spec in ["random:8,8,2,12,seed=3,parallel,lmc=1", "torus:3x3,1"] {
         let f = topo::by_name(spec).unwrap();
-        let lmc = f.endpoints.iter().map(|e| e.lmc).max().unwrap_or(0);
+        let lmc = f.endpoints().iter().map(|e| e.lmc).max().unwrap_or(0);
         let g = SwitchGraph::new(&f).unwrap();
         let r = dfsssp_rs::sssp::route(&g);
         let dir = tempfile::tempdir().unwrap();

@@ -138,7 +138,7 @@ pub fn route(
         engine::run(&fabric, cfg)
     });
     let out = out.map_err(|e| format!("{label} on {fabric_name}: {e}"))?;
-    let lmc = fabric.endpoints.iter().map(|e| e.lmc).max().unwrap_or(0);
+    let lmc = fabric.endpoints().iter().map(|e| e.lmc).max().unwrap_or(0);
     Ok(Subject {
         label: label.to_string(),
         source: Source::Engine {
@@ -322,7 +322,7 @@ pub fn evaluate(s: Subject, o: &EvalOptions, p: &Progress) -> CliResult<Evaluati
     });
     let mut m = m.map_err(|e| format!("{label}: {e}"))?;
     let mut t_bis = Duration::ZERO;
-    if o.patterns > 0 && g.terminals.len() >= 2 {
+    if o.patterns > 0 && g.terminals().len() >= 2 {
         let spec = BisectionSpec {
             patterns: o.patterns,
             seed: o.seed,
@@ -367,9 +367,9 @@ pub fn evaluate(s: Subject, o: &EvalOptions, p: &Progress) -> CliResult<Evaluati
     let fabric = FabricSummary {
         switches: g.num_switches(),
         ca_nodes: f.terminal_node_count(),
-        ca_ports: g.terminals.len(),
-        lids: g.dests.len(),
-        links: f.links.len(),
+        ca_ports: g.terminals().len(),
+        lids: g.dests().len(),
+        links: f.links().len(),
         channels: g.num_channels(),
         lmc: s.lmc,
     };
@@ -395,16 +395,16 @@ pub fn evaluate(s: Subject, o: &EvalOptions, p: &Progress) -> CliResult<Evaluati
 }
 
 pub fn switch_name(f: &Fabric, g: &SwitchGraph, s: u32) -> String {
-    match g.switch_node.get(s as usize) {
+    match g.switch_node().get(s as usize) {
         Some(&n) => f.node_name(n),
         None => format!("switch #{s}"),
     }
 }
 
 fn switch_guid(f: &Fabric, g: &SwitchGraph, s: u32) -> String {
-    g.switch_node
+    g.switch_node()
         .get(s as usize)
-        .and_then(|&n| f.nodes.get(n as usize))
+        .and_then(|&n| f.nodes().get(n as usize))
         .map_or_else(|| format!("#{s}"), |n| format!("0x{:016x}", n.guid))
 }
 
@@ -412,7 +412,7 @@ fn switch_guid(f: &Fabric, g: &SwitchGraph, s: u32) -> String {
 fn lid_owner(f: &Fabric, g: &SwitchGraph, lid: u16) -> String {
     match g
         .dest_of_lid(lid)
-        .and_then(|d| f.endpoints.get(d.endpoint as usize))
+        .and_then(|d| f.endpoints().get(d.endpoint as usize))
     {
         Some(e) => format!("{} port {}", f.node_name(e.node), e.port),
         None => format!("LID {lid} (no port)"),
@@ -446,7 +446,7 @@ pub fn check_lanes(f: &Fabric, g: &SwitchGraph, r: &Routing) -> DeadlockCheck {
                 bad_lane: 0,
             };
             for s in (k * per).min(ns) as u32..((k + 1) * per).min(ns) as u32 {
-                for d in &g.dests {
+                for d in g.dests() {
                     if d.switch == NONE || d.lid > r.lft.max_lid {
                         continue;
                     }
@@ -500,8 +500,8 @@ pub fn check_lanes(f: &Fabric, g: &SwitchGraph, r: &Routing) -> DeadlockCheck {
                     .iter()
                     .map(|&c| ChannelHop {
                         channel: c,
-                        switch: g.chan_tail[c as usize],
-                        port: g.chan_port[c as usize],
+                        switch: g.chan_tail()[c as usize],
+                        port: g.chan_port()[c as usize],
                     })
                     .collect();
                 let named = hops
@@ -576,7 +576,7 @@ mod tests {
         let mut r = dfsssp_rs::sssp::route(&g);
         // Everything in lane 1 of 2 (lane 0 empty, lane 1 cyclic), one path beyond.
         let mut layers = SwitchLidTable::new(g.num_switches(), r.lft.max_lid, 1);
-        layers.set(0, g.dests[0].lid, 5);
+        layers.set(0, g.dests()[0].lid, 5);
         r.layers = Some(layers);
         r.num_layers = 2;
         let c = check_lanes(&f, &g, &r);

@@ -206,7 +206,7 @@ fn run(cli: Cli) -> CliResult<()> {
                 "{spec}: {} switches, {} CAs, {} links",
                 f.switch_count(),
                 f.terminal_node_count(),
-                f.links.len()
+                f.links().len()
             );
             Ok(())
         }

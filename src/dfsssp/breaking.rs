@@ -220,11 +220,11 @@ impl<'a> Breaker<'a> {
             let ns = g.num_switches();
             let max_lid = usize::from(self.lft.max_lid) + 1;
             if self.scanned_cuts.saturating_mul(max_lid)
-                < self.list_ratio.saturating_mul(ns * g.dests.len())
+                < self.list_ratio.saturating_mul(ns * g.dests().len())
             {
                 self.scanned_cuts += 1;
-                let (u, v) = (g.chan_tail[c1 as usize], g.chan_head[c1 as usize]);
-                let (pu, pv) = (g.chan_port[c1 as usize], g.chan_port[c2 as usize]);
+                let (u, v) = (g.chan_tail()[c1 as usize], g.chan_head()[c1 as usize]);
+                let (pu, pv) = (g.chan_port()[c1 as usize], g.chan_port()[c2 as usize]);
                 // Blocks of 64 LIDs without a match are skipped by a branch-free test (it
                 // vectorises); matches are few.
                 const BLOCK: usize = 64;
@@ -241,7 +241,7 @@ impl<'a> Breaker<'a> {
                             continue;
                         }
                         let lid = blk * BLOCK + j;
-                        let di = g.lid_dest.get(lid).copied().unwrap_or(NONE);
+                        let di = g.lid_dest().get(lid).copied().unwrap_or(NONE);
                         if di != NONE {
                             let k = self.trees.position(di as usize, u);
                             self.behind.push(di << 16 | u32::from(k));
@@ -268,7 +268,7 @@ impl<'a> Breaker<'a> {
         self.find_behind(c1, c2);
         let (g, ei, cols, weight) = (self.g, self.ei, self.cols, self.weight);
         let ns = g.num_switches();
-        let (u, v) = (g.chan_tail[c1 as usize], g.chan_head[c1 as usize]);
+        let (u, v) = (g.chan_tail()[c1 as usize], g.chan_head()[c1 as usize]);
         let layer = i as u8;
         let (lo, hi) = self.counts.split_at_mut(i + 1);
         let (cur, nxt) = (&mut lo[i], &mut hi[0]);
@@ -278,8 +278,8 @@ impl<'a> Breaker<'a> {
         zeroed.clear();
         for &packed in &self.behind {
             let (di, k) = ((packed >> 16) as usize, packed as u16);
-            let root = g.dests[di].switch;
-            let lid = g.dests[di].lid;
+            let root = g.dests()[di].switch;
+            let lid = g.dests()[di].lid;
             let col = &cols[di * ns..(di + 1) * ns];
             // The trees were validated when layer 0 was built.
             let next = |x: u32| g.channel_at(x, col[x as usize]).unwrap_or(NONE);
@@ -307,7 +307,7 @@ impl<'a> Breaker<'a> {
                 if w > 0 {
                     let c = next(u32::from(x));
                     nx[usize::from(x)] = c;
-                    sub[g.chan_head[c as usize] as usize] += w;
+                    sub[g.chan_head()[c as usize] as usize] += w;
                 }
             }
             // Shifts the edge `cx -> cn` (cx leaving a switch with weight w moving) from layer i
@@ -326,7 +326,7 @@ impl<'a> Breaker<'a> {
                 let w = sub[usize::from(x)];
                 if w > 0 {
                     let cx = nx[usize::from(x)];
-                    let h = g.chan_head[cx as usize];
+                    let h = g.chan_head()[cx as usize];
                     if h != root {
                         shift(cx, if h == v { c2 } else { nx[h as usize] }, w);
                     }
@@ -336,7 +336,7 @@ impl<'a> Breaker<'a> {
             let w = sub[u as usize];
             let (mut x, mut cx) = (v, c2);
             while x != root {
-                let h = g.chan_head[cx as usize];
+                let h = g.chan_head()[cx as usize];
                 if h == root {
                     break;
                 }
@@ -373,7 +373,7 @@ fn edge_dest_lists(
                 let Some(c1) = g.channel_at(s as u32, col[s]) else {
                     continue;
                 };
-                let v = g.chan_head[c1 as usize];
+                let v = g.chan_head()[c1 as usize];
                 if let Some(c2) = g.channel_at(v, col[v as usize]) {
                     *e = ei.edge(g, c1, c2);
                 }
@@ -390,7 +390,7 @@ fn edge_dest_lists(
     }
     let mut fill = start.clone();
     let mut dests = vec![0u32; start[ne] as usize];
-    for &di in &g.lid_dest {
+    for &di in g.lid_dest() {
         if di == NONE {
             continue;
         }

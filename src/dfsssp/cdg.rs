@@ -31,8 +31,8 @@ impl EdgeIndex {
         let mut acc = 0u64;
         base.push(0);
         for c in 0..nc {
-            let h = g.chan_head[c] as usize;
-            acc += u64::from(g.out_start[h + 1] - g.out_start[h]);
+            let h = g.chan_head()[c] as usize;
+            acc += u64::from(g.out_start()[h + 1] - g.out_start()[h]);
             // A switch has at most 255 ports, so this stays far below u32::MAX for any IB fabric
             // (49151 LIDs bound the switch count); saturate rather than wrap on absurd input.
             base.push(u32::try_from(acc).unwrap_or(u32::MAX));
@@ -47,15 +47,15 @@ impl EdgeIndex {
     /// Id of the dependency edge `c1 -> c2`; `c2` must leave the switch `c1` enters.
     #[inline]
     pub fn edge(&self, g: &SwitchGraph, c1: u32, c2: u32) -> u32 {
-        let h = g.chan_head[c1 as usize] as usize;
-        debug_assert_eq!(g.chan_tail[c2 as usize] as usize, h);
-        self.base[c1 as usize] + (c2 - g.out_start[h])
+        let h = g.chan_head()[c1 as usize] as usize;
+        debug_assert_eq!(g.chan_tail()[c2 as usize] as usize, h);
+        self.base[c1 as usize] + (c2 - g.out_start()[h])
     }
 
     /// The channel an edge slot of `c1` leads to.
     #[inline]
     pub fn target(&self, g: &SwitchGraph, c1: u32, slot: u32) -> u32 {
-        g.out_start[g.chan_head[c1 as usize] as usize] + slot
+        g.out_start()[g.chan_head()[c1 as usize] as usize] + slot
     }
 
     /// Number of edge slots of channel `c`.
@@ -178,7 +178,7 @@ impl DestTree {
                     self.by_depth.fill(0);
                     return Err(TreeFault::Loop { switch: s0 as u32 });
                 }
-                x = g.chan_head[c as usize] as usize;
+                x = g.chan_head()[c as usize] as usize;
                 match self.depth[x] {
                     UNSEEN => {}
                     ON_CHAIN => {
@@ -233,7 +233,7 @@ impl DestTree {
     /// Parent switch of a routed non-root switch.
     #[inline]
     pub fn parent(&self, g: &SwitchGraph, s: u32) -> u32 {
-        g.chan_head[self.next[s as usize] as usize]
+        g.chan_head()[self.next[s as usize] as usize]
     }
 
     /// Adds (or subtracts) to `counts` the dependency edges of the paths from every source `s`
@@ -251,7 +251,7 @@ impl DestTree {
         }
         for &s in self.order[1..].iter().rev() {
             let c1 = self.next[s as usize];
-            let h = g.chan_head[c1 as usize];
+            let h = g.chan_head()[c1 as usize];
             let w = self.sub[s as usize];
             if w == 0 {
                 continue;
@@ -277,7 +277,7 @@ impl DestTree {
             return;
         }
         loop {
-            let h = g.chan_head[c1 as usize];
+            let h = g.chan_head()[c1 as usize];
             if h == self.root {
                 return;
             }
@@ -349,7 +349,7 @@ impl TreeIndex {
     pub fn build(g: &SwitchGraph, cols: &[u8]) -> Self {
         use rayon::prelude::*;
         let ns = g.num_switches();
-        let nd = g.dests.len();
+        let nd = g.dests().len();
         let mut ti = TreeIndex {
             ns,
             pos: vec![NOT_IN_TREE; ns * nd],
@@ -372,7 +372,7 @@ impl TreeIndex {
                     stack: Vec::with_capacity(2 * ns),
                 },
                 |sc, (di, ((pos, at), end))| {
-                    let d = &g.dests[di];
+                    let d = &g.dests()[di];
                     if d.switch == NONE {
                         return;
                     }
@@ -425,7 +425,7 @@ fn euler_row(
     sc.child_start.fill(0);
     for &c in &sc.next {
         if c != NONE {
-            sc.child_start[g.chan_head[c as usize] as usize + 1] += 1;
+            sc.child_start[g.chan_head()[c as usize] as usize + 1] += 1;
         }
     }
     for s in 0..ns {
@@ -435,7 +435,7 @@ fn euler_row(
     sc.stack.extend_from_slice(&sc.child_start[..ns]);
     for (s, &c) in sc.next.iter().enumerate() {
         if c != NONE {
-            let h = g.chan_head[c as usize] as usize;
+            let h = g.chan_head()[c as usize] as usize;
             sc.children[sc.stack[h] as usize] = s as u32;
             sc.stack[h] += 1;
         }

@@ -177,8 +177,8 @@ impl DynTopo {
         sc.bwd.push(a);
         let mut too_far = false;
         'b: while let Some(x) = sc.stack.pop() {
-            let t = g.chan_tail[x as usize];
-            let off = x - g.out_start[t as usize];
+            let t = g.chan_tail()[x as usize];
+            let off = x - g.out_start()[t as usize];
             for &p in g.in_channels(t) {
                 if counts[(ei.base[p as usize] + off) as usize] == 0 {
                     continue;

@@ -81,7 +81,7 @@ pub(crate) fn run(
         ..
     } = *ctx;
     let ns = g.num_switches();
-    let nd = g.dests.len();
+    let nd = g.dests().len();
     let esc_layer = budget - 1;
     let e = usize::from(esc_layer);
     let prio_from = esc_layer.max(1);
@@ -92,7 +92,7 @@ pub(crate) fn run(
     let mut prio = vec![0u32; nd];
     for s in 0..ns as u32 {
         let row = layers.row(s);
-        for (di, d) in g.dests.iter().enumerate() {
+        for (di, d) in g.dests().iter().enumerate() {
             if d.switch != NONE {
                 let l = row[usize::from(d.lid)];
                 esc[di] |= l >= esc_layer;
@@ -152,7 +152,7 @@ pub(crate) fn run(
             let mut load = vec![0u64; g.num_channels()];
             for (j, legal) in legal.iter_mut().enumerate() {
                 let di = k * share + j;
-                let d = g.dests[di];
+                let d = g.dests()[di];
                 if d.switch == NONE {
                     continue;
                 }
@@ -173,13 +173,13 @@ pub(crate) fn run(
                 // (Legal implies settling: without it escape destinations add no load.)
                 if !esc[di] || *legal {
                     for &s in &tree.order {
-                        tree.sub[s as usize] = g.terminal_count[s as usize];
+                        tree.sub[s as usize] = g.terminal_count()[s as usize];
                     }
                     for &s in tree.order[1..].iter().rev() {
                         let c1 = tree.next[s as usize];
                         let f = tree.sub[s as usize];
                         load[c1 as usize] += u64::from(f);
-                        tree.sub[g.chan_head[c1 as usize] as usize] += f;
+                        tree.sub[g.chan_head()[c1 as usize] as usize] += f;
                     }
                 }
             }
@@ -214,7 +214,7 @@ pub(crate) fn run(
         if sssp_legal[di] {
             continue; // its SSSP routes are its Up*/Down* routes, counted above
         }
-        let d = g.dests[di];
+        let d = g.dests()[di];
         let next = router.route_dest(&mut bal, &d, &mut routing.lft, &mut routing.hops);
         let row = &mut ud_cols[di * ns..(di + 1) * ns];
         for (s, (&c, p)) in next.iter().zip(row.iter_mut()).enumerate() {
@@ -223,7 +223,7 @@ pub(crate) fn run(
             } else if c == NONE {
                 NO_PATH
             } else {
-                g.chan_port[c as usize]
+                g.chan_port()[c as usize]
             };
         }
         tree.next.copy_from_slice(next);
@@ -233,7 +233,7 @@ pub(crate) fn run(
     }
     let esc_lids: Vec<usize> = (0..nd)
         .filter(|&di| esc[di])
-        .map(|di| usize::from(g.dests[di].lid))
+        .map(|di| usize::from(g.dests()[di].lid))
         .collect();
     for row in layers.rows_mut() {
         for &lid in &esc_lids {
@@ -244,7 +244,7 @@ pub(crate) fn run(
     if ctx.reclaim {
         let mut st = Settler::new(ctx, &mut counts, esc_layer, &ud_cols, ud.legal_order(g))?;
         let mut cand: Vec<usize> = (0..nd).filter(|&di| esc[di]).collect();
-        cand.sort_by_key(|&di| (prio[di], g.dests[di].lid));
+        cand.sort_by_key(|&di| (prio[di], g.dests()[di].lid));
         for &di in &cand {
             if sssp_legal[di] {
                 // Legal SSSP routes are their own escape routes, in the escape layer already.
@@ -255,7 +255,7 @@ pub(crate) fn run(
         }
     } else {
         // Every overflowing destination stays on pure Up*/Down*.
-        for (di, d) in g.dests.iter().enumerate() {
+        for (di, d) in g.dests().iter().enumerate() {
             if !esc[di] {
                 continue;
             }
@@ -351,7 +351,7 @@ impl<'a, 'c> Settler<'a, 'c> {
     /// Builds the Up*/Down* and SSSP trees of destination `di`.
     fn trees(&mut self, di: usize) -> Result<(), DfssspError> {
         let (g, ns) = (self.ctx.g, self.ctx.g.num_switches());
-        let d = g.dests[di];
+        let d = g.dests()[di];
         let u = &self.ud_cols[di * ns..(di + 1) * ns];
         self.tu
             .build_from_ports(g, &d, |s| u[s as usize], self.ctx.comp)
@@ -373,7 +373,7 @@ impl<'a, 'c> Settler<'a, 'c> {
         out: &mut EscapeOutcome,
     ) -> Result<(), DfssspError> {
         let g = self.ctx.g;
-        let d = g.dests[di];
+        let d = g.dests()[di];
         self.trees(di)?;
         self.is_placed.fill(false);
         for &s in &self.ts.order[1..] {
@@ -410,7 +410,7 @@ impl<'a, 'c> Settler<'a, 'c> {
     /// random fabrics it almost never shortened routes.)
     fn hybrid(&mut self, di: usize, phase_a: &SwitchLidTable) -> Result<(), DfssspError> {
         let (g, ei, weight) = (self.ctx.g, self.ctx.ei, self.ctx.weight);
-        let d = g.dests[di];
+        let d = g.dests()[di];
         let (lid, root) = (d.lid, d.switch);
         let esc_layer = self.esc_layer;
         self.in_a.fill(false);
@@ -531,7 +531,7 @@ impl<'a, 'c> Settler<'a, 'c> {
     /// Writes the hybrid tree's LFT, hop and layer entries of destination `di`.
     fn commit(&mut self, di: usize, routing: &mut Routing, layers: &mut SwitchLidTable) {
         let g = self.ctx.g;
-        let d = g.dests[di];
+        let d = g.dests()[di];
         let root = d.switch;
         self.pl[root as usize] = 0;
         let last = u32::from(d.exit_port != 0);
@@ -540,7 +540,7 @@ impl<'a, 'c> Settler<'a, 'c> {
             let port = if s == root {
                 d.exit_port
             } else {
-                g.chan_port[self.th.next[su] as usize]
+                g.chan_port()[self.th.next[su] as usize]
             };
             routing.lft.set(s, d.lid, port);
             let h = self.th.depth[su] + last;
@@ -556,7 +556,7 @@ impl<'a, 'c> Settler<'a, 'c> {
     /// are minimal anyway.
     fn account(&mut self, di: usize, out: &mut EscapeOutcome) {
         let g = self.ctx.g;
-        let to = self.ctx.dist.to(g.dests[di].switch);
+        let to = self.ctx.dist.to(g.dests()[di].switch);
         let mut escaped = 0u64;
         // `flag`: the path from this switch takes a non-SSSP hop somewhere.
         for &s in &self.th.order[1..] {
@@ -614,7 +614,7 @@ fn try_add_path(
     if !ok {
         let mut c1 = t.next[s as usize];
         for _ in 0..added {
-            let c2 = t.next[g.chan_head[c1 as usize] as usize];
+            let c2 = t.next[g.chan_head()[c1 as usize] as usize];
             counts[ei.edge(g, c1, c2) as usize] -= w;
             c1 = c2;
         }
@@ -634,7 +634,7 @@ fn path_edges(
 ) -> bool {
     let mut c1 = t.next[s as usize];
     loop {
-        let h = g.chan_head[c1 as usize];
+        let h = g.chan_head()[c1 as usize];
         if h == t.root {
             return true;
         }

@@ -126,7 +126,7 @@ pub enum DfssspError {
 }
 
 pub(crate) fn fault_error(g: &SwitchGraph, lid: u16, f: TreeFault) -> DfssspError {
-    let node = |s: u32| g.switch_node[s as usize];
+    let node = |s: u32| g.switch_node()[s as usize];
     match f {
         TreeFault::NoEntry { switch } => DfssspError::NoEntry {
             lid,
@@ -292,14 +292,14 @@ pub fn make_deadlock_free_with(
     }
     let ns = g.num_switches();
     if routing.lft.num_switches() != ns
-        || routing.lft.max_lid < g.max_lid
+        || routing.lft.max_lid < g.max_lid()
         || routing.hops.row(0).len() != routing.lft.stride() && ns > 0
     {
         return Err(DfssspError::Shape {
             tables: routing.lft.num_switches(),
             max_lid: routing.lft.max_lid,
             switches: ns,
-            fabric_max_lid: g.max_lid,
+            fabric_max_lid: g.max_lid(),
         });
     }
     let mut report = LayerReport {
@@ -308,9 +308,9 @@ pub fn make_deadlock_free_with(
     };
     let comp = g.components();
     let weight: Vec<u32> = match opts.weight {
-        PathWeight::SourcePorts => g.terminal_count.iter().map(|&t| t + 1).collect(),
+        PathWeight::SourcePorts => g.terminal_count().iter().map(|&t| t + 1).collect(),
         PathWeight::Unit => vec![1; ns],
-        PathWeight::CaPorts => g.terminal_count.clone(),
+        PathWeight::CaPorts => g.terminal_count().to_vec(),
     };
     let ei = EdgeIndex::new(g);
     let mut cols = transpose(g, &routing.lft);
@@ -320,7 +320,7 @@ pub fn make_deadlock_free_with(
             tables: routing.lft.num_switches(),
             max_lid: routing.lft.max_lid,
             switches: ns,
-            fabric_max_lid: g.max_lid,
+            fabric_max_lid: g.max_lid(),
         });
     }
     let mut counts0 = build_layer0(g, &ei, &cols, &comp, &weight)?;
@@ -442,7 +442,7 @@ pub fn make_deadlock_free_with(
 fn transpose(g: &SwitchGraph, lft: &Lft) -> Vec<u8> {
     const TILE: usize = 64;
     let ns = g.num_switches();
-    let nd = g.dests.len();
+    let nd = g.dests().len();
     let mut cols = vec![NO_PATH; nd * ns];
     if ns == 0 {
         return cols;
@@ -451,7 +451,7 @@ fn transpose(g: &SwitchGraph, lft: &Lft) -> Vec<u8> {
         .enumerate()
         .for_each(|(ti, block)| {
             let d0 = ti * TILE;
-            let dests = &g.dests[d0..(d0 + TILE).min(nd)];
+            let dests = &g.dests()[d0..(d0 + TILE).min(nd)];
             for s in 0..ns {
                 let row = lft.table(s as u32);
                 for (k, d) in dests.iter().enumerate() {
@@ -472,9 +472,9 @@ fn build_layer0(
 ) -> Result<Vec<u32>, DfssspError> {
     let ns = g.num_switches();
     let ne = ei.num_edges();
-    let nd = g.dests.len();
+    let nd = g.dests().len();
     let chunk = (nd / (rayon::current_num_threads() * 2)).max(64);
-    g.dests
+    g.dests()
         .par_chunks(chunk)
         .enumerate()
         .map(|(ci, ds)| {
@@ -513,7 +513,7 @@ fn for_each_routed(
     for s in 0..g.num_switches() as u32 {
         let row = routing.lft.table(s);
         let lrow = layers.row(s);
-        for d in &g.dests {
+        for d in g.dests() {
             let lid = usize::from(d.lid);
             if d.switch != NONE && row[lid] != NO_PATH {
                 f(s, d.lid, lrow[lid]);
@@ -591,7 +591,7 @@ fn balance(
     }
     for (s, lrow) in layers.rows_mut().enumerate() {
         let row = routing.lft.table(s as u32);
-        for (di, d) in g.dests.iter().enumerate() {
+        for (di, d) in g.dests().iter().enumerate() {
             let lid = usize::from(d.lid);
             if d.switch == NONE || row[lid] == NO_PATH {
                 continue;

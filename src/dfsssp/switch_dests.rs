@@ -67,8 +67,8 @@ pub(crate) fn fit(
         ..
     } = *ctx;
     let ns = g.num_switches();
-    let switch_dests: Vec<usize> = (0..g.dests.len())
-        .filter(|&di| g.dests[di].switch != NONE && g.dests[di].exit_port == 0)
+    let switch_dests: Vec<usize> = (0..g.dests().len())
+        .filter(|&di| g.dests()[di].switch != NONE && g.dests()[di].exit_port == 0)
         .collect();
     if switch_dests.is_empty() {
         return Ok(None);
@@ -77,7 +77,7 @@ pub(crate) fn fit(
     let mut tree = DestTree::new(ns);
     let mut exact = counts.to_vec();
     for &di in &switch_dests {
-        let d = &g.dests[di];
+        let d = &g.dests()[di];
         let col = &cols[di * ns..(di + 1) * ns];
         tree.build_from_ports(g, d, |s| col[s as usize], comp)
             .map_err(|f| fault_error(g, d.lid, f))?;
@@ -95,7 +95,7 @@ pub(crate) fn fit(
     let mut own_dist = Vec::new();
     let mut next = vec![NONE; ns];
     for &di in &switch_dests {
-        let d = g.dests[di];
+        let d = g.dests()[di];
         let dist: &[u16] = match ctx.dist {
             Some(all) => all.to(d.switch),
             None => {
@@ -117,14 +117,14 @@ pub(crate) fn fit(
         for &s in by_dist.iter().skip(1) {
             let original = g.channel_at(s, col[s as usize]).unwrap_or(NONE);
             let minimal = g.out_channels(s).filter(|&c| {
-                dist[g.chan_head[c as usize] as usize].wrapping_add(1) == dist[s as usize]
+                dist[g.chan_head()[c as usize] as usize].wrapping_add(1) == dist[s as usize]
             });
             let mut chosen = NONE;
             let candidates = std::iter::once(original)
                 .filter(|&c| c != NONE)
                 .chain(minimal.filter(|&c| c != original));
             for c in candidates {
-                let h = g.chan_head[c as usize];
+                let h = g.chan_head()[c as usize];
                 if h == d.switch {
                     chosen = c;
                     break;
@@ -165,7 +165,7 @@ pub(crate) fn fit(
         if changed {
             out.changed += 1;
             for &s in by_dist.iter().skip(1) {
-                let port = g.chan_port[next[s as usize] as usize];
+                let port = g.chan_port()[next[s as usize] as usize];
                 cols[di * ns + s as usize] = port;
                 lft.set(s, d.lid, port);
             }

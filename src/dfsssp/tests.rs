@@ -161,7 +161,7 @@ fn check_deadlock_free(g: &SwitchGraph, r: &Routing) {
     let nl = usize::from(r.num_layers);
     let mut edges: Vec<HashSet<(u32, u32)>> = vec![HashSet::new(); nl];
     for s in 0..g.num_switches() as u32 {
-        for d in &g.dests {
+        for d in g.dests() {
             let l = usize::from(r.layer(s, d.lid));
             assert!(l < nl, "layer {l} >= num_layers {nl}");
             let mut prev = NONE;
@@ -190,7 +190,7 @@ fn layer0_cyclic(g: &SwitchGraph, r: &Routing) -> bool {
     let mut pg = DiGraph::<(), ()>::new();
     let nodes: Vec<_> = (0..g.num_channels()).map(|_| pg.add_node(())).collect();
     for s in 0..g.num_switches() as u32 {
-        for d in &g.dests {
+        for d in g.dests() {
             let mut prev = NONE;
             walk(g, &r.lft, s, d.lid, |c| {
                 if prev != NONE {
@@ -211,14 +211,14 @@ fn check_routes(g: &SwitchGraph, orig: &Routing, r: &Routing, rep: &LayerReport)
     let ud = UpDown::with_roots(g, &rep.updown_roots);
     let ns = g.num_switches() as u32;
     let mut changed = 0;
-    for d in &g.dests {
+    for d in g.dests() {
         let same = (0..ns).all(|s| orig.lft.port(s, d.lid) == r.lft.port(s, d.lid));
         changed += usize::from(!same);
         for s in 0..ns {
             let mut chans = Vec::new();
             let mut first_change = None;
             let end = walk(g, &r.lft, s, d.lid, |c| {
-                let t = g.chan_tail[c as usize];
+                let t = g.chan_tail()[c as usize];
                 if first_change.is_none() && orig.lft.port(t, d.lid) != r.lft.port(t, d.lid) {
                     first_change = Some(chans.len());
                 }
@@ -341,7 +341,7 @@ fn five_ring_with_one_lane_escapes() {
     assert_eq!(rep.escape_layer, Some(0));
     assert_eq!(r.num_layers, 1);
     assert!(
-        rep.escape_dests > 0 && rep.escape_dests < g.dests.len(),
+        rep.escape_dests > 0 && rep.escape_dests < g.dests().len(),
         "{rep:?}"
     );
     assert!(
@@ -394,13 +394,13 @@ fn tori_meshes_and_random_fabrics_within_budget() {
                 }
                 _ => {
                     assert_eq!(rep.escape_layer, Some(budget - 1), "{name}");
-                    assert!(rep.escape_dests <= g.dests.len());
+                    assert!(rep.escape_dests <= g.dests().len());
                 }
             }
             eprintln!(
                 "{name} budget {budget}: needs {need:?}, escape {}/{} dests, minimal {:.3}",
                 rep.escape_dests,
-                g.dests.len(),
+                g.dests().len(),
                 rep.minimal_fraction
             );
         }
@@ -448,7 +448,7 @@ fn disconnected_fabric_is_handled_per_component() {
     assert_eq!(rep.updown_roots.len(), 2);
     // Routes within each component are complete; across components there are none.
     for s in 0..10u32 {
-        for d in &g.dests {
+        for d in g.dests() {
             let end = walk(&g, &r.lft, s, d.lid, |_| {});
             let same_side = (s < 5) == (d.switch < 5);
             assert_eq!(
@@ -477,21 +477,21 @@ fn invalid_input_is_an_error_not_a_panic() {
     ));
     // A loop between switches 0 and 1 towards switch 2's LID.
     let lid = g
-        .dests
+        .dests()
         .iter()
         .find(|d| d.switch == 2 && d.exit_port == 0)
         .unwrap()
         .lid;
     let c01 = g
         .out_channels(0)
-        .find(|&c| g.chan_head[c as usize] == 1)
+        .find(|&c| g.chan_head()[c as usize] == 1)
         .unwrap();
     let c10 = g
         .out_channels(1)
-        .find(|&c| g.chan_head[c as usize] == 0)
+        .find(|&c| g.chan_head()[c as usize] == 0)
         .unwrap();
-    r.lft.set(0, lid, g.chan_port[c01 as usize]);
-    r.lft.set(1, lid, g.chan_port[c10 as usize]);
+    r.lft.set(0, lid, g.chan_port()[c01 as usize]);
+    r.lft.set(1, lid, g.chan_port()[c10 as usize]);
     assert!(
         matches!(make_deadlock_free(&g, &mut r, 2), Err(DfssspError::Loop { lid: l, .. }) if l == lid)
     );
@@ -536,7 +536,7 @@ fn breaking_counts_stay_consistent() {
         let g = SwitchGraph::new(&f).unwrap();
         let r = sssp::route(&g);
         let comp = g.components();
-        let weight: Vec<u32> = g.terminal_count.iter().map(|&t| t + 1).collect();
+        let weight: Vec<u32> = g.terminal_count().iter().map(|&t| t + 1).collect();
         let ei = EdgeIndex::new(&g);
         let cols = transpose(&g, &r.lft);
         let c0 = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
@@ -551,7 +551,7 @@ fn breaking_counts_stay_consistent() {
         assert!(counts.len() >= 2, "the fabric should need layers");
         let mut tree = DestTree::new(g.num_switches());
         let mut recount = vec![vec![0u32; ei.num_edges()]; counts.len()];
-        for (di, d) in g.dests.iter().enumerate() {
+        for (di, d) in g.dests().iter().enumerate() {
             let ns = g.num_switches();
             let col = &cols[di * ns..(di + 1) * ns];
             tree.build_from_ports(&g, d, |s| col[s as usize], &comp)
@@ -591,7 +591,7 @@ fn breaking_edge_lists_match_row_scans() {
         let g = SwitchGraph::new(&f).unwrap();
         let r = sssp::route(&g);
         let comp = g.components();
-        let weight: Vec<u32> = g.terminal_count.iter().map(|&t| t + 1).collect();
+        let weight: Vec<u32> = g.terminal_count().iter().map(|&t| t + 1).collect();
         let ei = EdgeIndex::new(&g);
         let cols = transpose(&g, &r.lft);
         let c0 = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
@@ -645,7 +645,7 @@ impl OrderFixture {
     /// A random dependency edge (two consecutive channels).
     fn random_edge(&self, rng: &mut ChaCha8Rng) -> (u32, u32) {
         let c1 = rng.gen_range(0..self.g.num_channels() as u32);
-        let outs = self.g.out_channels(self.g.chan_head[c1 as usize]);
+        let outs = self.g.out_channels(self.g.chan_head()[c1 as usize]);
         (c1, rng.gen_range(outs.start..outs.end))
     }
 
@@ -761,7 +761,7 @@ fn measure() {
             eprintln!(
                 "{spec}: {} switches, {} LIDs, {} channels, {} dep. edges; sssp {t_sssp:.3} s; budget {budget}: dfsssp {t_df:.3} s",
                 g.num_switches(),
-                g.dests.len(),
+                g.dests().len(),
                 g.num_channels(),
                 EdgeIndex::new(&g).num_edges()
             );
@@ -822,7 +822,7 @@ fn generated_fabrics_with_budgets_1_2_4() {
                 "{spec} budget {budget}: needs {:?}, {} of {} LIDs with escape hops, {:.2}% minimal",
                 rep.dfsssp_layers_needed,
                 rep.escape_dests,
-                g.dests.len(),
+                g.dests().len(),
                 100.0 * rep.minimal_fraction
             );
         }
@@ -849,7 +849,7 @@ fn switch_lids_fit_one_layer_on_two_level_fat_trees() {
         let rep0 = make_deadlock_free_with(&g, &mut plain, 8, &opts, None).unwrap();
         assert_eq!(rep0.dfsssp_layers_needed, Some(2), "{spec}");
         // CA routes are untouched.
-        for d in g.dests.iter().filter(|d| d.exit_port != 0) {
+        for d in g.dests().iter().filter(|d| d.exit_port != 0) {
             for s in 0..g.num_switches() as u32 {
                 assert_eq!(r.lft.port(s, d.lid), plain.lft.port(s, d.lid), "{spec}");
             }

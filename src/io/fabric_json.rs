@@ -70,7 +70,8 @@ mod tests {
     #[test]
     fn bad_entries_are_named() {
         let f = topo::by_name("ktree:2,2").unwrap();
-        let cases: [(&str, fn(&mut serde_json::Value), &str); 6] = [
+        type Corruption = (&'static str, fn(&mut serde_json::Value), &'static str);
+        let cases: [Corruption; 6] = [
             (
                 "node index",
                 |v| v["fabric"]["links"][1]["b"]["node"] = 999.into(),

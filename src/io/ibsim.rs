@@ -77,18 +77,18 @@ impl IbsimCaps {
         let switches = f.switch_count();
         // ibsim allocates ports+1 entries per switch (port 0), ports per CA
         let ports: usize = f
-            .nodes
+            .nodes()
             .iter()
             .map(|n| usize::from(n.num_ports) + usize::from(n.kind == NodeKind::Switch))
             .sum();
         IbsimCaps {
-            nodes: f.nodes.len().max(2048),
+            nodes: f.nodes().len().max(2048),
             switches: switches.max(256),
             ports: ports.max(10240),
             // LFT blocks are 64 LIDs; OpenSM assigns LIDs up to about the count of LID-bearing
             // ports times 2^LMC, ours may be anywhere up to max_lid
             linear_cap: (usize::from(f.max_lid()) + 1)
-                .max(f.endpoints.iter().map(|e| e.lids().len()).sum::<usize>() + 64)
+                .max(f.endpoints().iter().map(|e| e.lids().len()).sum::<usize>() + 64)
                 .div_ceil(64)
                 .max(480)
                 * 64,
@@ -114,22 +114,22 @@ impl IbsimCaps {
 /// ibsim uses its port as the SM's; every link appears on both of its ports; parallel links are
 /// separate lines.
 pub fn write_net(f: &Fabric) -> String {
-    let mut out = String::with_capacity(f.links.len() * 80 + f.nodes.len() * 120);
-    let n = f.nodes.len();
+    let mut out = String::with_capacity(f.links().len() * 80 + f.nodes().len() * 120);
+    let n = f.nodes().len();
     let ports = f.port_table();
-    let mut lid_of: HashMap<(u32, u8), (u16, u8)> = HashMap::with_capacity(f.endpoints.len());
-    for e in &f.endpoints {
+    let mut lid_of: HashMap<(u32, u8), (u16, u8)> = HashMap::with_capacity(f.endpoints().len());
+    for e in f.endpoints() {
         lid_of.insert((e.node, e.port), (e.base_lid, e.lmc));
     }
 
-    let is_ca = |i: usize| f.nodes[i].kind == NodeKind::Ca;
+    let is_ca = |i: usize| f.nodes()[i].kind == NodeKind::Ca;
     let sm_ca = (0..n)
         .find(|&i| is_ca(i) && ports.remote(i, 1).is_some())
         .or_else(|| (0..n).find(|&i| is_ca(i)));
     let mut order: Vec<usize> = Vec::with_capacity(n);
     order.extend(sm_ca);
-    order.extend((0..n).filter(|&i| f.nodes[i].kind == NodeKind::Switch));
-    order.extend((0..n).filter(|&i| f.nodes[i].kind != NodeKind::Switch && Some(i) != sm_ca));
+    order.extend((0..n).filter(|&i| f.nodes()[i].kind == NodeKind::Switch));
+    order.extend((0..n).filter(|&i| f.nodes()[i].kind != NodeKind::Switch && Some(i) != sm_ca));
 
     let _ = writeln!(
         out,
@@ -137,10 +137,10 @@ pub fn write_net(f: &Fabric) -> String {
          # the first port below is the SM's port\n",
         f.switch_count(),
         f.terminal_node_count(),
-        f.links.len()
+        f.links().len()
     );
     for i in order {
-        let node = &f.nodes[i];
+        let node = &f.nodes()[i];
         let (kw, guid_kw) = match node.kind {
             NodeKind::Switch => ("Switch", "switchguid"),
             NodeKind::Ca => ("Ca", "caguid"),
@@ -164,7 +164,7 @@ pub fn write_net(f: &Fabric) -> String {
             let Some(r) = ports.remote(i, p) else {
                 continue;
             };
-            let rn = &f.nodes[r.node as usize];
+            let rn = &f.nodes()[r.node as usize];
             let _ = write!(
                 out,
                 "[{p}]\t\"{}\"[{}]\t\t#",
@@ -667,27 +667,27 @@ mod tests {
     use crate::topo;
 
     fn same_fabric(a: &Fabric, b: &Fabric) {
-        assert_eq!(a.nodes.len(), b.nodes.len());
+        assert_eq!(a.nodes().len(), b.nodes().len());
         let key = |f: &Fabric| {
             let mut n: Vec<_> = f
-                .nodes
+                .nodes()
                 .iter()
                 .map(|n| (n.guid, n.kind, n.num_ports, n.description.clone()))
                 .collect();
             n.sort_by_key(|x| x.0);
-            let g = |p: PortRef| (f.nodes[p.node as usize].guid, p.port);
+            let g = |p: PortRef| (f.nodes()[p.node as usize].guid, p.port);
             let mut l: Vec<_> = f
-                .links
+                .links()
                 .iter()
                 .map(|l| (g(l.a).min(g(l.b)), g(l.a).max(g(l.b))))
                 .collect();
             l.sort();
             let mut e: Vec<_> = f
-                .endpoints
+                .endpoints()
                 .iter()
                 .map(|e| {
                     (
-                        f.nodes[e.node as usize].guid,
+                        f.nodes()[e.node as usize].guid,
                         e.port,
                         e.port_guid,
                         e.base_lid,
@@ -743,14 +743,14 @@ Hca\t2 \"Hca2\"
 [2]\t\"Switch1\"[2]
 ";
         let f = parse_net(text, "net", NetOptions::default()).unwrap();
-        assert_eq!(f.nodes.len(), 4);
-        assert_eq!(f.links.len(), 4);
-        let guids: Vec<u64> = f.nodes.iter().map(|n| n.guid).collect();
+        assert_eq!(f.nodes().len(), 4);
+        assert_eq!(f.links().len(), 4);
+        let guids: Vec<u64> = f.nodes().iter().map(|n| n.guid).collect();
         assert_eq!(guids, vec![0x200000, 0x200001, 0x100000, 0x100003]);
-        assert_eq!(f.nodes[0].description, "Switch1");
+        assert_eq!(f.nodes()[0].description, "Switch1");
         // switches LIDs 1, 2; CA ports 3, 4
-        assert_eq!(f.endpoints.len(), 4);
-        let hca2 = f.endpoints.iter().find(|e| e.node == 3).unwrap();
+        assert_eq!(f.endpoints().len(), 4);
+        let hca2 = f.endpoints().iter().find(|e| e.node == 3).unwrap();
         assert_eq!((hca2.port, hca2.port_guid, hca2.base_lid), (2, 0x100005, 4));
     }
 

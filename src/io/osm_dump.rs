@@ -277,12 +277,12 @@ fn hex_token(s: &str) -> Option<u64> {
 /// entry before any block is an error naming the line.
 pub fn parse_lfts(text: &str, file: &str, f: &Fabric, g: &SwitchGraph) -> Result<LftDump, IoError> {
     let ctx = Ctx { file };
-    let mut lft = Lft::new(g.num_switches(), g.max_lid);
+    let mut lft = Lft::new(g.num_switches(), g.max_lid());
     let guid_switch: HashMap<u64, u32> = g
-        .switch_node
+        .switch_node()
         .iter()
         .enumerate()
-        .map(|(s, &n)| (f.nodes[n as usize].guid, s as u32))
+        .map(|(s, &n)| (f.nodes()[n as usize].guid, s as u32))
         .collect();
     let mut seen = vec![false; g.num_switches()];
     let mut cur: Option<u32> = None;
@@ -336,7 +336,7 @@ pub fn parse_lfts(text: &str, file: &str, f: &Fabric, g: &SwitchGraph) -> Result
             .next()
             .and_then(|t| t.parse().ok())
             .ok_or_else(|| ctx.err(lineno, line, "cannot parse port"))?;
-        let nports = u32::from(f.nodes[g.switch_node[s as usize] as usize].num_ports);
+        let nports = u32::from(f.nodes()[g.switch_node()[s as usize] as usize].num_ports);
         if port > nports && port != u32::from(NO_PATH) {
             return Err(ctx.err(
                 lineno,
@@ -344,7 +344,7 @@ pub fn parse_lfts(text: &str, file: &str, f: &Fabric, g: &SwitchGraph) -> Result
                 format!("switch has no port {port} (it has {nports})"),
             ));
         }
-        if lid > u32::from(g.max_lid) {
+        if lid > u32::from(g.max_lid()) {
             beyond += 1;
             continue;
         }
@@ -352,7 +352,7 @@ pub fn parse_lfts(text: &str, file: &str, f: &Fabric, g: &SwitchGraph) -> Result
     }
     let switches_missing = (0..g.num_switches())
         .filter(|&s| !seen[s])
-        .map(|s| f.nodes[g.switch_node[s] as usize].guid)
+        .map(|s| f.nodes()[g.switch_node()[s] as usize].guid)
         .collect();
     Ok(LftDump {
         lft,
@@ -400,14 +400,14 @@ fn node_type_str(k: NodeKind) -> &'static str {
 /// Switch blocks come in switch id order; NO_PATH entries are left out (the engine starts each
 /// switch from an all-NO_PATH table).
 pub fn write_lfts(f: &Fabric, g: &SwitchGraph, lft: &Lft) -> String {
-    let mut out = String::with_capacity(g.num_switches() * (usize::from(g.max_lid) + 2) * 60);
-    let max_lid = lft.max_lid.min(g.max_lid);
+    let mut out = String::with_capacity(g.num_switches() * (usize::from(g.max_lid()) + 2) * 60);
+    let max_lid = lft.max_lid.min(g.max_lid());
     for s in 0..g.num_switches() as u32 {
-        let node = &f.nodes[g.switch_node[s as usize] as usize];
+        let node = &f.nodes()[g.switch_node()[s as usize] as usize];
         let own = f
-            .endpoints
+            .endpoints()
             .iter()
-            .find(|e| e.node == g.switch_node[s as usize] && e.port == 0)
+            .find(|e| e.node == g.switch_node()[s as usize] && e.port == 0)
             .map_or(0, |e| e.base_lid);
         let _ = writeln!(
             out,
@@ -424,8 +424,8 @@ pub fn write_lfts(f: &Fabric, g: &SwitchGraph, lft: &Lft) -> String {
             let _ = write!(out, "0x{lid:04x} {port:03} # ");
             match g.dest_of_lid(lid) {
                 Some(d) => {
-                    let e = &f.endpoints[d.endpoint as usize];
-                    let dn = &f.nodes[e.node as usize];
+                    let e = &f.endpoints()[d.endpoint as usize];
+                    let dn = &f.nodes()[e.node as usize];
                     let _ = writeln!(
                         out,
                         "{} portguid 0x{:016x}: '{}'",
@@ -452,14 +452,14 @@ pub fn write_lfts(f: &Fabric, g: &SwitchGraph, lft: &Lft) -> String {
 /// written once, with the switch of its lowest-LID port.
 pub fn write_path_sl(f: &Fabric, g: &SwitchGraph, r: &Routing) -> String {
     let mut out = String::new();
-    let mut done = vec![false; f.nodes.len()];
-    for &(ep, sw) in &g.terminals {
-        let node = f.endpoints[ep as usize].node as usize;
+    let mut done = vec![false; f.nodes().len()];
+    for &(ep, sw) in g.terminals() {
+        let node = f.endpoints()[ep as usize].node as usize;
         if std::mem::replace(&mut done[node], true) {
             continue;
         }
-        let guid = f.nodes[node].guid;
-        for d in g.dests.iter().filter(|d| d.switch != NONE) {
+        let guid = f.nodes()[node].guid;
+        for d in g.dests().iter().filter(|d| d.switch != NONE) {
             let _ = writeln!(out, "0x{guid:016x} {} {}", d.lid, r.layer(sw, d.lid));
         }
     }
@@ -500,21 +500,21 @@ pub fn parse_path_sl(
     let ctx = Ctx { file };
     // node GUID -> switches its ports hang off
     let mut node_switches: HashMap<u64, Vec<u32>> = HashMap::new();
-    for &(ep, sw) in &g.terminals {
-        let guid = f.nodes[f.endpoints[ep as usize].node as usize].guid;
+    for &(ep, sw) in g.terminals() {
+        let guid = f.nodes()[f.endpoints()[ep as usize].node as usize].guid;
         let v = node_switches.entry(guid).or_default();
         if !v.contains(&sw) {
             v.push(sw);
         }
     }
     let known: std::collections::HashSet<u64> = f
-        .nodes
+        .nodes()
         .iter()
         .filter(|n| n.kind != NodeKind::Switch)
         .map(|n| n.guid)
         .collect();
     const UNSET: u8 = 0xFF;
-    let mut layers = SwitchLidTable::new(g.num_switches(), g.max_lid, UNSET);
+    let mut layers = SwitchLidTable::new(g.num_switches(), g.max_lid(), UNSET);
     // line that set each entry, for conflict reports: (switch, lid) -> line
     let mut set_by: HashMap<(u32, u16), usize> = HashMap::new();
     let mut conflicts = Vec::new();
@@ -558,7 +558,7 @@ pub fn parse_path_sl(
                 set_by.insert((s, lid), lineno);
             } else if old != sl {
                 conflicts.push(PathSlConflict {
-                    switch_guid: f.nodes[g.switch_node[s as usize] as usize].guid,
+                    switch_guid: f.nodes()[g.switch_node()[s as usize] as usize].guid,
                     dlid: lid,
                     first_line: set_by[&(s, lid)],
                     first_sl: old,
@@ -570,8 +570,8 @@ pub fn parse_path_sl(
     }
     let mut missing = 0;
     for s in 0..g.num_switches() as u32 {
-        let sources = g.terminal_count[s as usize] > 0;
-        for d in &g.dests {
+        let sources = g.terminal_count()[s as usize] > 0;
+        for d in g.dests() {
             if layers.get(s, d.lid) == UNSET {
                 layers.set(s, d.lid, 0);
                 if sources && d.switch != NONE {
@@ -603,7 +603,7 @@ pub fn routing_from_dumps(g: &SwitchGraph, lft: Lft, path_sl: Option<PathSlDump>
         .into_par_iter()
         .enumerate()
         .for_each(|(s, row)| {
-            for d in &g.dests {
+            for d in g.dests() {
                 if let crate::routing::WalkEnd::Delivered { hops } =
                     crate::routing::walk(g, &lft, s as u32, d.lid, |_| {})
                 {
@@ -639,9 +639,9 @@ mod tests {
     fn path_sl_round_trip_and_conflicts() {
         let (f, g) = fabric();
         let mut r = crate::sssp::route(&g);
-        let mut layers = SwitchLidTable::new(g.num_switches(), g.max_lid, 0);
+        let mut layers = SwitchLidTable::new(g.num_switches(), g.max_lid(), 0);
         for s in 0..g.num_switches() as u32 {
-            for d in &g.dests {
+            for d in g.dests() {
                 layers.set(s, d.lid, ((s + u32::from(d.lid)) % 3) as u8);
             }
         }
@@ -656,19 +656,19 @@ mod tests {
         assert_eq!((p.num_layers, p.missing), (3, 0));
         assert!(p.conflicts.is_empty());
         for s in 0..3u32 {
-            for d in &g.dests {
+            for d in g.dests() {
                 assert_eq!(p.layers.get(s, d.lid), r.layer(s, d.lid));
             }
         }
         // the second CA on switch 0 disagrees with the first about one DLID
         let ca1 = f
-            .nodes
+            .nodes()
             .iter()
             .filter(|n| n.kind == NodeKind::Ca)
             .nth(1)
             .unwrap()
             .guid;
-        let lid = g.dests.last().unwrap().lid;
+        let lid = g.dests().last().unwrap().lid;
         let extra = format!("{text}0x{ca1:016x} {lid} 7\n");
         let p = parse_path_sl(&extra, "psl", &f, &g).unwrap();
         assert_eq!(p.conflicts.len(), 1);
@@ -756,7 +756,10 @@ mod tests {
     fn subnet_lst_inconsistencies_are_errors() {
         let line = "{ SW Ports:04 SystemGUID:0000000000000001 NodeGUID:0000000000000001 PortGUID:0000000000000001 VenID:000000 DevID:0000 Rev:000000A1 {a} LID:0001 PN:01 } { CA Ports:01 SystemGUID:0000000000000002 NodeGUID:0000000000000002 PortGUID:0000000000000003 VenID:00000000 DevID:0000 Rev:000000A1 {b} LID:0002 PN:01 } PHY=4x LOG=ACT SPD=2.5";
         let f = parse_subnet_lst(line, "s", 0).unwrap();
-        assert_eq!((f.nodes.len(), f.links.len(), f.endpoints.len()), (2, 1, 2));
+        assert_eq!(
+            (f.nodes().len(), f.links().len(), f.endpoints().len()),
+            (2, 1, 2)
+        );
         let other_port = line.replacen("LID:0001 PN:01", "LID:0001 PN:02", 1);
         let e = parse_subnet_lst(&format!("{line}\n{other_port}"), "s", 0).unwrap_err();
         assert_eq!(e.line(), Some(2), "{e}");

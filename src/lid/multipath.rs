@@ -235,7 +235,7 @@ impl Scratch {
                 }
                 let w = self.weight(c);
                 let key = (
-                    self.cost[g.chan_head[c as usize] as usize].saturating_add(w),
+                    self.cost[g.chan_head()[c as usize] as usize].saturating_add(w),
                     w,
                     c,
                 );
@@ -272,7 +272,7 @@ impl Scratch {
                 }
                 let cu = self.cost[u as usize];
                 for &c in &dag.cands[dag.cand_start[i - 1] as usize..dag.cand_start[i] as usize] {
-                    let v = g.chan_head[c as usize] as usize;
+                    let v = g.chan_head()[c as usize] as usize;
                     let nc = cu.saturating_add(self.weight(c));
                     if self.stamp[v] != gen {
                         self.stamp[v] = gen;
@@ -291,8 +291,8 @@ impl Scratch {
         let mut at = dag.to;
         while at != s {
             let c = self.pred[at as usize];
-            self.hops.push(Hop::new(g.chan_tail[c as usize], c));
-            at = g.chan_tail[c as usize];
+            self.hops.push(Hop::new(g.chan_tail()[c as usize], c));
+            at = g.chan_tail()[c as usize];
         }
         self.hops.reverse();
     }
@@ -300,7 +300,7 @@ impl Scratch {
     /// Adds the routes of the tree in `next` (every switch's CAs send one route) to the loads.
     fn add_tree_load(&mut self, g: &SwitchGraph, order: &[u32], base: bool) {
         for &s in order {
-            self.flow[s as usize] = u64::from(g.terminal_count[s as usize]);
+            self.flow[s as usize] = u64::from(g.terminal_count()[s as usize]);
         }
         for &s in order.iter().rev() {
             let c = self.next[s as usize];
@@ -310,7 +310,7 @@ impl Scratch {
                 if base {
                     self.load0[c as usize] += f;
                 }
-                self.flow[g.chan_head[c as usize] as usize] += f;
+                self.flow[g.chan_head()[c as usize] as usize] += f;
             }
         }
     }
@@ -348,22 +348,22 @@ pub fn route_with_distances(
         ..Default::default()
     };
     let mut counts = Vec::new();
-    let stride = usize::from(g.max_lid) + 1;
+    let stride = usize::from(g.max_lid()) + 1;
     let mut rows_port = vec![NO_PATH; stride * ns];
     let mut rows_hops = vec![NO_PATH; stride * ns];
     let mut stats = MultipathStats::default();
 
-    // Ports in SSSP's order of their base LIDs; all LIDs of a port are consecutive in `g.dests`.
+    // Ports in SSSP's order of their base LIDs; all LIDs of a port are consecutive in `g.dests()`.
     let order: Vec<u32> = routing_order(g)
         .into_iter()
-        .filter(|&i| g.dests[i as usize].lid_offset == 0)
+        .filter(|&i| g.dests()[i as usize].lid_offset == 0)
         .collect();
     let mut paths = PathSet::new();
     let mut source: Vec<u32> = Vec::new();
     let mut rank: Vec<u8> = Vec::new();
     for di in order {
-        let d0 = g.dests[di as usize];
-        let k = g.dests[di as usize..]
+        let d0 = g.dests()[di as usize];
+        let k = g.dests()[di as usize..]
             .iter()
             .take_while(|d| d.endpoint == d0.endpoint && d.switch == d0.switch)
             .count();
@@ -391,7 +391,7 @@ pub fn route_with_distances(
             let tree0 = sc.next.clone();
             let mut sources = 0u32;
             for &s in dag.order.iter().skip(1) {
-                let tc = g.terminal_count[s as usize];
+                let tc = g.terminal_count()[s as usize];
                 if tc == 0 {
                     continue;
                 }
@@ -401,7 +401,7 @@ pub fn route_with_distances(
                 while at != t {
                     let c = tree0[at as usize];
                     sc.hops.push(Hop::new(at, c));
-                    at = g.chan_head[c as usize];
+                    at = g.chan_head()[c as usize];
                 }
                 let first = paths.len();
                 loop {
@@ -490,7 +490,7 @@ pub fn route_with_distances(
                 sc.base_bias = 0;
                 write_lid(
                     g,
-                    &g.dests[di as usize + o],
+                    &g.dests()[di as usize + o],
                     &sc.next,
                     dist.to(t),
                     ns,
@@ -530,8 +530,8 @@ pub fn route_with_distances(
         }
     }
 
-    let mut lft = Lft::new(ns, g.max_lid);
-    let mut hops = SwitchLidTable::new(ns, g.max_lid, NO_PATH);
+    let mut lft = Lft::new(ns, g.max_lid());
+    let mut hops = SwitchLidTable::new(ns, g.max_lid(), NO_PATH);
     for (s, (lft_row, hop_row)) in lft.tables_mut().zip(hops.rows_mut()).enumerate() {
         for lid in 0..stride {
             lft_row[lid] = rows_port[lid * ns + s];
@@ -664,7 +664,7 @@ mod tests {
     /// independent verifier agrees (complete, one layer).
     fn assert_complete_minimal(g: &SwitchGraph, r: &Routing) {
         let dist = SwitchDistances::new(g);
-        for d in &g.dests {
+        for d in g.dests() {
             for s in 0..g.num_switches() as u32 {
                 match walk(g, &r.lft, s, d.lid, |_| {}) {
                     WalkEnd::Delivered { hops } => {
@@ -712,8 +712,8 @@ mod tests {
         for &s in order.iter().skip(1) {
             n[s as usize] = g
                 .out_channels(s)
-                .filter(|&c| to[g.chan_head[c as usize] as usize] + 1 == to[s as usize])
-                .map(|c| n[g.chan_head[c as usize] as usize])
+                .filter(|&c| to[g.chan_head()[c as usize] as usize] + 1 == to[s as usize])
+                .map(|c| n[g.chan_head()[c as usize] as usize])
                 .fold(0u64, u64::saturating_add);
         }
         n
@@ -726,9 +726,9 @@ mod tests {
         let dist = SwitchDistances::new(g);
         let (mut pairs, mut distinct_sum, mut collapsed) = (0, 0, 0);
         let mut i = 0;
-        while i < g.dests.len() {
-            let d0 = g.dests[i];
-            let k = g.dests[i..]
+        while i < g.dests().len() {
+            let d0 = g.dests()[i];
+            let k = g.dests()[i..]
                 .iter()
                 .take_while(|d| d.endpoint == d0.endpoint)
                 .count();
@@ -738,7 +738,7 @@ mod tests {
             }
             let npaths = minimal_path_counts(g, &dist, d0.switch);
             for s in 0..g.num_switches() as u32 {
-                if s == d0.switch || g.terminal_count[s as usize] == 0 {
+                if s == d0.switch || g.terminal_count()[s as usize] == 0 {
                     continue;
                 }
                 let mut routes: Vec<Vec<u32>> = (0..k as u16)

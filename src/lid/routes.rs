@@ -24,7 +24,7 @@ use super::assign::{Hop, PathSet};
 use super::LidError;
 use crate::fabric::{SwitchGraph, NONE};
 
-/// Machines (traffic endpoints) of a switch graph: machine `i` is `g.terminals[i]`.
+/// Machines (traffic endpoints) of a switch graph: machine `i` is `g.terminals()[i]`.
 #[derive(Clone, Debug)]
 pub struct Machines {
     /// Switch each machine hangs off.
@@ -36,14 +36,14 @@ pub struct Machines {
 impl Machines {
     pub fn new(g: &SwitchGraph) -> Self {
         let mut exit = HashMap::new();
-        for d in &g.dests {
+        for d in g.dests() {
             if d.lid_offset == 0 {
                 exit.insert(d.endpoint, d.exit_port);
             }
         }
-        let switch = g.terminals.iter().map(|&(_, s)| s).collect();
+        let switch = g.terminals().iter().map(|&(_, s)| s).collect();
         let port = g
-            .terminals
+            .terminals()
             .iter()
             .map(|&(e, _)| exit.get(&e).copied().unwrap_or(0))
             .collect();
@@ -85,7 +85,7 @@ impl UpDown {
         }
         let up = (0..g.num_channels())
             .map(|c| {
-                let (t, h) = (g.chan_tail[c], g.chan_head[c]);
+                let (t, h) = (g.chan_tail()[c], g.chan_head()[c]);
                 (level[h as usize], h) < (level[t as usize], t)
             })
             .collect();
@@ -96,7 +96,7 @@ impl UpDown {
     pub fn is_legal(&self, g: &SwitchGraph, chans: &[u32]) -> bool {
         let mut down = false;
         for (i, &c) in chans.iter().enumerate() {
-            if i > 0 && g.chan_tail[c as usize] != g.chan_head[chans[i - 1] as usize] {
+            if i > 0 && g.chan_tail()[c as usize] != g.chan_head()[chans[i - 1] as usize] {
                 return false;
             }
             if self.up[c as usize] && down {
@@ -126,7 +126,7 @@ fn next_state(ud: &UpDown, g: &SwitchGraph, state: u32, c: u32) -> Option<u32> {
     if up && phase == 1 {
         return None;
     }
-    Some(2 * g.chan_head[c as usize] + u32::from(!up || phase == 1))
+    Some(2 * g.chan_head()[c as usize] + u32::from(!up || phase == 1))
 }
 
 /// The shortest legal paths from one switch as a layered DAG over states: BFS distances and the
@@ -432,11 +432,12 @@ impl MachineRouting {
         let mut hops: Vec<Hop> = Vec::new();
         for &(r, _) in &distinct {
             hops.clear();
-            hops.extend(
-                self.route_chans(r).iter().map(|&c| {
-                    Hop::new(g.chan_tail[c as usize], u32::from(g.chan_port[c as usize]))
-                }),
-            );
+            hops.extend(self.route_chans(r).iter().map(|&c| {
+                Hop::new(
+                    g.chan_tail()[c as usize],
+                    u32::from(g.chan_port()[c as usize]),
+                )
+            }));
             hops.push(Hop::new(mach.switch[d], u32::from(mach.port[d])));
             let w = count[order.binary_search(&r).expect("present")];
             // Routes are simple paths (see `check`), so this cannot fail.
@@ -469,7 +470,7 @@ impl MachineRouting {
         let norm = (self.machines - 1) as f64;
         let dir = load.iter().copied().max().unwrap_or(0) as f64 / norm;
         let bi = (0..load.len())
-            .map(|c| load[c] + load[g.chan_reverse[c] as usize])
+            .map(|c| load[c] + load[g.chan_reverse()[c] as usize])
             .max()
             .unwrap_or(0) as f64
             / norm;
@@ -510,7 +511,7 @@ impl MachineRouting {
                 let hops = self
                     .pair_chans(s, d)
                     .iter()
-                    .map(|&c| (g.chan_tail[c as usize], g.chan_port[c as usize]));
+                    .map(|&c| (g.chan_tail()[c as usize], g.chan_port()[c as usize]));
                 for (x, port) in hops.chain(std::iter::once((mach.switch[d], mach.port[d]))) {
                     let e = &mut table[l * ns + x as usize];
                     if *e != 0xFF && *e != port {
@@ -562,8 +563,12 @@ impl MachineRouting {
                 }
                 let chans = self.route_chans(r);
                 let (a, b) = (mach.switch[s], mach.switch[d]);
-                let end = chans.last().map_or(a, |&c| g.chan_head[c as usize]);
-                if chans.first().is_some_and(|&c| g.chan_tail[c as usize] != a) || end != b {
+                let end = chans.last().map_or(a, |&c| g.chan_head()[c as usize]);
+                if chans
+                    .first()
+                    .is_some_and(|&c| g.chan_tail()[c as usize] != a)
+                    || end != b
+                {
                     return Err(bad(s, d, format!("does not join switch {a} to switch {b}")));
                 }
                 if !ud.is_legal(g, chans) {
@@ -572,7 +577,7 @@ impl MachineRouting {
                 let stamp = (s * self.machines + d) as u32;
                 seen[a as usize] = stamp;
                 for &c in chans {
-                    let h = g.chan_head[c as usize] as usize;
+                    let h = g.chan_head()[c as usize] as usize;
                     if seen[h] == stamp {
                         return Err(bad(s, d, format!("visits switch {h} twice")));
                     }
@@ -707,8 +712,8 @@ pub fn destination_renaming<R: Rng>(
             let t = &mut tables[d];
             let fits = |l: usize| {
                 buf.iter().all(|&c| {
-                    let e = t[l * ns + g.chan_tail[c as usize] as usize];
-                    e == FREE || e == g.chan_port[c as usize]
+                    let e = t[l * ns + g.chan_tail()[c as usize] as usize];
+                    e == FREE || e == g.chan_port()[c as usize]
                 })
             };
             let l = match (0..t.len() / ns).find(|&l| fits(l)) {
@@ -721,7 +726,7 @@ pub fn destination_renaming<R: Rng>(
                 }
             };
             for &c in &buf {
-                t[l * ns + g.chan_tail[c as usize] as usize] = g.chan_port[c as usize];
+                t[l * ns + g.chan_tail()[c as usize] as usize] = g.chan_port()[c as usize];
             }
             pair_lid[s * m + d] = u8::try_from(l).map_err(|_| LidError::TooManyLids {
                 needed: l as u32 + 1,
@@ -773,7 +778,7 @@ pub fn fully_explicit(
         queue.push_back(b);
         while let Some(y) = queue.pop_front() {
             for &c in g.in_channels(y) {
-                let x = g.chan_tail[c as usize] as usize;
+                let x = g.chan_tail()[c as usize] as usize;
                 if !ud.up[c as usize] && down[x] == u32::MAX {
                     down[x] = down[y as usize] + 1;
                     queue.push_back(x as u32);
@@ -788,7 +793,7 @@ pub fn fully_explicit(
                 f[x] = g
                     .out_channels(x as u32)
                     .filter(|&c| ud.up[c as usize])
-                    .map(|c| f[g.chan_head[c as usize] as usize].saturating_add(1))
+                    .map(|c| f[g.chan_head()[c as usize] as usize].saturating_add(1))
                     .min()
                     .unwrap_or(u32::MAX);
             }
@@ -802,7 +807,7 @@ pub fn fully_explicit(
             next[x] = g
                 .out_channels(x as u32)
                 .filter(|&c| {
-                    let h = g.chan_head[c as usize] as usize;
+                    let h = g.chan_head()[c as usize] as usize;
                     if goes_down {
                         !ud.up[c as usize] && down[h] != u32::MAX && down[h] + 1 == down[x]
                     } else {
@@ -827,7 +832,7 @@ pub fn fully_explicit(
                 }
                 buf.push(c);
                 load[c as usize] += sources;
-                x = g.chan_head[c as usize] as usize;
+                x = g.chan_head()[c as usize] as usize;
             }
             route_from[a] = rt.intern(&buf);
         }
@@ -906,7 +911,7 @@ fn dist_to(g: &SwitchGraph, ud: &UpDown, b: u32, rd: &mut Vec<u32>) {
     while let Some(v) = queue.pop_front() {
         let (y, ph) = (v / 2, v & 1);
         for &c in g.in_channels(y) {
-            let x = g.chan_tail[c as usize];
+            let x = g.chan_tail()[c as usize];
             let preds: &[u32] = match (ud.up[c as usize], ph) {
                 (true, 0) => &[0],
                 (false, 1) => &[0, 1],
@@ -1571,14 +1576,15 @@ mod tests {
         let (g, ud) = (&n.g, &n.ud);
         for c in 0..g.num_channels() {
             assert_ne!(
-                ud.up[c], ud.up[g.chan_reverse[c] as usize],
+                ud.up[c],
+                ud.up[g.chan_reverse()[c] as usize],
                 "exactly one direction of a link is up"
             );
         }
         let up = (0..g.num_channels() as u32)
             .find(|&c| ud.up[c as usize])
             .unwrap();
-        let down = g.chan_reverse[up as usize];
+        let down = g.chan_reverse()[up as usize];
         assert!(ud.is_legal(g, &[up]) && ud.is_legal(g, &[down]));
         assert!(!ud.is_legal(g, &[down, up]), "up after down");
         assert!(UpDown::new(g, 99).is_err());

@@ -707,16 +707,18 @@ mod tests {
                 16 * 8,
                 "64 links, average degree exactly 8"
             );
-            assert_eq!(g.terminals.len(), 100);
-            assert_eq!(g.terminal_count.iter().sum::<u32>(), 100);
+            assert_eq!(g.terminals().len(), 100);
+            assert_eq!(g.terminal_count().iter().sum::<u32>(), 100);
             assert!(
                 g.bfs_distances_to(0).iter().all(|&d| d != u32::MAX),
                 "connected"
             );
             // Simple graph: no parallel links, no self-links.
             for s in 0..16u32 {
-                let mut heads: Vec<u32> =
-                    g.out_channels(s).map(|c| g.chan_head[c as usize]).collect();
+                let mut heads: Vec<u32> = g
+                    .out_channels(s)
+                    .map(|c| g.chan_head()[c as usize])
+                    .collect();
                 heads.sort_unstable();
                 heads.dedup();
                 assert_eq!(heads.len(), g.out_channels(s).len());

@@ -102,9 +102,9 @@ pub(crate) struct PathSlStats {
 fn sources(f: &Fabric, g: &SwitchGraph) -> (Vec<(u64, u32)>, usize) {
     // node -> (port, switch, several switches seen)
     let mut first: HashMap<u32, (u8, u32, bool)> = HashMap::new();
-    for &(e, s) in &g.terminals {
-        let ep = &f.endpoints[e as usize];
-        if f.nodes[ep.node as usize].kind == NodeKind::Switch {
+    for &(e, s) in g.terminals() {
+        let ep = &f.endpoints()[e as usize];
+        if f.nodes()[ep.node as usize].kind == NodeKind::Switch {
             continue;
         }
         first
@@ -120,7 +120,7 @@ fn sources(f: &Fabric, g: &SwitchGraph) -> (Vec<(u64, u32)>, usize) {
     let split = first.values().filter(|v| v.2).count();
     let mut out: Vec<(u64, u32)> = first
         .iter()
-        .map(|(&n, &(_, s, _))| (f.nodes[n as usize].guid, s))
+        .map(|(&n, &(_, s, _))| (f.nodes()[n as usize].guid, s))
         .collect();
     out.sort_unstable();
     (out, split)
@@ -136,7 +136,7 @@ pub(crate) fn write_path_sl(
     let (srcs, split_sources) = sources(f, g);
     // " <DLID> " of every routable destination, formatted once.
     let dests: Vec<(u16, Vec<u8>)> = g
-        .dests
+        .dests()
         .iter()
         .filter(|d| d.switch != NONE && d.lid <= r.lft.max_lid)
         .map(|d| (d.lid, format!(" {} ", d.lid).into_bytes()))
@@ -269,8 +269,8 @@ mod tests {
             (back.kind, back.lanes, back.qos),
             (EngineKind::Dfsssp, 4, false)
         );
-        assert_eq!(rec.fabric.nodes, f.nodes);
-        assert_eq!(rec.fabric.links, f.links);
-        assert_eq!(rec.fabric.endpoints, f.endpoints);
+        assert_eq!(rec.fabric.nodes(), f.nodes());
+        assert_eq!(rec.fabric.links(), f.links());
+        assert_eq!(rec.fabric.endpoints(), f.endpoints());
     }
 }

@@ -177,8 +177,8 @@ impl EngineCtx {
             read_time.as_secs_f64(),
             f.switch_count(),
             f.terminal_node_count(),
-            f.links.len(),
-            f.endpoints.len(),
+            f.links().len(),
+            f.endpoints().len(),
             f.max_lid(),
             subnet.lmc
         ));
@@ -211,8 +211,8 @@ impl EngineCtx {
             "{name}: computed tables for {} switches, {} CA/router ports, {} LIDs, {} layer(s) in \
              {:.3} s",
             out.graph.num_switches(),
-            out.graph.terminals.len(),
-            out.graph.dests.len(),
+            out.graph.terminals().len(),
+            out.graph.dests().len(),
             out.routing.num_layers,
             started.elapsed().as_secs_f64()
         ));

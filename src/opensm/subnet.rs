@@ -41,7 +41,7 @@ pub(crate) struct SkipCounts {
 /// A copy of everything the engines need from OpenSM's subnet.
 pub(crate) struct Subnet {
     pub fabric: Fabric,
-    /// Indexed like `fabric.nodes`: the OpenSM switch's table limits (`None` for CAs/routers).
+    /// Indexed like `fabric.nodes()`: the OpenSM switch's table limits (`None` for CAs/routers).
     pub limits: Vec<Option<SwitchLimits>>,
     /// Switches in OpenSM's switch table (every one of them must get tables).
     pub osm_switches: usize,

@@ -65,8 +65,8 @@ impl Plan {
         let dist_t = &self.dist[t as usize * n..(t as usize + 1) * n];
         let mut least = NO_PATH;
         for c in g.out_channels(s) {
-            let d = dist_t[g.chan_head[c as usize] as usize];
-            let port = usize::from(g.chan_port[c as usize]);
+            let d = dist_t[g.chan_head()[c as usize] as usize];
+            let port = usize::from(g.chan_port()[c as usize]);
             if d < NO_PATH - 1 && port < row.len() {
                 row[port] = row[port].min(d + 1);
                 least = least.min(d + 1);
@@ -98,7 +98,7 @@ pub(crate) fn plan(subnet: &Subnet, g: &SwitchGraph, routing: &Routing) -> Resul
     let max_lid = routing.lft.max_lid;
     let mut switches = Vec::with_capacity(g.num_switches());
     for s in 0..g.num_switches() as u32 {
-        let node = g.switch_node[s as usize];
+        let node = g.switch_node()[s as usize];
         let name = || f.node_name(node);
         let limits = subnet
             .limits
@@ -137,7 +137,7 @@ pub(crate) fn plan(subnet: &Subnet, g: &SwitchGraph, routing: &Routing) -> Resul
         }
         switches.push(PlannedSwitch {
             switch: s,
-            guid: f.nodes[node as usize].guid,
+            guid: f.nodes()[node as usize].guid,
             limits,
         });
     }
@@ -157,7 +157,7 @@ pub(crate) fn plan(subnet: &Subnet, g: &SwitchGraph, routing: &Routing) -> Resul
             }
         });
     let switch_lids = g
-        .dests
+        .dests()
         .iter()
         .filter(|d| d.exit_port == 0 && d.switch != NONE)
         .map(|d| (d.lid, d.switch))

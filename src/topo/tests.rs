@@ -3,9 +3,9 @@ use crate::fabric::{NodeKind, SwitchGraph};
 
 /// (switches, CAs, switch-switch links, CA links)
 fn counts(f: &Fabric) -> (usize, usize, usize, usize) {
-    let sw = |n: u32| f.nodes[n as usize].kind == NodeKind::Switch;
+    let sw = |n: u32| f.nodes()[n as usize].kind == NodeKind::Switch;
     let ss = f
-        .links
+        .links()
         .iter()
         .filter(|l| sw(l.a.node) && sw(l.b.node))
         .count();
@@ -13,7 +13,7 @@ fn counts(f: &Fabric) -> (usize, usize, usize, usize) {
         f.switch_count(),
         f.terminal_node_count(),
         ss,
-        f.links.len() - ss,
+        f.links().len() - ss,
     )
 }
 
@@ -22,16 +22,16 @@ fn assert_connected(f: &Fabric) {
     let d = g.bfs_distances_to(0);
     assert!(d.iter().all(|&x| x != u32::MAX), "fabric is not connected");
     assert_eq!(
-        g.terminals.len(),
-        f.endpoints.len() - f.switch_count(),
+        g.terminals().len(),
+        f.endpoints().len() - f.switch_count(),
         "every CA port attached"
     );
 }
 
 /// Ports in use per node, and the largest.
 fn ports_used(f: &Fabric) -> Vec<usize> {
-    let mut used = vec![0usize; f.nodes.len()];
-    for l in &f.links {
+    let mut used = vec![0usize; f.nodes().len()];
+    for l in f.links() {
         used[l.a.node as usize] += 1;
         used[l.b.node as usize] += 1;
     }
@@ -45,7 +45,7 @@ fn kary_ntree_counts() {
     assert_connected(&f);
     let used = ports_used(&f);
     // leaves and middle switches use all 8 ports, the 16 top switches 4
-    for (i, n) in f.nodes.iter().enumerate() {
+    for (i, n) in f.nodes().iter().enumerate() {
         assert_eq!(n.num_ports, if n.kind == NodeKind::Switch { 8 } else { 1 });
         let want = if n.kind == NodeKind::Ca {
             1
@@ -58,7 +58,7 @@ fn kary_ntree_counts() {
     }
     // leaf-to-leaf distance at most 2(n-1)
     let g = SwitchGraph::new(&f).unwrap();
-    let leaf0 = g.node_switch[0];
+    let leaf0 = g.node_switch()[0];
     let d = g.bfs_distances_to(leaf0);
     assert_eq!(*d.iter().max().unwrap(), 4);
 }
@@ -93,12 +93,16 @@ fn xgft_with_multiport_cas() {
     let g = SwitchGraph::new(&f).unwrap();
     let d = g.bfs_distances_to(0);
     assert_eq!(d.iter().filter(|&&x| x != u32::MAX).count(), 5);
-    assert_eq!(g.terminals.len(), 12);
-    let ca = f.nodes.iter().position(|n| n.kind == NodeKind::Ca).unwrap() as u32;
-    let eps: Vec<_> = f.endpoints.iter().filter(|e| e.node == ca).collect();
+    assert_eq!(g.terminals().len(), 12);
+    let ca = f
+        .nodes()
+        .iter()
+        .position(|n| n.kind == NodeKind::Ca)
+        .unwrap() as u32;
+    let eps: Vec<_> = f.endpoints().iter().filter(|e| e.node == ca).collect();
     assert_eq!(eps.len(), 2);
     for e in eps {
-        assert_eq!(e.port_guid, f.nodes[ca as usize].guid + u64::from(e.port));
+        assert_eq!(e.port_guid, f.nodes()[ca as usize].guid + u64::from(e.port));
         assert_eq!(e.lmc, 1);
         assert_eq!(e.base_lid % 2, 0);
     }
@@ -115,7 +119,7 @@ fn fat_trees() {
     assert_eq!(counts(&f), (54, 648, 648, 648));
     assert!(ports_used(&f)
         .iter()
-        .zip(&f.nodes)
+        .zip(f.nodes())
         .all(|(&u, n)| u == usize::from(n.num_ports)));
     let f = fat_tree2(&FatTreeParams::with_ratio(36, 2, 1, 0).unwrap()).unwrap();
     assert_eq!(counts(&f), (36 + 12, 36 * 24, 36 * 12, 36 * 24));
@@ -141,13 +145,13 @@ fn tori_and_meshes() {
     let f = by_name("torus:6x6x6,4").unwrap();
     assert_eq!(counts(&f), (216, 864, 3 * 216, 864));
     assert!(f
-        .nodes
+        .nodes()
         .iter()
         .filter(|n| n.kind == NodeKind::Switch)
         .all(|n| n.num_ports == 10));
     assert!(ports_used(&f)
         .iter()
-        .zip(&f.nodes)
+        .zip(f.nodes())
         .all(|(&u, n)| u == usize::from(n.num_ports)));
     assert_connected(&f);
     let f = by_name("mesh:4x4,2").unwrap();
@@ -173,7 +177,7 @@ fn hypercube_kautz_dragonfly() {
     assert_eq!(counts(&f), (12, 48, 24, 48));
     assert!(ports_used(&f)
         .iter()
-        .zip(&f.nodes)
+        .zip(f.nodes())
         .all(|(&u, n)| u == usize::from(n.num_ports)));
     assert_connected(&f);
     // Kautz K(2,3) has diameter 3 as a directed graph, so at most 3 as an undirected one
@@ -191,7 +195,7 @@ fn hypercube_kautz_dragonfly() {
     assert_eq!(counts(&f), (36, 72, 9 * 6 + 36, 72));
     assert!(ports_used(&f)
         .iter()
-        .zip(&f.nodes)
+        .zip(f.nodes())
         .all(|(&u, n)| u == usize::from(n.num_ports)));
     let g = SwitchGraph::new(&f).unwrap();
     // local, global, local: diameter 3
@@ -210,16 +214,20 @@ fn random_is_connected_seeded_and_exact() {
     assert_eq!(counts(&f), (128, 2048, 300, 2048));
     assert_connected(&f);
     let mut pairs = std::collections::HashSet::new();
-    for l in f.links.iter().filter(|l| l.a.node < 128 && l.b.node < 128) {
+    for l in f
+        .links()
+        .iter()
+        .filter(|l| l.a.node < 128 && l.b.node < 128)
+    {
         assert!(
             pairs.insert((l.a.node.min(l.b.node), l.a.node.max(l.b.node))),
             "parallel link"
         );
     }
     let again = by_name("random:128,32,16,300,seed=1").unwrap();
-    assert_eq!(again.links, f.links);
+    assert_eq!(again.links(), f.links());
     let other = by_name("random:128,32,16,300,seed=2").unwrap();
-    assert_ne!(other.links, f.links);
+    assert_ne!(other.links(), f.links());
     // a dense one that must use parallel links: 4 switches, 6 pairs, 10 links
     let f = by_name("random:4,8,1,10,parallel").unwrap();
     assert_eq!(counts(&f).2, 10);
@@ -234,15 +242,19 @@ fn random_is_connected_seeded_and_exact() {
 fn guid_and_lid_conventions() {
     let f = by_name("hypercube:2,2,lmc=2").unwrap();
     let sw: Vec<_> = f
-        .nodes
+        .nodes()
         .iter()
         .filter(|n| n.kind == NodeKind::Switch)
         .collect();
     assert_eq!(sw[3].guid, SWITCH_GUID_BASE + 3);
-    let cas: Vec<_> = f.nodes.iter().filter(|n| n.kind == NodeKind::Ca).collect();
+    let cas: Vec<_> = f
+        .nodes()
+        .iter()
+        .filter(|n| n.kind == NodeKind::Ca)
+        .collect();
     assert_eq!(cas[5].guid, CA_GUID_BASE + (5 << CA_GUID_SHIFT));
     assert_eq!(cas[5].description, "H-5");
-    let mut lids: Vec<(u16, u8)> = f.endpoints.iter().map(|e| (e.base_lid, e.lmc)).collect();
+    let mut lids: Vec<(u16, u8)> = f.endpoints().iter().map(|e| (e.base_lid, e.lmc)).collect();
     lids.sort();
     // switches 1..=4 with LMC 0, then CAs at 8, 12, ...
     assert_eq!(&lids[..5], &[(1, 0), (2, 0), (3, 0), (4, 0), (8, 2)]);
@@ -310,7 +322,7 @@ fn spec_examples_in_the_grammar_build() {
     // xgft:2;18,36;1,18 is the 2-level 36-port fat tree
     let a = by_name("xgft:2;18,36;1,18").unwrap();
     let b = by_name("fattree2:36").unwrap();
-    assert_eq!(a.links, b.links);
+    assert_eq!(a.links(), b.links());
 }
 
 mod prop {
@@ -322,12 +334,12 @@ mod prop {
     fn consistent(f: &Fabric) -> Result<(), TestCaseError> {
         let g = SwitchGraph::new(f).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let ca_ports: usize = f
-            .nodes
+            .nodes()
             .iter()
             .filter(|n| n.kind != NodeKind::Switch)
             .map(|n| usize::from(n.num_ports))
             .sum();
-        prop_assert_eq!(f.endpoints.len(), f.switch_count() + ca_ports);
+        prop_assert_eq!(f.endpoints().len(), f.switch_count() + ca_ports);
         prop_assert_eq!(g.num_channels() % 2, 0);
         Ok(())
     }

@@ -666,11 +666,11 @@ impl IbdmReport {
 /// Tables read from a dump (switch GUID -> LID -> port) as an [`Lft`] over `g`'s switch ids.
 /// LIDs above the fabric's highest LID are dropped; missing entries are NO_PATH.
 pub fn lft_from_dump(f: &Fabric, g: &SwitchGraph, dump: &BTreeMap<u64, BTreeMap<u16, u8>>) -> Lft {
-    let mut lft = Lft::new(g.num_switches(), g.max_lid);
+    let mut lft = Lft::new(g.num_switches(), g.max_lid());
     for s in 0..g.num_switches() as u32 {
-        let guid = f.nodes[g.switch_node[s as usize] as usize].guid;
+        let guid = f.nodes()[g.switch_node()[s as usize] as usize].guid;
         for (&lid, &port) in dump.get(&guid).into_iter().flatten() {
-            if lid <= g.max_lid {
+            if lid <= g.max_lid() {
                 lft.set(s, lid, port);
             }
         }
@@ -683,7 +683,7 @@ pub fn lft_from_dump(f: &Fabric, g: &SwitchGraph, dump: &BTreeMap<u64, BTreeMap<
 pub fn assert_all_routes_arrive(g: &SwitchGraph, lft: &Lft) -> usize {
     let mut n = 0;
     for d in g
-        .dests
+        .dests()
         .iter()
         .filter(|d| d.switch != dfsssp_rs::fabric::NONE)
     {
