@@ -163,7 +163,7 @@ fn dumps_of_stock_and_plugin_runs_beside_our_engines() {
     let sim2 = Sim::start("cli-cmp-plugin", &f);
     let plugin = sim2.opensm(&OpenSm::new("dfsssp-rs").qos(true));
     plugin.assert_configured_by("dfsssp-rs");
-    let rec: dfsssp_rs::opensm::RunRecord =
+    let rec: dfsssp_rs::io::run_record::RunRecord =
         serde_json::from_str(&plugin.read(dfsssp_rs::opensm::RUN_FILE)).unwrap();
 
     let d = tempfile::tempdir().unwrap();

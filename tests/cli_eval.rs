@@ -9,7 +9,7 @@ use std::process::Command;
 
 use common::{OpenSm, OsmRun, Sim};
 use dfsssp_rs::fabric::{Fabric, NodeKind};
-use dfsssp_rs::opensm::{RunRecord, RUN_FILE};
+use dfsssp_rs::io::run_record::{RunRecord, RUN_FILE};
 use dfsssp_rs::topo::by_name;
 use serde_json::Value;
 

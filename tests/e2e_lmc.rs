@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use common::{OpenSm, OsmRun, Sim};
 use dfsssp_rs::fabric::{NodeKind, SwitchGraph, NONE};
 use dfsssp_rs::io::ibsim::write_net;
-use dfsssp_rs::opensm::{RunRecord, RUN_FILE};
+use dfsssp_rs::io::run_record::{RunRecord, RUN_FILE};
 use dfsssp_rs::routing::walk;
 use dfsssp_rs::sssp::SwitchDistances;
 use dfsssp_rs::topo::by_name;

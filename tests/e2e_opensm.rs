@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use common::{OpenSm, OsmRun, Sim, NO_PATH};
 use dfsssp_rs::engine;
 use dfsssp_rs::fabric::{Fabric, NodeKind};
-use dfsssp_rs::opensm::{RunRecord, RUN_FILE};
+use dfsssp_rs::io::run_record::{RunRecord, RUN_FILE};
 use dfsssp_rs::topo::by_name;
 
 /// Switches whose tables are read back from the simulator per run (all of them on small fabrics).

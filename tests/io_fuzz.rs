@@ -246,7 +246,7 @@ proptest! {
         let lfts = mutate(&data("mesh2x2-par2-lmc1.lfts.dump"), &ms);
         line_ok(&osm_dump::parse_lfts(&lfts, "m", &f, &g), &lfts)?;
         let r = osm_dump::routing_from_dumps(&g, osm_dump::parse_lfts(&data("mesh2x2-par2-lmc1.lfts.dump"), "x", &f, &g).unwrap().lft, None);
-        let psl = mutate(&osm_dump::write_path_sl(&f, &g, &r), &ms);
+        let psl = mutate(&dfsssp_rs::io::path_sl::to_text(&f, &g, &r), &ms);
         line_ok(&osm_dump::parse_path_sl(&psl, "m", &f, &g), &psl)?;
     }
 

@@ -159,7 +159,7 @@ fn opensm_lft_dumps_route_everything() {
             let h = r.hops.get(dest.switch, dest.lid);
             assert_eq!(h, u8::from(dest.exit_port != 0), "{}", s.name);
         }
-        let psl = osm_dump::write_path_sl(&f, &g, &r);
+        let psl = dfsssp_rs::io::path_sl::to_text(&f, &g, &r);
         let nsrc = f
             .nodes()
             .iter()
@@ -190,7 +190,7 @@ fn dump_directory_loads_with_inferred_lmc() {
     assert_eq!((d.lmc, d.has_path_sl, d.routing.num_layers), (1, false, 1));
     assert_eq!(counts(&d.fabric), (4, 4, 8, 12, 8, 1));
     // with a path-SL dump written from it
-    let psl = osm_dump::write_path_sl(&d.fabric, &d.graph, &d.routing);
+    let psl = dfsssp_rs::io::path_sl::to_text(&d.fabric, &d.graph, &d.routing);
     std::fs::write(dir.path().join("opensm-path-sl.dump"), psl).unwrap();
     let d = osm_dump::load_dump_dir(dir.path(), Some(1)).unwrap();
     assert!(d.has_path_sl && d.path_sl_conflicts.is_empty() && d.path_sl_missing == 0);

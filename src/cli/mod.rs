@@ -21,7 +21,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use dfsssp_rs::engine::{self, EngineConfig, EngineKind};
 use dfsssp_rs::fabric::Fabric;
-use dfsssp_rs::io::{self, fabric_json, ibnetdiscover, ibsim, osm_dump};
+use dfsssp_rs::io::{self, fabric_json, ibnetdiscover, ibsim, osm_dump, path_sl};
 use dfsssp_rs::metrics::{LidChoice, PairTraffic};
 use dfsssp_rs::topo;
 
@@ -229,10 +229,8 @@ fn run(cli: Cli) -> CliResult<()> {
                 )?;
             }
             if let Some(p) = path_sl_out {
-                write_output(
-                    Some(&p),
-                    &osm_dump::write_path_sl(&f, &out.graph, &out.routing),
-                )?;
+                path_sl::write_file(&p, &f, &out.graph, &out.routing)
+                    .map_err(|e| format!("{}: {e}", p.display()))?;
             }
             Ok(())
         }

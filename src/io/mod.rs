@@ -9,7 +9,11 @@ pub mod fabric_json;
 pub mod ibnetdiscover;
 pub mod ibsim;
 pub mod osm_dump;
+pub mod path_sl;
+pub mod run_record;
 
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use thiserror::Error;
@@ -69,6 +73,31 @@ pub fn read_text(path: &Path) -> Result<String, IoError> {
     })?;
     // Node descriptions may hold any bytes; never fail on them.
     Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Writes `contents` through a temporary file renamed into place.
+pub(crate) fn write_atomically<T>(
+    path: &Path,
+    contents: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    let result = (|| {
+        let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+        let value = contents(&mut w)?;
+        // No fsync: these are diagnostics, like OpenSM's own dumps, and a 1 GB path-SL table
+        // would wait seconds for the disk.
+        w.flush()?;
+        Ok(value)
+    })();
+    match result {
+        Ok(value) => fs::rename(&tmp, path).map(|()| value),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
 }
 
 /// Builds parse errors for one file; keeps the offending text short.

@@ -446,26 +446,6 @@ pub fn write_lfts(f: &Fabric, g: &SwitchGraph, lft: &Lft) -> String {
 // ------------------------------------------------------------------------------------------------
 // path-SL dump
 
-/// Writes the path-SL dump `ibdmchk -c` reads: one line `0x<source node GUID> <DLID> <SL>` for
-/// every source CA/router node and every destination LID reachable through a switch, with the
-/// SL = the layer of path (source switch, DLID). A node with ports on several switches is
-/// written once, with the switch of its lowest-LID port.
-pub fn write_path_sl(f: &Fabric, g: &SwitchGraph, r: &Routing) -> String {
-    let mut out = String::new();
-    let mut done = vec![false; f.nodes().len()];
-    for &(ep, sw) in g.terminals() {
-        let node = f.endpoints()[ep as usize].node as usize;
-        if std::mem::replace(&mut done[node], true) {
-            continue;
-        }
-        let guid = f.nodes()[node].guid;
-        for d in g.dests().iter().filter(|d| d.switch != NONE) {
-            let _ = writeln!(out, "0x{guid:016x} {} {}", d.lid, r.layer(sw, d.lid));
-        }
-    }
-    out
-}
-
 /// Two path-SL lines that give one path (source switch, DLID) different SLs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PathSlConflict {
@@ -647,7 +627,7 @@ mod tests {
         }
         r.layers = Some(layers);
         r.num_layers = 3;
-        let text = write_path_sl(&f, &g, &r);
+        let text = super::super::path_sl::to_text(&f, &g, &r);
         // 6 CAs x (3 switch LIDs + 6 CAs x 2 LIDs)
         assert_eq!(text.lines().count(), 6 * (3 + 12));
         let first = text.lines().next().unwrap();

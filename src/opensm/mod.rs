@@ -28,14 +28,14 @@
 //!   panic or fail, or `ucast_build_fwd_tables` fail halfway through writing (as if OpenSM ran out
 //!   of memory), to check that OpenSM falls back and no half-written table survives.
 
-mod dump;
 mod ffi;
 mod log;
 mod sl;
 mod subnet;
 mod tables;
 
-pub use dump::{RunRecord, PATH_SL_FILE, RUN_FILE};
+pub use crate::io::path_sl::PATH_SL_FILE;
+pub use crate::io::run_record::{RunRecord, RUN_FILE};
 
 use std::any::Any;
 use std::ffi::{c_int, c_void, CStr};
@@ -329,7 +329,7 @@ impl EngineCtx {
             return;
         };
         let path = dir.join(RUN_FILE);
-        match dump::write_run_record(&path, &RunRecord::new(&a.cfg, &a.fabric)) {
+        match crate::io::run_record::write_file(&path, &RunRecord::new(&a.cfg, &a.fabric)) {
             Ok(()) => self
                 .log
                 .verbose(&format!("{name}: wrote {}", path.display())),
@@ -342,7 +342,7 @@ impl EngineCtx {
         }
         let t = Instant::now();
         let path = dir.join(PATH_SL_FILE);
-        match dump::write_path_sl(&path, &a.fabric, &a.graph, &a.routing) {
+        match crate::io::path_sl::write_file(&path, &a.fabric, &a.graph, &a.routing) {
             Ok(st) => {
                 self.log.info(&format!(
                     "{name}: wrote {} ({} sources, {} lines) in {:.3} s",

@@ -1,96 +1,28 @@
-//! The engine's own dump files, written into OpenSM's `dump_files_dir` whenever OpenSM writes its
-//! dumps (routing log flag 0x40):
-//! - `opensm-path-sl.dump` (dfsssp-rs): one line `0x<source node GUID> <DLID> <SL>` per source
-//!   CA/router and destination LID, the format `ibdmchk -c` reads;
-//! - `dfsssp-rs-fabric.json`: the fabric as the plug-in read it from OpenSM plus the engine
-//!   configuration, so the routing can be recomputed and judged offline.
+//! The path-SL table: one line `0x<source node GUID> <DLID> <SL>` per source CA/router node and
+//! destination LID, the format `ibdmchk -c` reads. The plug-in writes it into OpenSM's dump
+//! directory (`opensm-path-sl.dump`), `dfsssp-rs route --path-sl-out` wherever it is asked to.
 //!
-//! Files are written under a temporary name and renamed, so a reader never sees half a file.
+//! One rule for nodes with several ports: ibdmchk names a source by its *node* GUID, so a node
+//! gets one set of lines, taken from its lowest-numbered port attached to a switch (port order is
+//! fixed by the hardware, unlike LIDs, which the SM may reassign). A multi-port CA cabled to two
+//! switches therefore lists the SLs of its first port's switch; [`PathSlStats::split_sources`]
+//! counts such nodes. Nodes are listed in GUID order, destinations in LID order.
 
 use std::collections::HashMap;
-use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 
-use crate::engine::{EngineConfig, EngineKind};
+use super::write_atomically;
 use crate::fabric::{Fabric, NodeKind, SwitchGraph, NONE};
 use crate::routing::Routing;
 
+/// The file name the plug-in uses in OpenSM's dump directory.
 pub const PATH_SL_FILE: &str = "opensm-path-sl.dump";
-pub const RUN_FILE: &str = "dfsssp-rs-fabric.json";
-
-/// A routing run as the plug-in saw it: the engine, its configuration and the fabric read from
-/// OpenSM. `engine::run(&rec.fabric, &rec.config())` recomputes the same routing.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RunRecord {
-    /// "sssp-rs" or "dfsssp-rs".
-    pub engine: String,
-    pub lanes: u8,
-    pub qos: bool,
-    pub bisection_patterns: u32,
-    pub seed: u64,
-    pub fabric: Fabric,
-}
-
-impl RunRecord {
-    pub fn new(cfg: &EngineConfig, fabric: &Fabric) -> Self {
-        RunRecord {
-            engine: cfg.kind.name().to_string(),
-            lanes: cfg.lanes,
-            qos: cfg.qos,
-            bisection_patterns: cfg.bisection_patterns,
-            seed: cfg.seed,
-            fabric: fabric.clone(),
-        }
-    }
-
-    pub fn config(&self) -> Result<EngineConfig, String> {
-        let kind: EngineKind = self.engine.parse()?;
-        let mut cfg = EngineConfig::new(kind);
-        cfg.lanes = self.lanes;
-        cfg.qos = self.qos;
-        cfg.bisection_patterns = self.bisection_patterns;
-        cfg.seed = self.seed;
-        Ok(cfg)
-    }
-}
-
-/// Writes `contents` through a temporary file renamed into place.
-fn write_atomically(
-    path: &Path,
-    contents: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
-) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = std::path::PathBuf::from(tmp);
-    let result = (|| {
-        let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-        contents(&mut w)?;
-        // No fsync: these are diagnostics, like OpenSM's own dumps, and a 1 GB path-SL table
-        // would wait seconds for the disk.
-        w.flush()
-    })();
-    match result {
-        Ok(()) => fs::rename(&tmp, path),
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
-}
-
-pub(crate) fn write_run_record(path: &Path, rec: &RunRecord) -> io::Result<()> {
-    write_atomically(path, |w| {
-        serde_json::to_writer(&mut *w, rec).map_err(io::Error::other)?;
-        w.write_all(b"\n")
-    })
-}
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct PathSlStats {
+pub struct PathSlStats {
     pub sources: usize,
     pub lines: u64,
     /// Source nodes with ports on different switches: only their first port's SLs are listed.
@@ -126,9 +58,27 @@ fn sources(f: &Fabric, g: &SwitchGraph) -> (Vec<(u64, u32)>, usize) {
     (out, split)
 }
 
-/// Writes the path-SL table `ibdmchk -c` reads.
-pub(crate) fn write_path_sl(
+/// Writes the path-SL table of routing `r` into `path`, atomically (a temporary file renamed into
+/// place, so a reader never sees half a table).
+pub fn write_file(
     path: &Path,
+    f: &Fabric,
+    g: &SwitchGraph,
+    r: &Routing,
+) -> io::Result<PathSlStats> {
+    write_atomically(path, |w| write(w, f, g, r))
+}
+
+/// The path-SL table of routing `r` as text (for tests and small fabrics).
+pub fn to_text(f: &Fabric, g: &SwitchGraph, r: &Routing) -> String {
+    let mut buf = Vec::new();
+    write(&mut buf, f, g, r).expect("writing to memory does not fail");
+    String::from_utf8(buf).expect("the table is ASCII")
+}
+
+/// Writes the path-SL table of routing `r` to `w`.
+pub fn write(
+    w: &mut impl Write,
     f: &Fabric,
     g: &SwitchGraph,
     r: &Routing,
@@ -147,7 +97,7 @@ pub(crate) fn write_path_sl(
         lines: 0,
         split_sources,
     };
-    write_atomically(path, |w| {
+    {
         // Format a batch of sources in parallel, write it in order.
         for batch in srcs.chunks(64) {
             let bufs: Vec<Vec<u8>> = batch
@@ -172,8 +122,7 @@ pub(crate) fn write_path_sl(
                 w.write_all(b)?;
             }
         }
-        Ok(())
-    })?;
+    }
     stats.lines = (srcs.len() * dests.len()) as u64;
     Ok(stats)
 }
@@ -213,7 +162,7 @@ mod tests {
     }
 
     #[test]
-    fn path_sl_lines_use_the_first_ports_switch() {
+    fn a_ca_on_two_switches_lists_its_lowest_ports_switch() {
         let f = fabric();
         let g = SwitchGraph::new(&f).unwrap();
         let mut r = crate::sssp::route(&g);
@@ -227,7 +176,7 @@ mod tests {
         r.num_layers = 12;
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join(PATH_SL_FILE);
-        let st = write_path_sl(&p, &f, &g, &r).unwrap();
+        let st = write_file(&p, &f, &g, &r).unwrap();
         assert_eq!(
             st,
             PathSlStats {
@@ -236,7 +185,7 @@ mod tests {
                 split_sources: 1
             }
         );
-        let text = fs::read_to_string(&p).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 12);
         // ca0's first port is port 1, on sw1.
@@ -252,25 +201,5 @@ mod tests {
             vec!["1", "2", "4", "5", "6", "12"]
         );
         assert!(!dir.path().join("opensm-path-sl.dump.tmp").exists());
-    }
-
-    #[test]
-    fn run_record_round_trips() {
-        let f = fabric();
-        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
-        cfg.lanes = 4;
-        cfg.qos = false;
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join(RUN_FILE);
-        write_run_record(&p, &RunRecord::new(&cfg, &f)).unwrap();
-        let rec: RunRecord = serde_json::from_str(&fs::read_to_string(&p).unwrap()).unwrap();
-        let back = rec.config().unwrap();
-        assert_eq!(
-            (back.kind, back.lanes, back.qos),
-            (EngineKind::Dfsssp, 4, false)
-        );
-        assert_eq!(rec.fabric.nodes(), f.nodes());
-        assert_eq!(rec.fabric.links(), f.links());
-        assert_eq!(rec.fabric.endpoints(), f.endpoints());
     }
 }
