@@ -1,33 +1,53 @@
 //! Generates the OpenSM bindings at build time from the installed libopensm-dev headers, and compiles
-//! the C wrappers bindgen emits for the headers' static inline helpers.
-
-use std::env;
-use std::path::{Path, PathBuf};
-
-const OPENSM_INCLUDE: &str = "/usr/include/infiniband";
+//! the C wrappers bindgen emits for the headers' static inline helpers. Only with the `opensm`
+//! feature (the default): without it the crate is the core and the CLI, and needs neither OpenSM's
+//! headers nor libclang.
 
 fn main() {
-    println!("cargo:rerun-if-changed=include/dfsssp_rs.h");
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-env-changed=OPENSM_INCLUDE_DIR");
+    #[cfg(feature = "opensm")]
+    opensm::generate();
+}
 
-    let include_dir = PathBuf::from(
-        env::var("OPENSM_INCLUDE_DIR").unwrap_or_else(|_| OPENSM_INCLUDE.to_string()),
-    );
-    let version_header = include_dir.join("opensm/osm_version.h");
-    if !version_header.exists() {
-        panic!(
-            "\n\ndfsssp-rs needs OpenSM's development headers: {} not found.\n\
-             Install them with:  sudo apt-get install libopensm-dev\n\
-             (or set OPENSM_INCLUDE_DIR to the directory holding opensm/, complib/ and iba/)\n\n",
-            version_header.display()
+#[cfg(feature = "opensm")]
+mod opensm {
+    use std::env;
+    use std::path::{Path, PathBuf};
+
+    const OPENSM_INCLUDE: &str = "/usr/include/infiniband";
+
+    /// The OpenSM headers include/dfsssp_rs.h reads, directly or not: the bindings (and the version
+    /// string OpenSM compares before it loads the plug-in) must be regenerated when any of them
+    /// changes, e.g. after an OpenSM upgrade.
+    const HEADER_DIRS: [&str; 3] = ["opensm", "complib", "iba"];
+
+    pub fn generate() {
+        println!("cargo:rerun-if-changed=include/dfsssp_rs.h");
+        println!("cargo:rerun-if-env-changed=OPENSM_INCLUDE_DIR");
+
+        let include_dir = PathBuf::from(
+            env::var("OPENSM_INCLUDE_DIR").unwrap_or_else(|_| OPENSM_INCLUDE.to_string()),
         );
-    }
+        let version_header = include_dir.join("opensm/osm_version.h");
+        if !version_header.exists() {
+            panic!(
+                "\n\ndfsssp-rs needs OpenSM's development headers: {} not found.\n\
+             Install them with:  sudo apt-get install libopensm-dev\n\
+             (or set OPENSM_INCLUDE_DIR to the directory holding opensm/, complib/ and iba/,\n\
+             or build the core and the CLI alone: cargo build --no-default-features)\n\n",
+                version_header.display()
+            );
+        }
 
-    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let wrappers = out_dir.join("opensm_static_wrappers.c");
+        for dir in HEADER_DIRS {
+            // cargo watches a directory's files (recursively) by their modification times.
+            println!("cargo:rerun-if-changed={}", include_dir.join(dir).display());
+        }
 
-    let bindings = bindgen::Builder::default()
+        let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+        let wrappers = out_dir.join("opensm_static_wrappers.c");
+
+        let bindings = bindgen::Builder::default()
         .header("include/dfsssp_rs.h")
         .clang_arg(format!("-I{}", include_dir.display()))
         .clang_arg("-Iinclude")
@@ -52,24 +72,25 @@ fn main() {
                  It needs libclang:  sudo apt-get install libclang-dev clang\n\n"
             )
         });
-    bindings
-        .write_to_file(out_dir.join("opensm_bindings.rs"))
-        .expect("write opensm_bindings.rs");
+        bindings
+            .write_to_file(out_dir.join("opensm_bindings.rs"))
+            .expect("write opensm_bindings.rs");
 
-    compile_wrappers(&wrappers, &include_dir);
+        compile_wrappers(&wrappers, &include_dir);
 
-    // OpenSM dlclose()s its plug-ins on shutdown while threads started by the engine (rayon's
-    // pool) may still exist: keep the library mapped.
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
-}
+        // OpenSM dlclose()s its plug-ins on shutdown while threads started by the engine (rayon's
+        // pool) may still exist: keep the library mapped.
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
+    }
 
-fn compile_wrappers(wrappers: &Path, include_dir: &Path) {
-    cc::Build::new()
-        .file(wrappers)
-        .include(include_dir)
-        .include("include")
-        // bindgen's wrapper file includes the header by its path relative to the crate root.
-        .include(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
-        .flag_if_supported("-w")
-        .compile("opensm_static_wrappers");
+    fn compile_wrappers(wrappers: &Path, include_dir: &Path) {
+        cc::Build::new()
+            .file(wrappers)
+            .include(include_dir)
+            .include("include")
+            // bindgen's wrapper file includes the header by its path relative to the crate root.
+            .include(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+            .flag_if_supported("-w")
+            .compile("opensm_static_wrappers");
+    }
 }

@@ -14,12 +14,17 @@
 //! Fronts: [`opensm`] (the plug-in, the only `unsafe` code), [`io`] (ibnetdiscover, ibsim net and
 //! OpenSM dump files), [`topo`] (topology generators) and the `dfsssp-rs` command-line tool.
 
+#![deny(unsafe_code)]
+
 pub mod dfsssp;
 pub mod engine;
 pub mod fabric;
 pub mod io;
 pub mod lid;
 pub mod metrics;
+// The only module allowed `unsafe`: the FFI boundary with OpenSM.
+#[cfg(feature = "opensm")]
+#[allow(unsafe_code)]
 pub mod opensm;
 pub mod routing;
 pub mod sssp;

@@ -164,7 +164,7 @@ fn dumps_of_stock_and_plugin_runs_beside_our_engines() {
     let plugin = sim2.opensm(&OpenSm::new("dfsssp-rs").qos(true));
     plugin.assert_configured_by("dfsssp-rs");
     let rec: dfsssp_rs::io::run_record::RunRecord =
-        serde_json::from_str(&plugin.read(dfsssp_rs::opensm::RUN_FILE)).unwrap();
+        serde_json::from_str(&plugin.read(dfsssp_rs::io::run_record::RUN_FILE)).unwrap();
 
     let d = tempfile::tempdir().unwrap();
     let svg = d.path().join("cmp.svg");

@@ -321,7 +321,7 @@ fn dfsssp_rs_end_to_end(name: &str, spec: &str, qos: bool, sa: bool) {
             }
             m.into_iter().map(|(k, v)| (k, v.1)).collect()
         };
-        let psl = run.read(dfsssp_rs::opensm::PATH_SL_FILE);
+        let psl = run.read(dfsssp_rs::io::path_sl::PATH_SL_FILE);
         let mut lines = 0usize;
         for l in psl.lines() {
             let w: Vec<&str> = l.split(' ').collect();
