@@ -3,7 +3,8 @@
 //! effective bisection bandwidth. `cargo bench --bench core`; `-- sssp/` etc. to pick one group.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use dfsssp_rs::fabric::{Fabric, SwitchGraph};
+use dfsssp_rs::fabric::Fabric;
+use dfsssp_rs::graph::SwitchGraph;
 use dfsssp_rs::metrics::{self, BisectionSpec};
 use dfsssp_rs::{dfsssp, sssp, topo, verify};
 

@@ -11,11 +11,13 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 use crate::dfsssp::{self, DfssspError, DfssspOptions, LayerReport};
-use crate::fabric::{Fabric, FabricError, SwitchGraph};
+use crate::fabric::{Fabric, FabricError};
+use crate::graph::SwitchDistances;
+use crate::graph::SwitchGraph;
 use crate::lid::multipath;
 use crate::metrics::{self, Metrics, MetricsOptions};
 use crate::routing::Routing;
-use crate::sssp::{self, SwitchDistances};
+use crate::sssp::{self};
 use crate::verify::{self, VerifyError, VerifyReport};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

@@ -16,9 +16,11 @@
 
 #![deny(unsafe_code)]
 
+pub mod balance;
 pub mod dfsssp;
 pub mod engine;
 pub mod fabric;
+pub mod graph;
 pub mod io;
 pub mod lid;
 pub mod metrics;

@@ -48,10 +48,11 @@ use rayon::prelude::*;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::fabric::{Fabric, SwitchGraph, NONE};
+use crate::fabric::Fabric;
+use crate::graph::SwitchDistances;
+use crate::graph::{SwitchGraph, NONE};
+use crate::routing::{for_each_column, DestPaths};
 use crate::routing::{walk, Lft, Routing, WalkEnd};
-use crate::sssp::SwitchDistances;
-use crate::verify::{for_each_column, DestPaths};
 
 /// Which LID of a destination port a route uses (matters only with LMC > 0).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -464,7 +465,7 @@ impl<'a> RouteWeights<'a> {
     }
 
     /// CA routes (u, v) with u on switch `s` that use the LID of `d` (0 for switch LIDs).
-    fn weight(&self, s: u32, d: &crate::fabric::Dest) -> u64 {
+    fn weight(&self, s: u32, d: &crate::graph::Dest) -> u64 {
         if d.exit_port == 0 || d.switch == NONE {
             return 0;
         }

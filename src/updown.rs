@@ -38,9 +38,10 @@
 //! **Balance.** Among the candidate channels the tree is chosen by [`Balancer::choose_tree`], the
 //! same least-accumulated-load rule SSSP uses, so escape routes spread over the fabric too.
 
-use crate::fabric::{Dest, SwitchGraph, NONE};
+use crate::balance::{routing_order, write_dest, Balancer};
+use crate::graph::{order_by_distance, SwitchDistances};
+use crate::graph::{Dest, SwitchGraph, NONE};
 use crate::routing::{Lft, Routing, SwitchLidTable};
-use crate::sssp::{order_by_distance, routing_order, write_dest, Balancer, SwitchDistances};
 
 /// The Up*/Down* orientation of the switch graph.
 #[derive(Clone, Debug)]

@@ -9,11 +9,12 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{OpenSm, OsmRun, Sim};
-use dfsssp_rs::fabric::{NodeKind, SwitchGraph, NONE};
+use dfsssp_rs::fabric::NodeKind;
+use dfsssp_rs::graph::SwitchDistances;
+use dfsssp_rs::graph::{SwitchGraph, NONE};
 use dfsssp_rs::io::ibsim::write_net;
 use dfsssp_rs::io::run_record::{RunRecord, RUN_FILE};
 use dfsssp_rs::routing::walk;
-use dfsssp_rs::sssp::SwitchDistances;
 use dfsssp_rs::topo::by_name;
 
 #[test]

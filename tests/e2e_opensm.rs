@@ -21,7 +21,7 @@ fn fabric(spec: &str) -> Fabric {
 
 /// CA/router ports attached to a switch.
 fn terminal_ports(f: &Fabric) -> u64 {
-    let g = dfsssp_rs::fabric::SwitchGraph::new(f).unwrap();
+    let g = dfsssp_rs::graph::SwitchGraph::new(f).unwrap();
     g.terminals().len() as u64
 }
 
@@ -139,7 +139,7 @@ fn check_run(
     let cas = terminal_ports(f);
     let rep = run.ibdmchk(false, false, 0);
     rep.assert_connected(cas * (cas - 1));
-    let g = dfsssp_rs::fabric::SwitchGraph::new(&rec.fabric).unwrap();
+    let g = dfsssp_rs::graph::SwitchGraph::new(&rec.fabric).unwrap();
     let routes =
         common::assert_all_routes_arrive(&g, &common::lft_from_dump(&rec.fabric, &g, &run.lfts()));
     assert_eq!(routes, g.num_switches() * g.dests().len());

@@ -3,7 +3,8 @@
 //! input (or line 1 for empty input). Cases per property: `CASES` (kept modest so `cargo test`
 //! stays fast; raise PROPTEST_CASES for a longer run).
 
-use dfsssp_rs::fabric::{Fabric, SwitchGraph};
+use dfsssp_rs::fabric::Fabric;
+use dfsssp_rs::graph::SwitchGraph;
 use dfsssp_rs::io::ibsim::NetOptions;
 use dfsssp_rs::io::{fabric_json, ibnetdiscover, ibsim, osm_dump, IoError};
 use proptest::prelude::*;

@@ -3,7 +3,8 @@
 //! the different views of one fabric (ibnetdiscover text, opensm-subnet.lst, the ibsim net file)
 //! must agree.
 
-use dfsssp_rs::fabric::{CanonicalFabric, Fabric, NodeKind, PortRef, SwitchGraph};
+use dfsssp_rs::fabric::{CanonicalFabric, Fabric, NodeKind, PortRef};
+use dfsssp_rs::graph::SwitchGraph;
 use dfsssp_rs::io::ibsim::NetOptions;
 use dfsssp_rs::io::{ibnetdiscover, ibsim, osm_dump};
 use dfsssp_rs::routing::{walk, WalkEnd};

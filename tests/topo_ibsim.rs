@@ -152,7 +152,7 @@ fn generated_fabrics_are_discovered_by_opensm_in_ibsim() {
 /// LFTs written for the stock `file` routing engine are installed verbatim by OpenSM.
 #[test]
 fn file_engine_installs_written_lfts() {
-    use dfsssp_rs::fabric::SwitchGraph;
+    use dfsssp_rs::graph::SwitchGraph;
     for spec in ["random:8,8,2,12,seed=3,parallel,lmc=1", "torus:3x3,1"] {
         let f = topo::by_name(spec).unwrap();
         let lmc = f.endpoints().iter().map(|e| e.lmc).max().unwrap_or(0);

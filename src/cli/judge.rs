@@ -10,18 +10,18 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rayon::prelude::*;
 use serde::Serialize;
 
-use dfsssp_rs::dfsssp::{self, DfssspOptions, LayerReport, PathWeight, MAX_LAYERS};
+use dfsssp_rs::dfsssp::{layers_needed, LayerReport, LayersNeeded};
 use dfsssp_rs::engine::{self, EngineConfig, EngineStats};
-use dfsssp_rs::fabric::{Fabric, SwitchGraph, NONE};
+use dfsssp_rs::fabric::Fabric;
+use dfsssp_rs::graph::SwitchGraph;
 use dfsssp_rs::io::osm_dump;
 use dfsssp_rs::metrics::{
     self, BisectionSpec, FailureKind, LidChoice, Metrics, MetricsOptions, PairTraffic,
 };
-use dfsssp_rs::routing::{walk, Routing};
-use dfsssp_rs::verify::{find_cdg_cycle, ChannelHop, DependencySlots, VerifyError};
+use dfsssp_rs::routing::Routing;
+use dfsssp_rs::verify::{check_lanes, lid_owner, switch_name, DeadlockCheck};
 
 use super::progress::Progress;
 use super::CliResult;
@@ -171,39 +171,6 @@ pub struct EvalOptions {
     pub dfsssp_layers: bool,
 }
 
-/// Layers pure DFSSSP cycle breaking (seed 003) needs for a routing as it is, under two models of
-/// who sends; `None` when more than [`MAX_LAYERS`].
-#[derive(Clone, Debug, Serialize)]
-pub struct LayersNeeded {
-    /// Every switch (its port 0) and every CA port a source, every LID a destination: the model
-    /// dfsssp-rs routes by.
-    pub all_sources: Option<u8>,
-    /// Only CA and router ports are sources: what stock dfsssp's CDG ends up counting (its walk
-    /// starts behind the source port, and a switch's port 0 has no link).
-    pub ca_sources: Option<u8>,
-}
-
-/// Runs cycle breaking on a copy of `r` with both source models; the routes are not changed.
-pub fn layers_needed(g: &SwitchGraph, r: &Routing) -> Result<LayersNeeded, String> {
-    let need = |weight| {
-        let opts = DfssspOptions {
-            weight,
-            measure_up_to: MAX_LAYERS,
-            balance: false,
-            reclaim: false,
-            fit_switch_dests: false,
-        };
-        let mut copy = r.clone();
-        dfsssp::make_deadlock_free_with(g, &mut copy, MAX_LAYERS, &opts, None)
-            .map(|rep| rep.dfsssp_layers_needed)
-            .map_err(|e| format!("cycle breaking: {e}"))
-    };
-    Ok(LayersNeeded {
-        all_sources: need(PathWeight::SourcePorts)?,
-        ca_sources: need(PathWeight::CaPorts)?,
-    })
-}
-
 /// The fabric in numbers.
 #[derive(Clone, Debug, Serialize)]
 pub struct FabricSummary {
@@ -229,41 +196,6 @@ pub struct NamedFailure {
     /// Where the walk stopped (the looping switch for loops).
     pub at: String,
     pub port: Option<u8>,
-}
-
-/// One channel of a credit loop.
-#[derive(Clone, Debug, Serialize)]
-pub struct CycleHop {
-    pub switch_guid: String,
-    pub switch: String,
-    pub port: u8,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct LaneCheck {
-    pub lane: u8,
-    /// (source switch, DLID) paths in this lane, zero-hop ones included.
-    pub paths: u64,
-    /// Distinct edges of the lane's channel dependency graph.
-    pub dependencies: u64,
-    pub acyclic: bool,
-    /// A cycle of the lane's CDG (a credit loop), in order, when there is one.
-    pub cycle: Option<Vec<CycleHop>>,
-    /// The cycle as text (`VerifyError::describe`).
-    pub cycle_text: Option<String>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct DeadlockCheck {
-    /// Every lane's CDG is acyclic (and no path has a lane beyond the declared ones).
-    pub deadlock_free: bool,
-    /// Lanes the routing declares (path-SL dump: highest SL + 1; else 1).
-    pub lanes_declared: u8,
-    /// Lanes holding at least one path.
-    pub lanes_used: u8,
-    pub lanes: Vec<LaneCheck>,
-    /// Paths whose lane is beyond the declared lanes (not checked).
-    pub bad_lane_paths: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -392,198 +324,4 @@ pub fn evaluate(s: Subject, o: &EvalOptions, p: &Progress) -> CliResult<Evaluati
             deadlock_check: t_dl.as_secs_f64(),
         },
     })
-}
-
-pub fn switch_name(f: &Fabric, g: &SwitchGraph, s: u32) -> String {
-    match g.switch_node().get(s as usize) {
-        Some(&n) => f.node_name(n),
-        None => format!("switch #{s}"),
-    }
-}
-
-fn switch_guid(f: &Fabric, g: &SwitchGraph, s: u32) -> String {
-    g.switch_node()
-        .get(s as usize)
-        .and_then(|&n| f.nodes().get(n as usize))
-        .map_or_else(|| format!("#{s}"), |n| format!("0x{:016x}", n.guid))
-}
-
-/// "0x... (desc) port P" of the port owning `lid`.
-fn lid_owner(f: &Fabric, g: &SwitchGraph, lid: u16) -> String {
-    match g
-        .dest_of_lid(lid)
-        .and_then(|d| f.endpoints().get(d.endpoint as usize))
-    {
-        Some(e) => format!("{} port {}", f.node_name(e.node), e.port),
-        None => format!("LID {lid} (no port)"),
-    }
-}
-
-/// What one chunk of source switches saw.
-struct LaneChunk {
-    /// Per lane: bitset over dependency slots, allocated on first use.
-    bits: Vec<Option<Vec<u64>>>,
-    paths: Vec<u64>,
-    bad_lane: u64,
-}
-
-/// Builds the CDG of every lane by walking every (source switch, DLID) path and looks for a
-/// cycle in each. Every channel a packet takes creates dependencies, delivered or not, so failing
-/// and looping paths count too (a forwarding loop is a credit loop).
-pub fn check_lanes(f: &Fabric, g: &SwitchGraph, r: &Routing) -> DeadlockCheck {
-    let nl = usize::from(r.num_layers.max(1));
-    let ns = g.num_switches();
-    let slots = DependencySlots::new(g);
-    let words = slots.len().div_ceil(64) as usize;
-    let chunks = (rayon::current_num_threads() * 4).clamp(1, ns.max(1));
-    let per = ns.div_ceil(chunks).max(1);
-    let parts: Vec<LaneChunk> = (0..chunks)
-        .into_par_iter()
-        .map(|k| {
-            let mut part = LaneChunk {
-                bits: vec![None; nl],
-                paths: vec![0; nl],
-                bad_lane: 0,
-            };
-            for s in (k * per).min(ns) as u32..((k + 1) * per).min(ns) as u32 {
-                for d in g.dests() {
-                    if d.switch == NONE || d.lid > r.lft.max_lid {
-                        continue;
-                    }
-                    let lane = usize::from(r.layer(s, d.lid));
-                    if lane >= nl {
-                        part.bad_lane += 1;
-                        continue;
-                    }
-                    part.paths[lane] += 1;
-                    let bits = part.bits[lane].get_or_insert_with(|| vec![0u64; words]);
-                    let mut prev = NONE;
-                    walk(g, &r.lft, s, d.lid, |c| {
-                        if prev != NONE {
-                            let slot = slots.slot(g, prev, c);
-                            bits[(slot / 64) as usize] |= 1u64 << (slot % 64);
-                        }
-                        prev = c;
-                    });
-                }
-            }
-            part
-        })
-        .collect();
-    let mut bits: Vec<Option<Vec<u64>>> = vec![None; nl];
-    let mut paths = vec![0u64; nl];
-    let mut bad_lane = 0;
-    for part in parts {
-        bad_lane += part.bad_lane;
-        for (a, b) in paths.iter_mut().zip(&part.paths) {
-            *a += b;
-        }
-        for (acc, b) in bits.iter_mut().zip(part.bits) {
-            match (acc.as_mut(), b) {
-                (_, None) => {}
-                (None, Some(b)) => *acc = Some(b),
-                (Some(a), Some(b)) => a.iter_mut().zip(&b).for_each(|(x, y)| *x |= y),
-            }
-        }
-    }
-    let mut lanes = Vec::with_capacity(nl);
-    let mut edges: Vec<(u32, u32)> = Vec::new();
-    for (lane, b) in bits.iter().enumerate() {
-        edges.clear();
-        if let Some(b) = b {
-            slots.for_each_edge(g, b, |c1, c2| edges.push((c1, c2)));
-        }
-        let cycle = find_cdg_cycle(g.num_channels(), &edges);
-        let (hops, text) = match &cycle {
-            Some(chans) => {
-                let hops: Vec<ChannelHop> = chans
-                    .iter()
-                    .map(|&c| ChannelHop {
-                        channel: c,
-                        switch: g.chan_tail()[c as usize],
-                        port: g.chan_port()[c as usize],
-                    })
-                    .collect();
-                let named = hops
-                    .iter()
-                    .map(|h| CycleHop {
-                        switch_guid: switch_guid(f, g, h.switch),
-                        switch: switch_name(f, g, h.switch),
-                        port: h.port,
-                    })
-                    .collect();
-                let err = VerifyError::CreditLoop {
-                    layer: lane as u8,
-                    cycle: hops,
-                };
-                (Some(named), Some(err.describe(f, g)))
-            }
-            None => (None, None),
-        };
-        lanes.push(LaneCheck {
-            lane: lane as u8,
-            paths: paths[lane],
-            dependencies: edges.len() as u64,
-            acyclic: cycle.is_none(),
-            cycle: hops,
-            cycle_text: text,
-        });
-    }
-    DeadlockCheck {
-        deadlock_free: bad_lane == 0 && lanes.iter().all(|l| l.acyclic),
-        lanes_declared: r.num_layers,
-        lanes_used: paths.iter().filter(|&&p| p > 0).count() as u8,
-        lanes,
-        bad_lane_paths: bad_lane,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use dfsssp_rs::fabric::SwitchGraph;
-    use dfsssp_rs::routing::SwitchLidTable;
-    use dfsssp_rs::topo;
-
-    #[test]
-    fn ring_sssp_has_a_credit_loop_that_two_lanes_remove() {
-        // A 5-switch ring routed by minimal SSSP has a cycle (seed 003 Fig. 2); dfsssp-rs's
-        // layers do not.
-        let f = topo::by_name("torus:5,1").unwrap();
-        let g = SwitchGraph::new(&f).unwrap();
-        let r = dfsssp_rs::sssp::route(&g);
-        let c = check_lanes(&f, &g, &r);
-        assert!(!c.deadlock_free);
-        assert_eq!(c.lanes.len(), 1);
-        let cyc = c.lanes[0].cycle.as_ref().unwrap();
-        assert!(cyc.len() >= 3, "{cyc:?}");
-        assert!(c.lanes[0].cycle_text.as_ref().unwrap().contains("port"));
-
-        let out = engine::run(&f, &EngineConfig::new(engine::EngineKind::Dfsssp)).unwrap();
-        let c = check_lanes(&f, &out.graph, &out.routing);
-        assert!(c.deadlock_free, "{c:?}");
-        assert!(c.lanes_used >= 2);
-        assert_eq!(
-            c.lanes.iter().map(|l| l.paths).sum::<u64>(),
-            out.verified.unwrap().paths
-        );
-    }
-
-    #[test]
-    fn every_lane_is_checked_and_bad_lanes_counted() {
-        let f = topo::by_name("torus:5,1").unwrap();
-        let g = SwitchGraph::new(&f).unwrap();
-        let mut r = dfsssp_rs::sssp::route(&g);
-        // Everything in lane 1 of 2 (lane 0 empty, lane 1 cyclic), one path beyond.
-        let mut layers = SwitchLidTable::new(g.num_switches(), r.lft.max_lid, 1);
-        layers.set(0, g.dests()[0].lid, 5);
-        r.layers = Some(layers);
-        r.num_layers = 2;
-        let c = check_lanes(&f, &g, &r);
-        assert!(c.lanes[0].acyclic && c.lanes[0].paths == 0);
-        assert!(!c.lanes[1].acyclic);
-        assert_eq!(c.bad_lane_paths, 1);
-        assert_eq!(c.lanes_used, 1);
-        assert!(!c.deadlock_free);
-    }
 }

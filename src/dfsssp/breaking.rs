@@ -13,7 +13,7 @@
 
 use rayon::prelude::*;
 
-use crate::fabric::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NONE};
 use crate::routing::{Lft, SwitchLidTable};
 
 use super::cdg::{EdgeIndex, TreeIndex};

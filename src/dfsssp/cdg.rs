@@ -14,7 +14,7 @@
 //! The dependency edge a switch `u` contributes, `(next(u), next(head(next(u))))`, is shared by all
 //! paths from `u`'s subtree, so one destination's contribution to a layer is a subtree sum: O(S).
 
-use crate::fabric::{Dest, SwitchGraph, NONE};
+use crate::graph::{Dest, SwitchGraph, NONE};
 use crate::routing::NO_PATH;
 
 /// Dense ids for the possible dependency edges of the switch graph.

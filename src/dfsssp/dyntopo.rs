@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 
-use crate::fabric::SwitchGraph;
+use crate::graph::SwitchGraph;
 
 use super::cdg::EdgeIndex;
 

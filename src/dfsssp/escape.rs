@@ -23,9 +23,10 @@
 
 use rayon::prelude::*;
 
-use crate::fabric::{SwitchGraph, NONE};
+use crate::balance::{routing_order, Balancer};
+use crate::graph::SwitchDistances;
+use crate::graph::{SwitchGraph, NONE};
 use crate::routing::{Routing, SwitchLidTable, NO_PATH};
-use crate::sssp::{routing_order, Balancer, SwitchDistances};
 use crate::updown::{UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, DestTree, EdgeIndex};

@@ -44,9 +44,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::fabric::{SwitchGraph, NONE};
+use crate::graph::{SwitchDistances, SwitchGraph, NONE};
 use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
-use crate::sssp::SwitchDistances;
 
 use breaking::Breaker;
 use cdg::{topological_order, DestTree, EdgeIndex, TreeFault};
@@ -609,3 +608,36 @@ fn balance(
 
 #[cfg(test)]
 mod tests;
+
+/// Layers pure DFSSSP cycle breaking (Domke et al.) needs for a routing as it is, under two models of
+/// who sends; `None` when more than [`MAX_LAYERS`].
+#[derive(Clone, Debug, Serialize)]
+pub struct LayersNeeded {
+    /// Every switch (its port 0) and every CA port a source, every LID a destination: the model
+    /// dfsssp-rs routes by.
+    pub all_sources: Option<u8>,
+    /// Only CA and router ports are sources: what stock dfsssp's CDG ends up counting (its walk
+    /// starts behind the source port, and a switch's port 0 has no link).
+    pub ca_sources: Option<u8>,
+}
+
+/// Runs cycle breaking on a copy of `r` with both source models; the routes are not changed.
+pub fn layers_needed(g: &SwitchGraph, r: &Routing) -> Result<LayersNeeded, String> {
+    let need = |weight| {
+        let opts = DfssspOptions {
+            weight,
+            measure_up_to: MAX_LAYERS,
+            balance: false,
+            reclaim: false,
+            fit_switch_dests: false,
+        };
+        let mut copy = r.clone();
+        make_deadlock_free_with(g, &mut copy, MAX_LAYERS, &opts, None)
+            .map(|rep| rep.dfsssp_layers_needed)
+            .map_err(|e| format!("cycle breaking: {e}"))
+    };
+    Ok(LayersNeeded {
+        all_sources: need(PathWeight::SourcePorts)?,
+        ca_sources: need(PathWeight::CaPorts)?,
+    })
+}

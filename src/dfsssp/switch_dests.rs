@@ -15,9 +15,9 @@
 //! is left to cycle breaking. CA routes never change; switch-LID routes stay minimal (hops are
 //! unchanged), only their balance may suffer, which matters little for management traffic.
 
-use crate::fabric::{SwitchGraph, NONE};
+use crate::graph::{order_by_distance, SwitchDistances};
+use crate::graph::{SwitchGraph, NONE};
 use crate::routing::Lft;
-use crate::sssp::{order_by_distance, SwitchDistances};
 
 use super::cdg::{topological_order, DestTree, EdgeIndex};
 use super::dyntopo::{DynTopo, TopoScratch};

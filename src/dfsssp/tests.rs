@@ -207,7 +207,7 @@ fn layer0_cyclic(g: &SwitchGraph, r: &Routing) -> bool {
 /// SSSP routes, and otherwise an SSSP prefix followed by an Up*/Down*-legal suffix from the first
 /// switch whose entry changed. Returns how many destinations changed routes.
 fn check_routes(g: &SwitchGraph, orig: &Routing, r: &Routing, rep: &LayerReport) -> usize {
-    let dist = sssp::SwitchDistances::new(g);
+    let dist = crate::graph::SwitchDistances::new(g);
     let ud = UpDown::with_roots(g, &rep.updown_roots);
     let ns = g.num_switches() as u32;
     let mut changed = 0;
@@ -748,7 +748,7 @@ fn measure() {
         let f = crate::topo::by_name(spec).unwrap();
         let g = SwitchGraph::new(&f).unwrap();
         let t = std::time::Instant::now();
-        let dist = sssp::SwitchDistances::new(&g);
+        let dist = crate::graph::SwitchDistances::new(&g);
         let orig = sssp::route_with_distances(&g, &dist);
         let t_sssp = t.elapsed().as_secs_f64();
         for &budget in &budgets {
@@ -855,4 +855,26 @@ fn switch_lids_fit_one_layer_on_two_level_fat_trees() {
             }
         }
     }
+}
+
+/// Layers pure cycle breaking needs for routings as they are. A 5-switch ring routed by minimal
+/// SSSP closes a credit loop (Domke et al., Fig. 2) that one extra layer breaks: 2 with either
+/// source model. Minimal routes on a 2-level fat tree go up, then down: CA-to-CA traffic is
+/// acyclic in one layer. The routing itself is left as it was.
+#[test]
+fn layers_needed_by_routings_as_they_are() {
+    let f = crate::topo::by_name("torus:5,1").unwrap();
+    let g = SwitchGraph::new(&f).unwrap();
+    let r = sssp::route(&g);
+    let before = r.lft.clone();
+    let need = layers_needed(&g, &r).unwrap();
+    assert_eq!((need.all_sources, need.ca_sources), (Some(2), Some(2)));
+    assert_eq!(r.lft, before);
+    assert!(r.layers.is_none());
+
+    let f = crate::topo::by_name("ktree:4,2").unwrap();
+    let g = SwitchGraph::new(&f).unwrap();
+    let need = layers_needed(&g, &sssp::route(&g)).unwrap();
+    assert_eq!(need.ca_sources, Some(1));
+    assert!(need.all_sources.is_some_and(|n| n >= 1));
 }

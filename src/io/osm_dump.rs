@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use super::{parse_hex_u64, Ctx, IoError};
-use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef, SwitchGraph, NONE};
+use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
+use crate::graph::{SwitchGraph, NONE};
 use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
 
 // ------------------------------------------------------------------------------------------------

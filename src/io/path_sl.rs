@@ -15,7 +15,8 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use super::write_atomically;
-use crate::fabric::{Fabric, NodeKind, SwitchGraph, NONE};
+use crate::fabric::{Fabric, NodeKind};
+use crate::graph::{SwitchGraph, NONE};
 use crate::routing::Routing;
 
 /// The file name the plug-in uses in OpenSM's dump directory.

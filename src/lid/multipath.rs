@@ -27,11 +27,12 @@
 //! The output is a plain single-layer [`Routing`]: DFSSSP's deadlock removal, verification and
 //! metrics apply unchanged and see every LID's routes.
 
-use crate::fabric::{SwitchGraph, NONE};
+use crate::balance::{routing_order, MinimalDag, SIBLING_PENALTY};
+use crate::graph::SwitchDistances;
+use crate::graph::{SwitchGraph, NONE};
 use crate::lid::assign::{num_colors, Heuristic, Hop, LidAssignment, PathSet, SplitGraph};
 use crate::lid::LidError;
 use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
-use crate::sssp::{routing_order, MinimalDag, SwitchDistances, SIBLING_PENALTY};
 
 /// How [`route`] chooses and packs paths.
 #[derive(Clone, Debug)]
@@ -552,7 +553,7 @@ pub fn route_with_distances(
 /// One LID's destination-major row of ports and hop counts, as SSSP writes them.
 fn write_lid(
     g: &SwitchGraph,
-    d: &crate::fabric::Dest,
+    d: &crate::graph::Dest,
     next: &[u32],
     to: &[u16],
     ns: usize,
@@ -560,7 +561,7 @@ fn write_lid(
     rows_hops: &mut [u8],
 ) {
     let row = usize::from(d.lid) * ns..(usize::from(d.lid) + 1) * ns;
-    crate::sssp::fill_row(
+    crate::balance::fill_row(
         g,
         d,
         next,
@@ -706,7 +707,7 @@ mod tests {
     fn minimal_path_counts(g: &SwitchGraph, dist: &SwitchDistances, t: u32) -> Vec<u64> {
         let to = dist.to(t);
         let mut order = Vec::new();
-        crate::sssp::order_by_distance(to, &mut order, &mut Vec::new());
+        crate::graph::order_by_distance(to, &mut order, &mut Vec::new());
         let mut n = vec![0u64; g.num_switches()];
         n[t as usize] = 1;
         for &s in order.iter().skip(1) {

@@ -22,7 +22,7 @@ use rand::Rng;
 
 use super::assign::{Hop, PathSet};
 use super::LidError;
-use crate::fabric::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NONE};
 
 /// Machines (traffic endpoints) of a switch graph: machine `i` is `g.terminals()[i]`.
 #[derive(Clone, Debug)]

@@ -48,7 +48,8 @@ use super::routes::{
     RenamingPaths, UpDown,
 };
 use super::LidError;
-use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef, SwitchGraph};
+use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
+use crate::graph::SwitchGraph;
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq)]

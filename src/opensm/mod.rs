@@ -50,7 +50,8 @@ use thiserror::Error;
 use self::log::OsmLog;
 use self::subnet::Subnet;
 use crate::engine::{self, EngineConfig, EngineError, EngineKind};
-use crate::fabric::{Fabric, FabricError, SwitchGraph, NONE};
+use crate::fabric::{Fabric, FabricError};
+use crate::graph::{SwitchGraph, NONE};
 use crate::routing::Routing;
 
 /// Environment variable capping dfsssp-rs's virtual lanes.

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 
 use super::ffi;
 use super::subnet::{Subnet, SwitchLimits};
-use crate::fabric::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NONE};
 use crate::routing::{Routing, NO_PATH};
 
 /// One switch to write: core switch id, node GUID, and the table sizes it was planned against.

@@ -1,5 +1,6 @@
 use super::*;
-use crate::fabric::{NodeKind, SwitchGraph};
+use crate::fabric::NodeKind;
+use crate::graph::SwitchGraph;
 
 /// (switches, CAs, switch-switch links, CA links)
 fn counts(f: &Fabric) -> (usize, usize, usize, usize) {

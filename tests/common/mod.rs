@@ -24,7 +24,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use dfsssp_rs::fabric::{Fabric, SwitchGraph};
+use dfsssp_rs::fabric::Fabric;
+use dfsssp_rs::graph::SwitchGraph;
 use dfsssp_rs::io::ibsim::{write_net, IbsimCaps};
 use dfsssp_rs::routing::{walk, Lft, WalkEnd};
 
@@ -685,7 +686,7 @@ pub fn assert_all_routes_arrive(g: &SwitchGraph, lft: &Lft) -> usize {
     for d in g
         .dests()
         .iter()
-        .filter(|d| d.switch != dfsssp_rs::fabric::NONE)
+        .filter(|d| d.switch != dfsssp_rs::graph::NONE)
     {
         for s in 0..g.num_switches() as u32 {
             match walk(g, lft, s, d.lid, |_| {}) {

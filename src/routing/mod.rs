@@ -4,7 +4,11 @@
 //! follows the same LFT entries, so it needs only one layer, and the tables grow with
 //! switches x LIDs like the LFTs themselves rather than with LIDs squared.
 
-use crate::fabric::{SwitchGraph, NONE};
+mod traverse;
+
+pub use traverse::{for_each_column, Columns, DestPaths};
+
+use crate::graph::{SwitchGraph, NONE};
 
 /// LFT entry for "no route" (OpenSM's OSM_NO_PATH).
 pub const NO_PATH: u8 = 0xFF;

@@ -1,0 +1,289 @@
+//! Load balancing over minimal routes, shared by every balanced routing (SSSP, its multipath
+//! variant for LMC > 0, Up*/Down* and the escape layer of DFSSSP):
+//! - [`MinimalDag`]: the minimal routes towards one switch, as a DAG ordered by distance;
+//! - [`Balancer`]: the load of every channel, and the least-loaded tree within a DAG of allowed
+//!   channels (a dynamic program over the switches in distance order, no priority queue);
+//! - [`routing_order`]: the order destinations are routed in;
+//! - one row writer ([`dest_entries`]) turning a destination's tree into LFT ports and hop counts,
+//!   for tables laid out by switch ([`write_dest`]) or by destination ([`fill_row`]).
+
+use crate::graph::{order_by_distance, Dest, SwitchGraph, NONE};
+use crate::routing::{Lft, SwitchLidTable, NO_PATH};
+
+/// Weight of sharing one channel with a sibling LID; larger than any possible sum of loads along
+/// a path (loads are route counts, at most 2^32 per channel in practice, paths < 256 channels).
+pub(crate) const SIBLING_PENALTY: u64 = 1 << 44;
+
+/// State of a balanced routing in progress: the load of every channel and reusable per-destination
+/// buffers. Other DAG-constrained routings (Up*/Down* escape routes) reuse it through
+/// [`Balancer::choose_tree`] and [`Balancer::add_tree_load`].
+pub struct Balancer {
+    /// Routes (CA-port sources) placed on each channel so far.
+    pub load: Vec<u64>,
+    /// Channels whose load carries one [`SIBLING_PENALTY`] per entry for the destination being
+    /// routed (added to `load` itself, so choosing a tree reads one array; taken off again after).
+    penalized: Vec<u32>,
+    cost: Vec<u64>,
+    flow: Vec<u64>,
+    next: Vec<u32>,
+}
+
+impl Balancer {
+    pub fn new(g: &SwitchGraph) -> Self {
+        let (ns, nc) = (g.num_switches(), g.num_channels());
+        Balancer {
+            load: vec![0; nc],
+            penalized: Vec::new(),
+            cost: vec![0; ns],
+            flow: vec![0; ns],
+            next: vec![NONE; ns],
+        }
+    }
+
+    /// Picks for every switch of `order` after the first (the destination's switch) the candidate
+    /// channel of least total path weight towards the destination. `order` must list every switch
+    /// after the heads of all its candidate channels (e.g. by increasing distance); switches not in
+    /// `order`, or without a candidate leading to a switch already routed, get no route.
+    /// Returns the chosen channel per switch ([`NONE`] for the root and unrouted switches).
+    pub fn choose_tree(
+        &mut self,
+        g: &SwitchGraph,
+        order: &[u32],
+        is_candidate: impl Fn(u32) -> bool,
+    ) -> &[u32] {
+        self.next.fill(NONE);
+        let Some((&root, rest)) = order.split_first() else {
+            return &self.next;
+        };
+        self.cost.fill(u64::MAX);
+        self.cost[root as usize] = 0;
+        for &s in rest {
+            let mut best = (u64::MAX, u64::MAX, NONE);
+            for c in g.out_channels(s) {
+                if !is_candidate(c) {
+                    continue;
+                }
+                let head_cost = self.cost[g.chan_head()[c as usize] as usize];
+                if head_cost == u64::MAX {
+                    continue;
+                }
+                let w = self.load[c as usize];
+                let key = (head_cost.saturating_add(w), w, c);
+                if key < best {
+                    best = key;
+                }
+            }
+            self.cost[s as usize] = best.0;
+            self.next[s as usize] = best.2;
+        }
+        &self.next
+    }
+
+    /// [`choose_tree`](Self::choose_tree) over a prebuilt [`MinimalDag`]: the same choice, without
+    /// testing every channel of every switch again for each LID of the destination switch.
+    pub(crate) fn choose_tree_dag(&mut self, dag: &MinimalDag) -> &[u32] {
+        self.next.fill(NONE);
+        let Some(&root) = dag.order.first() else {
+            return &self.next;
+        };
+        self.cost.fill(u64::MAX);
+        self.cost[root as usize] = 0;
+        for (i, &s) in dag.order.iter().enumerate().skip(1) {
+            let span = dag.cand_start[i - 1] as usize..dag.cand_start[i] as usize;
+            // Candidates ascend by channel id, so keeping the first of equal (cost, load) keys
+            // breaks ties towards the lowest channel, as `choose_tree` does.
+            let (mut best_cost, mut best_w, mut best_c) = (u64::MAX, u64::MAX, NONE);
+            for (&c, &head) in dag.cands[span.clone()].iter().zip(&dag.heads[span]) {
+                let w = self.load[c as usize];
+                let cost = self.cost[head as usize].saturating_add(w);
+                if cost < best_cost || (cost == best_cost && w < best_w) {
+                    (best_cost, best_w, best_c) = (cost, w, c);
+                }
+            }
+            self.cost[s as usize] = best_cost;
+            self.next[s as usize] = best_c;
+        }
+        &self.next
+    }
+
+    /// Adds the routes of the tree last chosen by [`choose_tree`](Self::choose_tree) to the channel
+    /// loads: every CA port attached to a switch sends one route along its switch's path.
+    pub fn add_tree_load(&mut self, g: &SwitchGraph, order: &[u32]) {
+        for &s in order {
+            self.flow[s as usize] = u64::from(g.terminal_count()[s as usize]);
+        }
+        for &s in order.iter().rev() {
+            let c = self.next[s as usize];
+            if c == NONE {
+                continue;
+            }
+            let f = self.flow[s as usize];
+            self.load[c as usize] += f;
+            self.flow[g.chan_head()[c as usize] as usize] += f;
+        }
+    }
+
+    /// Removes the routes of a tree given as one destination-major row of ports (what
+    /// [`add_tree_load`](Self::add_tree_load) added when the tree was chosen); `order` is the
+    /// destination switch's [`MinimalDag::order`].
+    pub(crate) fn remove_row_load(&mut self, g: &SwitchGraph, order: &[u32], row: &[u8]) {
+        for &s in order {
+            self.flow[s as usize] = u64::from(g.terminal_count()[s as usize]);
+        }
+        for &s in order.iter().rev() {
+            let Some(c) = g.channel_at(s, row[s as usize]) else {
+                continue;
+            };
+            let f = self.flow[s as usize];
+            self.load[c as usize] -= f;
+            self.flow[g.chan_head()[c as usize] as usize] += f;
+        }
+    }
+
+    pub(crate) fn max_load(&self) -> u64 {
+        self.load.iter().copied().max().unwrap_or(0)
+    }
+
+    /// Steers the next tree away from the channels the given trees already use (one unit of
+    /// [`SIBLING_PENALTY`] per tree using a channel); trees as destination-major rows of ports, one
+    /// row of `num_switches` ports per tree.
+    pub(crate) fn penalize_rows(&mut self, g: &SwitchGraph, rows: &[u8]) {
+        let ns = g.num_switches();
+        for row in rows.chunks(ns.max(1)) {
+            for (s, &p) in row.iter().enumerate() {
+                if let Some(c) = g.channel_at(s as u32, p) {
+                    self.penalized.push(c);
+                    self.load[c as usize] += SIBLING_PENALTY;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn clear_penalties(&mut self) {
+        for c in self.penalized.drain(..) {
+            self.load[c as usize] -= SIBLING_PENALTY;
+        }
+    }
+}
+
+/// The minimal routes towards one switch: the switches that reach it by increasing distance, each
+/// with the channels leading one hop closer (candidates of switch `order[i]`, i >= 1, are
+/// `cands[cand_start[i-1]..cand_start[i]]`). Built once per destination switch and shared by all
+/// the LIDs behind it.
+#[derive(Default)]
+pub(crate) struct MinimalDag {
+    pub(crate) to: u32,
+    pub(crate) order: Vec<u32>,
+    pub(crate) cand_start: Vec<u32>,
+    pub(crate) cands: Vec<u32>,
+    /// Head switch of each candidate channel (saves a lookup in the hot loop).
+    pub(crate) heads: Vec<u32>,
+}
+
+impl MinimalDag {
+    pub(crate) fn build(
+        &mut self,
+        g: &SwitchGraph,
+        to_switch: u32,
+        to: &[u16],
+        counts: &mut Vec<u32>,
+    ) {
+        self.to = to_switch;
+        order_by_distance(to, &mut self.order, counts);
+        self.cand_start.clear();
+        self.cand_start.push(0);
+        self.cands.clear();
+        self.heads.clear();
+        for &s in self.order.iter().skip(1) {
+            let ds = to[s as usize];
+            for c in g.out_channels(s) {
+                let head = g.chan_head()[c as usize];
+                if to[head as usize].wrapping_add(1) == ds {
+                    self.cands.push(c);
+                    self.heads.push(head);
+                }
+            }
+            self.cand_start.push(self.cands.len() as u32);
+        }
+    }
+}
+
+/// The order in which destinations are routed: the LIDs of CAs and routers first (they carry the
+/// traffic that balancing is for), base LIDs of all ports before their second LIDs and so on, then
+/// the switches' own LIDs; within each group, the LIDs behind one switch together (so the minimal
+/// routes towards that switch are found once for all of them), by switch id, then LID.
+/// Unreachable LIDs are left out.
+pub fn routing_order(g: &SwitchGraph) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..g.dests().len() as u32)
+        .filter(|&i| g.dests()[i as usize].switch != NONE)
+        .collect();
+    order.sort_by_key(|&i| {
+        let d = &g.dests()[i as usize];
+        (d.exit_port == 0, d.lid_offset, d.switch, d.lid)
+    });
+    order
+}
+
+/// The LFT port and hop count of every switch towards destination `d`, given the chosen next
+/// channel per switch (`next`, [`NONE`] where unrouted) and the switch-to-switch distance of each
+/// switch along the chosen routes (`dist`). The one place that turns a tree into table entries.
+#[inline]
+pub fn dest_entries(
+    g: &SwitchGraph,
+    d: &Dest,
+    next: &[u32],
+    dist: impl Fn(u32) -> u16,
+    mut emit: impl FnMut(u32, u8, u8),
+) {
+    let last_link = u16::from(d.exit_port != 0);
+    for s in 0..g.num_switches() as u32 {
+        let (port, h) = if s == d.switch {
+            (d.exit_port, last_link)
+        } else if next[s as usize] != NONE {
+            (
+                g.chan_port()[next[s as usize] as usize],
+                dist(s).saturating_add(last_link),
+            )
+        } else {
+            (NO_PATH, u16::from(NO_PATH))
+        };
+        emit(s, port, u8::try_from(h).unwrap_or(NO_PATH));
+    }
+}
+
+/// Writes destination `d`'s entries into switch-major tables (see [`dest_entries`]).
+pub fn write_dest(
+    g: &SwitchGraph,
+    d: &Dest,
+    next: &[u32],
+    dist: impl Fn(u32) -> u16,
+    lft: &mut Lft,
+    hops: &mut SwitchLidTable,
+) {
+    dest_entries(g, d, next, dist, |s, port, h| {
+        lft.set(s, d.lid, port);
+        hops.set(s, d.lid, h);
+    });
+}
+
+/// Writes destination `d`'s entries into one destination-major row of ports and hop counts,
+/// indexed by switch; `to` holds the distances towards `d`'s switch (see [`dest_entries`]).
+pub fn fill_row(
+    g: &SwitchGraph,
+    d: &Dest,
+    next: &[u32],
+    to: &[u16],
+    ports: &mut [u8],
+    hops: &mut [u8],
+) {
+    dest_entries(
+        g,
+        d,
+        next,
+        |s| to[s as usize],
+        |s, port, h| {
+            ports[s as usize] = port;
+            hops[s as usize] = h;
+        },
+    );
+}

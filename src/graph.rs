@@ -1,0 +1,437 @@
+//! The switch graph routing works on, and hop distances over it.
+//!
+//! Switches get dense ids `0..num_switches` (in node-GUID order, so every front that describes the
+//! same fabric gets the same ids and the same routing), every switch-to-switch link direction is a
+//! *channel* with a dense id (parallel links are separate channels), and every LID is a [`Dest`]
+//! attached to one switch and leaving it by one port. Tables elsewhere are flat arrays indexed by
+//! these ids.
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+
+use crate::fabric::{Fabric, FabricError, NodeKind, PortRef};
+
+/// Marks "none" in the dense `u32` index tables (switch, channel, destination and node ids):
+/// `u32::MAX` is never a valid id, since a graph refuses fabrics that large.
+pub const NONE: u32 = u32::MAX;
+
+/// One destination LID, seen from the switch graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dest {
+    pub lid: u16,
+    /// Index into [`Fabric::endpoints`].
+    pub endpoint: u32,
+    /// Switch the LID hangs off (for a switch LID, the switch itself); [`NONE`] when the port is
+    /// not attached to any switch (a CA linked to a CA, or an unlinked port): unreachable.
+    pub switch: u32,
+    /// Port by which `switch` delivers to this LID: 0 for the switch's own LIDs.
+    pub exit_port: u8,
+    /// Which of the port's 2^LMC LIDs this is (0 for the base LID).
+    pub lid_offset: u8,
+}
+
+/// The switch graph routing works on. Dense ids: switches `0..num_switches()` (in node-GUID order), channels
+/// `0..num_channels()` (one per direction of every switch-to-switch link, sorted by tail switch,
+/// then port), destinations `0..dests.len()` (every LID, sorted by LID).
+#[derive(Clone, Debug)]
+pub struct SwitchGraph {
+    /// switch id -> node index
+    switch_node: Vec<u32>,
+    /// node index -> switch id, or [`NONE`] for CAs and routers
+    node_switch: Vec<u32>,
+    /// CSR: the channels leaving switch `s` are `out_start[s]..out_start[s+1]`
+    out_start: Vec<u32>,
+    chan_tail: Vec<u32>,
+    chan_head: Vec<u32>,
+    /// port number at the tail switch
+    chan_port: Vec<u8>,
+    /// port number at the head switch
+    chan_head_port: Vec<u8>,
+    /// the channel of the same link in the other direction
+    chan_reverse: Vec<u32>,
+    /// CSR of channels entering switch `s`: `in_chans[in_start[s]..in_start[s+1]]`
+    in_start: Vec<u32>,
+    in_chans: Vec<u32>,
+    /// `port_chan[port_base[s] + p]`: the channel leaving switch `s` by port `p`, or [`NONE`]
+    port_base: Vec<u32>,
+    port_chan: Vec<u32>,
+    /// Every LID, sorted by LID.
+    dests: Vec<Dest>,
+    /// `lid_dest[lid]`: index into `dests`, or [`NONE`]
+    lid_dest: Vec<u32>,
+    /// Traffic sources: CA/router endpoints attached to a switch, as (endpoint index, switch),
+    /// sorted by base LID.
+    terminals: Vec<(u32, u32)>,
+    /// `terminal_count[s]`: how many CA/router ports hang off switch `s`
+    terminal_count: Vec<u32>,
+    /// The highest LID in the fabric.
+    max_lid: u16,
+}
+
+impl SwitchGraph {
+    pub fn new(f: &Fabric) -> Result<Self, FabricError> {
+        // Switch ids in node-GUID order, so that every front (OpenSM's subnet, a dump, a file) that
+        // describes the same fabric gets the same ids and hence the same routing.
+        let mut switch_node: Vec<u32> = (0..f.nodes().len() as u32)
+            .filter(|&i| f.nodes()[i as usize].kind == NodeKind::Switch)
+            .collect();
+        switch_node.sort_unstable_by_key(|&i| f.nodes()[i as usize].guid);
+        let mut node_switch = vec![NONE; f.nodes().len()];
+        for (s, &n) in switch_node.iter().enumerate() {
+            node_switch[n as usize] = s as u32;
+        }
+        let ns = switch_node.len();
+        if ns >= NONE as usize {
+            return Err(FabricError::TooLarge(ns));
+        }
+
+        // Every link between two switches gives two channels; collect (tail, port, head, head_port).
+        let mut raw: Vec<(u32, u8, u32, u8)> = Vec::new();
+        // Where each node port leads: (remote node, remote port).
+        let mut remote: HashMap<PortRef, PortRef> = HashMap::with_capacity(f.links().len() * 2);
+        for l in f.links() {
+            remote.insert(l.a, l.b);
+            remote.insert(l.b, l.a);
+            let (sa, sb) = (
+                node_switch[l.a.node as usize],
+                node_switch[l.b.node as usize],
+            );
+            if sa != NONE && sb != NONE {
+                raw.push((sa, l.a.port, sb, l.b.port));
+                raw.push((sb, l.b.port, sa, l.a.port));
+            }
+        }
+        raw.sort_unstable();
+        let nc = raw.len();
+        let mut out_start = vec![0u32; ns + 1];
+        for &(t, ..) in &raw {
+            out_start[t as usize + 1] += 1;
+        }
+        for s in 0..ns {
+            out_start[s + 1] += out_start[s];
+        }
+        let chan_tail: Vec<u32> = raw.iter().map(|r| r.0).collect();
+        let chan_port: Vec<u8> = raw.iter().map(|r| r.1).collect();
+        let chan_head: Vec<u32> = raw.iter().map(|r| r.2).collect();
+        let chan_head_port: Vec<u8> = raw.iter().map(|r| r.3).collect();
+
+        let mut port_base = vec![0u32; ns + 1];
+        for s in 0..ns {
+            let np = u32::from(f.nodes()[switch_node[s] as usize].num_ports) + 1;
+            port_base[s + 1] = port_base[s] + np;
+        }
+        let mut port_chan = vec![NONE; port_base[ns] as usize];
+        for c in 0..nc {
+            port_chan[(port_base[chan_tail[c] as usize] + u32::from(chan_port[c])) as usize] =
+                c as u32;
+        }
+        let chan_reverse: Vec<u32> = (0..nc)
+            .map(|c| {
+                port_chan
+                    [(port_base[chan_head[c] as usize] + u32::from(chan_head_port[c])) as usize]
+            })
+            .collect();
+
+        let mut in_start = vec![0u32; ns + 1];
+        for &h in &chan_head {
+            in_start[h as usize + 1] += 1;
+        }
+        for s in 0..ns {
+            in_start[s + 1] += in_start[s];
+        }
+        let mut fill = in_start.clone();
+        let mut in_chans = vec![0u32; nc];
+        for (c, &h) in chan_head.iter().enumerate() {
+            in_chans[fill[h as usize] as usize] = c as u32;
+            fill[h as usize] += 1;
+        }
+
+        let max_lid = f.max_lid();
+        let mut dests = Vec::new();
+        let mut terminals = Vec::new();
+        let mut terminal_count = vec![0u32; ns];
+        for (ei, e) in f.endpoints().iter().enumerate() {
+            let (sw, exit) = if node_switch[e.node as usize] != NONE && e.port == 0 {
+                (node_switch[e.node as usize], 0u8)
+            } else {
+                match remote.get(&PortRef {
+                    node: e.node,
+                    port: e.port,
+                }) {
+                    Some(r) if node_switch[r.node as usize] != NONE => {
+                        (node_switch[r.node as usize], r.port)
+                    }
+                    _ => (NONE, 0),
+                }
+            };
+            if e.port != 0 && sw != NONE {
+                terminals.push((ei as u32, sw));
+                terminal_count[sw as usize] += 1;
+            }
+            for (k, lid) in e.lids().enumerate() {
+                dests.push(Dest {
+                    lid: lid as u16,
+                    endpoint: ei as u32,
+                    switch: sw,
+                    exit_port: exit,
+                    lid_offset: k as u8,
+                });
+            }
+        }
+        dests.sort_unstable_by_key(|d| d.lid);
+        terminals.sort_unstable_by_key(|&(e, _)| f.endpoints()[e as usize].base_lid);
+        let mut lid_dest = vec![NONE; usize::from(max_lid) + 1];
+        for (i, d) in dests.iter().enumerate() {
+            lid_dest[usize::from(d.lid)] = i as u32;
+        }
+
+        Ok(SwitchGraph {
+            switch_node,
+            node_switch,
+            out_start,
+            chan_tail,
+            chan_head,
+            chan_port,
+            chan_head_port,
+            chan_reverse,
+            in_start,
+            in_chans,
+            port_base,
+            port_chan,
+            dests,
+            lid_dest,
+            terminals,
+            terminal_count,
+            max_lid,
+        })
+    }
+
+    // Read access to the graph's arrays (dense ids index them; see the struct's fields).
+    #[inline]
+    pub fn switch_node(&self) -> &[u32] {
+        &self.switch_node
+    }
+
+    #[inline]
+    pub fn node_switch(&self) -> &[u32] {
+        &self.node_switch
+    }
+
+    #[inline]
+    pub fn out_start(&self) -> &[u32] {
+        &self.out_start
+    }
+
+    #[inline]
+    pub fn chan_tail(&self) -> &[u32] {
+        &self.chan_tail
+    }
+
+    #[inline]
+    pub fn chan_head(&self) -> &[u32] {
+        &self.chan_head
+    }
+
+    #[inline]
+    pub fn chan_port(&self) -> &[u8] {
+        &self.chan_port
+    }
+
+    #[inline]
+    pub fn chan_head_port(&self) -> &[u8] {
+        &self.chan_head_port
+    }
+
+    #[inline]
+    pub fn chan_reverse(&self) -> &[u32] {
+        &self.chan_reverse
+    }
+
+    #[inline]
+    pub fn in_start(&self) -> &[u32] {
+        &self.in_start
+    }
+
+    #[inline]
+    pub fn in_chans(&self) -> &[u32] {
+        &self.in_chans
+    }
+
+    #[inline]
+    pub fn port_base(&self) -> &[u32] {
+        &self.port_base
+    }
+
+    #[inline]
+    pub fn port_chan(&self) -> &[u32] {
+        &self.port_chan
+    }
+
+    #[inline]
+    pub fn dests(&self) -> &[Dest] {
+        &self.dests
+    }
+
+    #[inline]
+    pub fn lid_dest(&self) -> &[u32] {
+        &self.lid_dest
+    }
+
+    #[inline]
+    pub fn terminals(&self) -> &[(u32, u32)] {
+        &self.terminals
+    }
+
+    #[inline]
+    pub fn terminal_count(&self) -> &[u32] {
+        &self.terminal_count
+    }
+
+    #[inline]
+    pub fn max_lid(&self) -> u16 {
+        self.max_lid
+    }
+
+    pub fn num_switches(&self) -> usize {
+        self.switch_node.len()
+    }
+
+    pub fn num_channels(&self) -> usize {
+        self.chan_tail.len()
+    }
+
+    /// Channels leaving switch `s`.
+    pub fn out_channels(&self, s: u32) -> std::ops::Range<u32> {
+        self.out_start[s as usize]..self.out_start[s as usize + 1]
+    }
+
+    /// Channels entering switch `s`.
+    pub fn in_channels(&self, s: u32) -> &[u32] {
+        &self.in_chans[self.in_start[s as usize] as usize..self.in_start[s as usize + 1] as usize]
+    }
+
+    /// The channel leaving switch `s` by `port`, if that port leads to another switch.
+    #[inline]
+    pub fn channel_at(&self, s: u32, port: u8) -> Option<u32> {
+        let base = self.port_base[s as usize];
+        if u32::from(port) >= self.port_base[s as usize + 1] - base {
+            return None;
+        }
+        let c = self.port_chan[(base + u32::from(port)) as usize];
+        (c != NONE).then_some(c)
+    }
+
+    /// The destination record for a LID, if some port owns it.
+    pub fn dest_of_lid(&self, lid: u16) -> Option<&Dest> {
+        match self.lid_dest.get(usize::from(lid)) {
+            Some(&i) if i != NONE => Some(&self.dests[i as usize]),
+            _ => None,
+        }
+    }
+
+    /// Connected component of every switch, labelled 0, 1, ... in switch order (channels come in
+    /// pairs, so reachability is symmetric).
+    pub fn components(&self) -> Vec<u32> {
+        let ns = self.num_switches();
+        let mut comp = vec![NONE; ns];
+        let mut stack = Vec::new();
+        let mut next = 0u32;
+        for s in 0..ns as u32 {
+            if comp[s as usize] != NONE {
+                continue;
+            }
+            comp[s as usize] = next;
+            stack.push(s);
+            while let Some(u) = stack.pop() {
+                for c in self.out_channels(u) {
+                    let v = self.chan_head[c as usize];
+                    if comp[v as usize] == NONE {
+                        comp[v as usize] = next;
+                        stack.push(v);
+                    }
+                }
+            }
+            next += 1;
+        }
+        comp
+    }
+
+    /// Hop distances (in switch-to-switch channels) from every switch to switch `to`; `u32::MAX`
+    /// where unreachable. Plain BFS over the reversed channels.
+    pub fn bfs_distances_to(&self, to: u32) -> Vec<u32> {
+        let mut dist = vec![u32::MAX; self.num_switches()];
+        let mut queue = std::collections::VecDeque::new();
+        dist[to as usize] = 0;
+        queue.push_back(to);
+        while let Some(v) = queue.pop_front() {
+            for &c in self.in_channels(v) {
+                let u = self.chan_tail[c as usize];
+                if dist[u as usize] == u32::MAX {
+                    dist[u as usize] = dist[v as usize] + 1;
+                    queue.push_back(u);
+                }
+            }
+        }
+        dist
+    }
+}
+
+/// Hop distances between all pairs of switches, one BFS per destination switch (in parallel).
+/// `u16::MAX` where unreachable.
+pub struct SwitchDistances {
+    n: usize,
+    dist: Vec<u16>,
+}
+
+impl SwitchDistances {
+    pub fn new(g: &SwitchGraph) -> Self {
+        let n = g.num_switches();
+        let mut dist = vec![u16::MAX; n * n];
+        dist.par_chunks_mut(n.max(1))
+            .enumerate()
+            .for_each(|(to, row)| {
+                for (d, v) in row.iter_mut().zip(g.bfs_distances_to(to as u32)) {
+                    *d = u16::try_from(v).unwrap_or(u16::MAX);
+                }
+            });
+        SwitchDistances { n, dist }
+    }
+
+    /// Distance from switch `from` to switch `to`.
+    #[inline]
+    pub fn get(&self, from: u32, to: u32) -> u16 {
+        self.dist[to as usize * self.n + from as usize]
+    }
+
+    /// All distances towards `to`, indexed by source switch.
+    pub fn to(&self, to: u32) -> &[u16] {
+        &self.dist[to as usize * self.n..(to as usize + 1) * self.n]
+    }
+}
+
+/// Reachable switches ordered by increasing distance (the destination first), by counting sort.
+pub fn order_by_distance(dist: &[u16], order: &mut Vec<u32>, counts: &mut Vec<u32>) {
+    order.clear();
+    counts.clear();
+    for &d in dist {
+        if d != u16::MAX {
+            let d = usize::from(d);
+            if counts.len() <= d + 1 {
+                counts.resize(d + 2, 0);
+            }
+            counts[d + 1] += 1;
+        }
+    }
+    for i in 1..counts.len() {
+        counts[i] += counts[i - 1];
+    }
+    order.resize(counts.last().copied().unwrap_or(0) as usize, NONE);
+    for (s, &d) in dist.iter().enumerate() {
+        if d != u16::MAX {
+            let slot = &mut counts[usize::from(d)];
+            order[*slot as usize] = s as u32;
+            *slot += 1;
+        }
+    }
+}

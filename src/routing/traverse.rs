@@ -1,0 +1,243 @@
+//! Traversing LFTs a destination at a time, independent of how the tables were computed (ours, or
+//! read from OpenSM's dumps), for verification and metrics alike:
+//! - [`DestPaths`]: every switch's path towards one LID, resolved together in O(switches), as a
+//!   destination tree (next channel, outcome, hops, leaves-first order);
+//! - [`Columns`] / [`for_each_column`]: the tables' columns for consecutive LIDs, gathered in
+//!   cache-friendly windows from the switch-major tables.
+
+use crate::graph::{Dest, SwitchGraph, NONE};
+
+use super::{Lft, SwitchLidTable, WalkEnd, NO_PATH};
+
+/// Every switch's path towards one LID, resolved together in O(S): what [`walk`](super::walk) would report
+/// from each switch, found by following each switch's LFT entry once and reusing the outcome of
+/// the switch it leads to. Reusable across destinations (no allocation per LID).
+pub struct DestPaths {
+    /// Channel taken at each switch, [`NONE`] where the path ends there.
+    pub next: Vec<u32>,
+    /// How the path from each switch ends, as [`walk`] reports it (for loops `at` is the switch
+    /// where the cycle was found, and `hops` below is meaningless).
+    pub end: Vec<WalkEnd>,
+    /// Channels from each switch to where its path ends (delivers, or stops).
+    pub hops: Vec<u32>,
+    /// After [`DestPaths::compute_order`]: the switches whose path does not loop, by decreasing
+    /// `hops`; every switch comes after all switches whose path runs through it, so subtree sums
+    /// can be accumulated in this order.
+    pub order: Vec<u32>,
+    state: Vec<u8>,
+    stack: Vec<u32>,
+    counts: Vec<u32>,
+}
+
+const UNSEEN: u8 = 0;
+const ON_STACK: u8 = 1;
+const DONE: u8 = 2;
+
+impl DestPaths {
+    pub fn new(ns: usize) -> Self {
+        DestPaths {
+            next: vec![NONE; ns],
+            end: vec![WalkEnd::UnknownLid; ns],
+            hops: vec![0; ns],
+            order: Vec::with_capacity(ns),
+            state: vec![UNSEEN; ns],
+            stack: Vec::new(),
+            counts: Vec::new(),
+        }
+    }
+
+    /// Resolves the paths of all switches towards `d` (attached to a switch, LID within the
+    /// tables; otherwise every switch gets [`WalkEnd::UnknownLid`]).
+    pub fn resolve(&mut self, g: &SwitchGraph, lft: &Lft, d: &Dest) {
+        if d.switch == NONE || d.lid > lft.max_lid {
+            self.resolve_column(g, d, None);
+        } else {
+            let column: Vec<u8> = (0..g.num_switches() as u32)
+                .map(|s| lft.port(s, d.lid))
+                .collect();
+            self.resolve_column(g, d, Some(&column));
+        }
+    }
+
+    /// [`DestPaths::resolve`] given the tables' column for `d.lid` (`ports[s]` = switch s's entry;
+    /// `None` when the LID lies beyond the tables), as [`Columns`] gathers them.
+    pub fn resolve_column(&mut self, g: &SwitchGraph, d: &Dest, ports: Option<&[u8]>) {
+        let ns = g.num_switches();
+        self.order.clear();
+        let ports = match ports {
+            Some(p) if d.switch != NONE && p.len() == ns => p,
+            _ => {
+                self.next.fill(NONE);
+                self.end.fill(WalkEnd::UnknownLid);
+                self.hops.fill(0);
+                return;
+            }
+        };
+        self.state.fill(UNSEEN);
+        for u0 in 0..ns as u32 {
+            if self.state[u0 as usize] == DONE {
+                continue;
+            }
+            // Follow the entries until a switch already resolved, an end, or a switch of the
+            // current chain (a loop).
+            let mut u = u0;
+            let (end, mut h) = loop {
+                match self.state[u as usize] {
+                    DONE => break (self.end[u as usize], self.hops[u as usize]),
+                    ON_STACK => break (WalkEnd::Loop { at: u }, 0),
+                    _ => {}
+                }
+                let p = ports[u as usize];
+                let here = if u == d.switch && p == d.exit_port {
+                    Some(WalkEnd::Delivered { hops: 0 })
+                } else if p == NO_PATH {
+                    Some(WalkEnd::NoEntry { at: u })
+                } else {
+                    match g.channel_at(u, p) {
+                        Some(c) => {
+                            self.next[u as usize] = c;
+                            self.state[u as usize] = ON_STACK;
+                            self.stack.push(u);
+                            u = g.chan_head()[c as usize];
+                            None
+                        }
+                        None => Some(WalkEnd::DeadEnd { at: u, port: p }),
+                    }
+                };
+                if let Some(e) = here {
+                    self.next[u as usize] = NONE;
+                    self.end[u as usize] = e;
+                    self.hops[u as usize] = 0;
+                    self.state[u as usize] = DONE;
+                    break (e, 0);
+                }
+            };
+            let looped = matches!(end, WalkEnd::Loop { .. });
+            while let Some(w) = self.stack.pop() {
+                h = h.saturating_add(1);
+                self.end[w as usize] = match end {
+                    WalkEnd::Delivered { .. } => WalkEnd::Delivered { hops: h },
+                    e => e,
+                };
+                self.hops[w as usize] = if looped { u32::MAX } else { h };
+                self.state[w as usize] = DONE;
+            }
+        }
+    }
+
+    /// Fills `order` for the destination last resolved (a counting sort by decreasing hops).
+    pub fn compute_order(&mut self) {
+        let ns = self.hops.len();
+        self.order.clear();
+        self.counts.clear();
+        for u in 0..ns {
+            let h = self.hops[u];
+            if h != u32::MAX {
+                let h = h as usize;
+                if self.counts.len() <= h {
+                    self.counts.resize(h + 1, 0);
+                }
+                self.counts[h] += 1;
+            }
+        }
+        let mut acc = 0;
+        for c in self.counts.iter_mut().rev() {
+            let n = *c;
+            *c = acc;
+            acc += n;
+        }
+        self.order.resize(acc as usize, NONE);
+        for u in 0..ns {
+            let h = self.hops[u];
+            if h != u32::MAX {
+                let slot = &mut self.counts[h as usize];
+                self.order[*slot as usize] = u as u32;
+                *slot += 1;
+            }
+        }
+    }
+}
+
+/// Table columns for a window of consecutive LIDs, switch-major: `column(lid)[s]` is switch
+/// s's entry for `lid`. Reading a window of 64 LIDs touches one cache line per switch row, where
+/// reading LID by LID down the (switch-major) tables would miss the cache at every switch.
+pub struct Columns {
+    lo: usize,
+    width: usize,
+    ns: usize,
+    data: Vec<u8>,
+}
+
+impl Columns {
+    /// LIDs per window: one cache line of each table row.
+    pub const WIDTH: usize = 64;
+
+    pub fn new(ns: usize) -> Self {
+        Columns {
+            lo: 0,
+            width: 0,
+            ns,
+            data: vec![0; ns * Self::WIDTH],
+        }
+    }
+
+    /// Gathers LIDs `lo..lo + width` (width <= [`Columns::WIDTH`]) from the rows `row(s)`.
+    pub fn fill<'t>(&mut self, lo: usize, width: usize, row: impl Fn(u32) -> &'t [u8]) {
+        let width = width.min(Self::WIDTH);
+        self.lo = lo;
+        self.width = width;
+        let ns = self.ns;
+        for s in 0..ns {
+            for (k, &v) in row(s as u32)[lo..lo + width].iter().enumerate() {
+                self.data[k * ns + s] = v;
+            }
+        }
+    }
+
+    /// The column of `lid`, which must lie in the window.
+    pub fn column(&self, lid: u16) -> &[u8] {
+        let k = usize::from(lid) - self.lo;
+        debug_assert!(k < self.width);
+        &self.data[k * self.ns..(k + 1) * self.ns]
+    }
+}
+
+/// Calls `f(d, ports, layers)` for every destination of `dests` (sorted by LID, as `g.dests()`)
+/// with its LFT column (`None` beyond the tables) and, when `layers` is given, its layer column,
+/// gathering the columns a window of [`Columns::WIDTH`] LIDs at a time.
+pub fn for_each_column(
+    g: &SwitchGraph,
+    lft: &Lft,
+    layers: Option<&SwitchLidTable>,
+    dests: &[Dest],
+    mut f: impl FnMut(&Dest, Option<&[u8]>, Option<&[u8]>),
+) {
+    let ns = g.num_switches();
+    let mut ports = Columns::new(ns);
+    let mut lays = layers.map(|_| Columns::new(ns));
+    let end = usize::from(lft.max_lid) + 1;
+    let mut i = 0;
+    while i < dests.len() {
+        let lo = usize::from(dests[i].lid);
+        if lo >= end {
+            for d in &dests[i..] {
+                f(d, None, None);
+            }
+            return;
+        }
+        let hi = (lo + Columns::WIDTH).min(end);
+        let j = i + dests[i..].partition_point(|d| usize::from(d.lid) < hi);
+        ports.fill(lo, hi - lo, |s| lft.table(s));
+        if let (Some(l), Some(t)) = (lays.as_mut(), layers) {
+            l.fill(lo, hi - lo, |s| t.row(s));
+        }
+        for d in &dests[i..j] {
+            f(
+                d,
+                Some(ports.column(d.lid)),
+                lays.as_ref().map(|l| l.column(d.lid)),
+            );
+        }
+        i = j;
+    }
+}
