@@ -11,6 +11,7 @@ mod chart;
 mod compare;
 mod eval;
 mod judge;
+#[cfg(feature = "study")]
 mod lid_study;
 mod progress;
 
@@ -40,6 +41,7 @@ struct Cli {
 enum Command {
     /// Seed 000's LID-assignment study on random irregular fabrics: average LIDs needed and
     /// maximum link load per routing scheme and heuristic (its Tables 1–3), beside the paper's.
+    #[cfg(feature = "study")]
     LidStudy(lid_study::LidStudyArgs),
     /// Generate a fabric from a spec (see --help for the grammar) as an ibsim net file or as
     /// ibnetdiscover text.
@@ -210,6 +212,7 @@ fn run(cli: Cli) -> CliResult<()> {
             );
             Ok(())
         }
+        #[cfg(feature = "study")]
         Command::LidStudy(a) => lid_study::run(&a),
         Command::Route {
             fabric,

@@ -7,22 +7,29 @@
 //!   configurations, the split graph, the five heuristics of the paper (greedy, split-merge/S,
 //!   split-merge/L, color/S, color/L), an exhaustive optimum for small instances, LMC rounding and
 //!   network-wide totals;
-//! - [`routes`]: the routing schemes of the paper's evaluation on a [`crate::fabric::SwitchGraph`]
+//! - [`routes`]: the routing schemes of the paper's evaluation on a [`crate::graph::SwitchGraph`]
 //!   with machines (Up*/Down*-constrained shortest-widest, path selection by k-shortest Up*/Down*
 //!   paths and most-loaded-link-first, and the baselines fully explicit routing and destination
 //!   renaming);
 //! - [`study`]: the reproducible experiment of §5 — random irregular fabrics, Tables 1–3 — with
 //!   [`study::run_study`] as the entry point.
+//!
+//! `routes` and `study` serve the `dfsssp-rs lid-study` command alone and sit behind the cargo
+//! feature `study` (default on); the engine uses `assign` and `multipath` only, and the plug-in is
+//! built without the study (`--no-default-features --features opensm`).
 
 pub mod assign;
 pub mod multipath;
+#[cfg(feature = "study")]
 pub mod routes;
+#[cfg(feature = "study")]
 pub mod study;
 
 pub use assign::{
     assign, assign_network, lids_for, lmc_for, Heuristic, Hop, LidAssignment, NetworkLids, PathSet,
     SplitGraph,
 };
+#[cfg(feature = "study")]
 pub use study::{run_study, StudyConfig, StudyResult};
 
 use thiserror::Error;
