@@ -161,7 +161,7 @@ fn check_run(
             &format!("opensm-lfts.dump of switch 0x{guid:016x}"),
         );
         // Reading a switch back costs a MAD per 64 LIDs: on big fabrics, a spread of switches.
-        if s as usize % out.graph.num_switches().div_ceil(READBACK_SWITCHES) == 0 {
+        if (s as usize).is_multiple_of(out.graph.num_switches().div_ceil(READBACK_SWITCHES)) {
             let held = sim.switch_lft(lids[&guid], out.routing.lft.max_lid);
             assert_same_lft(
                 &held,

@@ -362,7 +362,7 @@ pub fn make_deadlock_free_with(
             let acyclic = br
                 .counts
                 .get(last)
-                .map_or(true, |c| topological_order(g, &ei, c).is_some());
+                .is_none_or(|c| topological_order(g, &ei, c).is_some());
             if acyclic {
                 needed = Some(cap);
             }

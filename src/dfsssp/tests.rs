@@ -368,7 +368,7 @@ fn fat_tree_fits_one_layer_with_all_routes_minimal() {
         if budget == 1 {
             assert_eq!(r.num_layers, 1);
         }
-        assert!(rep.dfsssp_layers_needed.map_or(true, |n| n <= 2), "{rep:?}");
+        assert!(rep.dfsssp_layers_needed.is_none_or(|n| n <= 2), "{rep:?}");
     }
 }
 
@@ -729,66 +729,6 @@ fn dynamic_topological_order_with_removals_matches_brute_force() {
         asked_again_ok > 20 && asked_again_refused > 20,
         "{asked_again_ok} {asked_again_refused}"
     );
-}
-
-/// Timings and layer counts on the fabrics of issues 3 and 5 (run with
-/// `cargo test --release --lib dfsssp::tests::measure -- --ignored --nocapture`;
-/// DFSSSP_SPECS=spec;spec... overrides the fabrics, DFSSSP_BUDGETS=8,1 the budgets).
-#[test]
-#[ignore]
-fn measure() {
-    let specs = std::env::var("DFSSSP_SPECS")
-        .unwrap_or_else(|_| "ktree:18,3;torus:6x6x6,4;random:128,32,16,300;fattree2:36".into());
-    let budgets: Vec<u8> = std::env::var("DFSSSP_BUDGETS")
-        .unwrap_or_else(|_| "8,1".into())
-        .split(',')
-        .map(|b| b.parse().unwrap())
-        .collect();
-    for spec in specs.split(';') {
-        let f = crate::topo::by_name(spec).unwrap();
-        let g = SwitchGraph::new(&f).unwrap();
-        let t = std::time::Instant::now();
-        let dist = crate::graph::SwitchDistances::new(&g);
-        let orig = sssp::route_with_distances(&g, &dist);
-        let t_sssp = t.elapsed().as_secs_f64();
-        for &budget in &budgets {
-            let mut r = orig.clone();
-            let t = std::time::Instant::now();
-            let rep =
-                make_deadlock_free_with(&g, &mut r, budget, &DfssspOptions::default(), Some(&dist))
-                    .unwrap();
-            let t_df = t.elapsed().as_secs_f64();
-            eprintln!(
-                "{spec}: {} switches, {} LIDs, {} channels, {} dep. edges; sssp {t_sssp:.3} s; budget {budget}: dfsssp {t_df:.3} s",
-                g.num_switches(),
-                g.dests().len(),
-                g.num_channels(),
-                EdgeIndex::new(&g).num_edges()
-            );
-            for l in rep.log_lines() {
-                eprintln!("    {l}");
-            }
-            let t = std::time::Instant::now();
-            let v = crate::verify::verify(&g, &r).unwrap();
-            eprintln!(
-                "    verify {:.3} s: {}",
-                t.elapsed().as_secs_f64(),
-                v.summary()
-            );
-            if std::env::var("DFSSSP_LAMBDA").is_ok() {
-                let lam = |r: &Routing| {
-                    crate::metrics::effective_bisection_bandwidth(
-                        &g,
-                        &r.lft,
-                        &crate::metrics::BisectionSpec::new(200, 1),
-                    )
-                    .unwrap()
-                    .lambda
-                };
-                eprintln!("    lambda: sssp {:.4}, dfsssp {:.4}", lam(&orig), lam(&r));
-            }
-        }
-    }
 }
 
 /// The project's generators, small enough for debug builds: every budget gives a verified,

@@ -640,7 +640,6 @@ pub fn pack(paths: &PathSet, rank: &[u8], budget: u32, h: Heuristic) -> Result<P
 mod tests {
     use super::*;
     use crate::fabric::Fabric;
-    use crate::metrics::{self, LidChoice, MetricsOptions};
     use crate::routing::{walk, WalkEnd};
     use crate::topo::by_name;
 
@@ -922,57 +921,6 @@ mod tests {
             cfg.multipath = false;
             let plain = engine::run(&f, &cfg).unwrap();
             assert!(!plain.log.iter().any(|(_, l)| l.contains("multipath")));
-        }
-    }
-
-    /// Λ with sources spread over the LIDs, multipath vs the per-LID SSSP trees. Reported, not
-    /// asserted: `cargo test --lib lid::multipath -- --nocapture --ignored lambda`.
-    #[test]
-    #[ignore = "measurement; prints numbers"]
-    fn lambda_multipath_vs_sssp() {
-        for spec in [
-            "fattree2:8,lmc=2",
-            "fattree2:16,lmc=2",
-            "fattree2:16,3:1,lmc=2",
-            "torus:4x4,2,lmc=2",
-            "mesh:4x4,2,lmc=2",
-            "random:32,16,4,80,seed=1,lmc=2",
-        ] {
-            let g = SwitchGraph::new(&fabric(spec)).unwrap();
-            let (mp, st) = route(&g, &MultipathOptions::default()).unwrap();
-            let unb = MultipathOptions {
-                balance_base: false,
-                ..Default::default()
-            };
-            let (mp_unb, _) = route(&g, &unb).unwrap();
-            let plain = crate::sssp::route(&g);
-            let opts = MetricsOptions {
-                patterns: 1000,
-                seed: 1,
-                lid_choice: LidChoice::BySource,
-                ..Default::default()
-            };
-            let base = MetricsOptions {
-                lid_choice: LidChoice::Base,
-                ..opts.clone()
-            };
-            let m = |r: &Routing, o: &MetricsOptions| metrics::compute(&g, r, o).unwrap();
-            let (a, b) = (m(&mp, &opts), m(&plain, &opts));
-            let lam = |x: &metrics::Metrics| x.bisection.as_ref().map_or(0.0, |b| b.lambda);
-            eprintln!(
-                "{spec}: Λ BySource multipath {:.4} (unbalanced base {:.4}) sssp {:.4} | Λ Base multipath {:.4} (unbalanced base {:.4}) sssp {:.4} | EFI multipath {} sssp {} | needed {} used {} merged {}",
-                lam(&a),
-                lam(&m(&mp_unb, &opts)),
-                lam(&b),
-                lam(&m(&mp, &base)),
-                lam(&m(&mp_unb, &base)),
-                lam(&m(&plain, &base)),
-                a.efi.max,
-                b.efi.max,
-                st.ports.iter().map(|p| p.needed).sum::<u32>(),
-                st.ports.iter().map(|p| p.used).sum::<u32>(),
-                st.merged_ports()
-            );
         }
     }
 }

@@ -808,20 +808,4 @@ mod tests {
         c.path_selection.k = 17;
         assert!(matches!(run_study(&c), Err(LidError::InvalidConfig(_))));
     }
-
-    /// The paper's full setup. Run with
-    /// `cargo test --release --lib lid::study::tests::paper_study -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn paper_study() {
-        let r = run_study(&StudyConfig::default()).unwrap();
-        println!("{}", r.paper_comparison());
-        for s in &r.summaries {
-            println!(
-                "{}/{}: both-direction loads explicit/renaming/separate/shortest-widest {:.2?}, instance time {:.1} s",
-                s.machines, s.switches, s.bidirectional_loads, s.seconds
-            );
-        }
-        println!("full study: {:.1} s wall clock", r.elapsed.as_secs_f64());
-    }
 }

@@ -6,7 +6,7 @@ pub(crate) const MAX_DATA_VLS: u8 = 15;
 
 pub(crate) fn get_vl(raw: &[u8; 8], sl: u8) -> u8 {
     let b = raw[usize::from(sl / 2)];
-    if sl % 2 == 0 {
+    if sl.is_multiple_of(2) {
         b >> 4
     } else {
         b & 0x0F
@@ -15,7 +15,7 @@ pub(crate) fn get_vl(raw: &[u8; 8], sl: u8) -> u8 {
 
 pub(crate) fn set_vl(raw: &mut [u8; 8], sl: u8, vl: u8) {
     let i = usize::from(sl / 2);
-    raw[i] = if sl % 2 == 0 {
+    raw[i] = if sl.is_multiple_of(2) {
         (vl << 4) | (raw[i] & 0x0F)
     } else {
         (raw[i] & 0xF0) | (vl & 0x0F)

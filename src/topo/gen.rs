@@ -264,7 +264,7 @@ pub fn fat_tree2(p: &FatTreeParams) -> Result<Fabric, TopoError> {
 pub fn fat_tree3(p: &FatTreeParams) -> Result<Fabric, TopoError> {
     const G: &str = "3-level fat tree";
     let (down, up) = p.split(G)?;
-    if p.radix % 2 != 0 {
+    if !p.radix.is_multiple_of(2) {
         return Err(param_err(G, format!("radix {} must be even", p.radix)));
     }
     let half = p.radix / 2;
@@ -419,7 +419,10 @@ pub fn kautz(p: &KautzParams) -> Result<Fabric, TopoError> {
     }
     let base = u64::from(p.degree) + 1;
     let mut sizes = vec![base];
-    sizes.extend(std::iter::repeat(u64::from(p.degree)).take(p.diameter as usize - 1));
+    sizes.extend(std::iter::repeat_n(
+        u64::from(p.degree),
+        p.diameter as usize - 1,
+    ));
     let n = checked_product(G, sizes)?;
     checked_product(G, [n, u64::from(p.cas_per_switch) + 1])?;
     let ports = u64::from(p.cas_per_switch) + 2 * u64::from(p.degree);

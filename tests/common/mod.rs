@@ -288,7 +288,7 @@ impl Sim {
         );
         let mut lft = parse_lft_lines(&out);
         lft.retain(|&l, _| (1..=max_lid).contains(&l));
-        if max_lid % 64 == 0 && !lft.contains_key(&max_lid) {
+        if max_lid.is_multiple_of(64) && !lft.contains_key(&max_lid) {
             if let Some(p) = self.first_hop(switch_lid, max_lid) {
                 lft.insert(max_lid, p);
             }

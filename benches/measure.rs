@@ -1,0 +1,127 @@
+//! Measurement runs that print numbers rather than assert them (they used to be `#[ignore]`d
+//! tests). `cargo bench --bench measure` runs both; `-- dfsssp` or `-- multipath` picks one.
+//! - dfsssp: routing, deadlock removal and verification per fabric and lane budget, with the
+//!   engine's report (DFSSSP_SPECS=spec;spec..., DFSSSP_BUDGETS=8,1, DFSSSP_LAMBDA=1 adds Λ);
+//! - multipath: Λ of LMC multipath vs per-LID SSSP trees, sources spread over LIDs and to base
+//!   LIDs, with the LIDs the multipath packing needed and used.
+//!
+//! Timings are wall clock of one run: quote them with `uptime`'s load; `benches/core.rs` has the
+//! criterion medians.
+
+use std::time::Instant;
+
+use dfsssp_rs::dfsssp::{make_deadlock_free_with, DfssspOptions};
+use dfsssp_rs::graph::{SwitchDistances, SwitchGraph};
+use dfsssp_rs::lid::multipath::{self, MultipathOptions};
+use dfsssp_rs::metrics::{self, BisectionSpec, LidChoice, MetricsOptions};
+use dfsssp_rs::routing::Routing;
+use dfsssp_rs::{sssp, topo, verify};
+
+fn main() {
+    // cargo bench passes `--bench` and an optional filter.
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with("--"));
+    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
+    if wanted("dfsssp") {
+        dfsssp();
+    }
+    if wanted("multipath") {
+        multipath_vs_sssp();
+    }
+}
+
+fn dfsssp() {
+    let specs = std::env::var("DFSSSP_SPECS")
+        .unwrap_or_else(|_| "ktree:18,3;torus:6x6x6,4;random:128,32,16,300;fattree2:36".into());
+    let budgets: Vec<u8> = std::env::var("DFSSSP_BUDGETS")
+        .unwrap_or_else(|_| "8,1".into())
+        .split(',')
+        .map(|b| b.parse().expect("DFSSSP_BUDGETS: numbers"))
+        .collect();
+    for spec in specs.split(';') {
+        let f = topo::by_name(spec).expect("fabric spec");
+        let g = SwitchGraph::new(&f).expect("switch graph");
+        let t = Instant::now();
+        let dist = SwitchDistances::new(&g);
+        let orig = sssp::route_with_distances(&g, &dist);
+        let t_sssp = t.elapsed().as_secs_f64();
+        for &budget in &budgets {
+            let mut r = orig.clone();
+            let t = Instant::now();
+            let rep =
+                make_deadlock_free_with(&g, &mut r, budget, &DfssspOptions::default(), Some(&dist))
+                    .expect("deadlock removal");
+            let t_df = t.elapsed().as_secs_f64();
+            println!(
+                "{spec}: {} switches, {} LIDs, {} channels; sssp {t_sssp:.3} s; budget {budget}: dfsssp {t_df:.3} s",
+                g.num_switches(),
+                g.dests().len(),
+                g.num_channels(),
+            );
+            for l in rep.log_lines() {
+                println!("    {l}");
+            }
+            let t = Instant::now();
+            let v = verify::verify(&g, &r).expect("verified");
+            println!(
+                "    verify {:.3} s: {}",
+                t.elapsed().as_secs_f64(),
+                v.summary()
+            );
+            if std::env::var("DFSSSP_LAMBDA").is_ok() {
+                let lam = |r: &Routing| {
+                    metrics::effective_bisection_bandwidth(&g, &r.lft, &BisectionSpec::new(200, 1))
+                        .expect("Λ")
+                        .lambda
+                };
+                println!("    lambda: sssp {:.4}, dfsssp {:.4}", lam(&orig), lam(&r));
+            }
+        }
+    }
+}
+
+fn multipath_vs_sssp() {
+    for spec in [
+        "fattree2:8,lmc=2",
+        "fattree2:16,lmc=2",
+        "fattree2:16,3:1,lmc=2",
+        "torus:4x4,2,lmc=2",
+        "mesh:4x4,2,lmc=2",
+        "random:32,16,4,80,seed=1,lmc=2",
+    ] {
+        let g = SwitchGraph::new(&topo::by_name(spec).expect("fabric spec")).expect("graph");
+        let (mp, st) = multipath::route(&g, &MultipathOptions::default()).expect("multipath");
+        let unbalanced = MultipathOptions {
+            balance_base: false,
+            ..Default::default()
+        };
+        let (mp_unb, _) = multipath::route(&g, &unbalanced).expect("multipath");
+        let plain = sssp::route(&g);
+        let by_source = MetricsOptions {
+            patterns: 1000,
+            seed: 1,
+            lid_choice: LidChoice::BySource,
+            ..Default::default()
+        };
+        let base = MetricsOptions {
+            lid_choice: LidChoice::Base,
+            ..by_source.clone()
+        };
+        let m = |r: &Routing, o: &MetricsOptions| metrics::compute(&g, r, o).expect("metrics");
+        let (a, b) = (m(&mp, &by_source), m(&plain, &by_source));
+        let lam = |x: &metrics::Metrics| x.bisection.as_ref().map_or(0.0, |b| b.lambda);
+        println!(
+            "{spec}: Λ BySource multipath {:.4} (unbalanced base {:.4}) sssp {:.4} | Λ Base multipath {:.4} (unbalanced base {:.4}) sssp {:.4} | EFI multipath {} sssp {} | needed {} used {} merged {}",
+            lam(&a),
+            lam(&m(&mp_unb, &by_source)),
+            lam(&b),
+            lam(&m(&mp, &base)),
+            lam(&m(&mp_unb, &base)),
+            lam(&m(&plain, &base)),
+            a.efi.max,
+            b.efi.max,
+            st.ports.iter().map(|p| p.needed).sum::<u32>(),
+            st.ports.iter().map(|p| p.used).sum::<u32>(),
+            st.merged_ports()
+        );
+    }
+}
