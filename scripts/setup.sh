@@ -3,8 +3,10 @@
 # packages and a Rust toolchain. Safe to run again; it only installs what is missing.
 set -euo pipefail
 
+# `time` gives /usr/bin/time (demo and benches), python3 the benches' reports, curl and
+# ca-certificates fetch rustup, gcc/libc6-dev build the C wrappers and link.
 PACKAGES=(opensm libopensm-dev libibumad-dev ibsim-utils libumad2sim0 infiniband-diags ibutils
-          libclang-dev clang pkg-config)
+          libclang-dev clang pkg-config time python3 curl ca-certificates gcc libc6-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -23,7 +25,16 @@ if ! command -v cargo >/dev/null 2>&1; then
         export PATH="$HOME/.cargo/bin:$PATH"
     else
         echo "setup: installing a Rust toolchain with rustup" >&2
-        curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal >&2
+        curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs |
+            sh -s -- -y --profile minimal -c rustfmt -c clippy >&2
         export PATH="$HOME/.cargo/bin:$PATH"
     fi
 fi
+# test.sh runs cargo fmt and cargo clippy: a toolchain installed with rustup's minimal profile
+# lacks them.
+for tool in rustfmt clippy; do
+    if ! cargo "${tool/rustfmt/fmt}" --version >/dev/null 2>&1 && command -v rustup >/dev/null; then
+        echo "setup: adding the $tool component" >&2
+        rustup component add "$tool" >&2
+    fi
+done
