@@ -1,6 +1,6 @@
 //! Load balancing over minimal routes, shared by every balanced routing (SSSP, its multipath
 //! variant for LMC > 0, Up*/Down* and the escape layer of DFSSSP):
-//! - [`MinimalDag`]: the minimal routes towards one switch, as a DAG ordered by distance;
+//! - `MinimalDag`: the minimal routes towards one switch, as a DAG ordered by distance;
 //! - [`Balancer`]: the load of every channel, and the least-loaded tree within a DAG of allowed
 //!   channels (a dynamic program over the switches in distance order, no priority queue);
 //! - [`routing_order`]: the order destinations are routed in;

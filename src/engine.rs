@@ -258,13 +258,23 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
             seed: cfg.seed,
             ..MetricsOptions::default()
         };
-        let m = metrics::compute_named(fabric, &graph, &routing, &opts)
-            .map_err(|e| EngineError::Verification(e.to_string()))?;
-        log.push((
-            LogLevel::Info,
-            format!("{}: metrics: {}", cfg.kind, m.summary()),
-        ));
-        Some(m)
+        // Diagnostics: a routing that verified is not refused because they could not be taken.
+        match metrics::compute_named(fabric, &graph, &routing, &opts) {
+            Ok(m) => {
+                log.push((
+                    LogLevel::Info,
+                    format!("{}: metrics: {}", cfg.kind, m.summary()),
+                ));
+                Some(m)
+            }
+            Err(e) => {
+                log.push((
+                    LogLevel::Error,
+                    format!("{}: metrics not computed: {e}", cfg.kind),
+                ));
+                None
+            }
+        }
     } else {
         None
     };

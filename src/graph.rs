@@ -38,6 +38,8 @@ pub struct Dest {
 pub struct SwitchGraph {
     /// switch id -> node index
     switch_node: Vec<u32>,
+    /// switch id -> node GUID, so errors can name a switch without the fabric
+    switch_guid: Vec<u64>,
     /// node index -> switch id, or [`NONE`] for CAs and routers
     node_switch: Vec<u32>,
     /// CSR: the channels leaving switch `s` are `out_start[s]..out_start[s+1]`
@@ -186,8 +188,13 @@ impl SwitchGraph {
             lid_dest[usize::from(d.lid)] = i as u32;
         }
 
+        let switch_guid = switch_node
+            .iter()
+            .map(|&n| f.nodes()[n as usize].guid)
+            .collect();
         Ok(SwitchGraph {
             switch_node,
+            switch_guid,
             node_switch,
             out_start,
             chan_tail,
@@ -291,6 +298,20 @@ impl SwitchGraph {
     #[inline]
     pub fn max_lid(&self) -> u16 {
         self.max_lid
+    }
+
+    /// The node GUID of switch `s`.
+    #[inline]
+    pub fn switch_guid(&self, s: u32) -> u64 {
+        self.switch_guid[s as usize]
+    }
+
+    /// "switch 0x<GUID>": how errors that have no fabric at hand name switch `s`.
+    pub fn switch_label(&self, s: u32) -> String {
+        match self.switch_guid.get(s as usize) {
+            Some(guid) => format!("switch 0x{guid:016x}"),
+            None => format!("switch #{s}"),
+        }
     }
 
     pub fn num_switches(&self) -> usize {

@@ -10,22 +10,22 @@
 //!   path from u's switch; CAs on the same switch use no switch-to-switch channel.
 //! - **Hops** of a route: switch-to-switch channels it crosses (the two CA links are not counted).
 //!   It is *minimal* when that equals the BFS distance between the two switches.
-//! - **Edge forwarding index** (seed 004 §II, after Heydemann et al.): the load l(c) of a
+//! - **Edge forwarding index** (Hoefler et al. §II, after Heydemann et al.): the load l(c) of a
 //!   switch-to-switch channel c (one direction of one link; parallel links are separate channels)
-//!   is the number of routes crossing it; π = max l(c). CA links are left out as in seed 004 Fig. 2:
+//!   is the number of routes crossing it; π = max l(c). CA links are left out as in Hoefler et al. Fig. 2:
 //!   each carries exactly P−1 routes per direction whatever the routing. The average is over all
 //!   channels, used or not.
-//! - **Maximum link load** (seed 000 Table 3): every CA sends a total of 1 spread evenly over the
+//! - **Maximum link load** (Nienaber et al. Table 3): every CA sends a total of 1 spread evenly over the
 //!   other P−1 CAs, so a channel carries l(c)/(P−1). `max_channel_load` = π/(P−1) over
 //!   switch-to-switch channels; `max_link_load` also counts the CA links, which carry exactly 1,
 //!   so it is max(1, π/(P−1)).
-//! - **Effective bisection bandwidth Λ** (seed 004 §IV-A, linear congestion model): a bisection
+//! - **Effective bisection bandwidth Λ** (Hoefler et al. §IV-A, linear congestion model): a bisection
 //!   pattern puts the P ports in random order, the first ⌊P/2⌋ send and the next ⌊P/2⌋ receive,
 //!   the i-th sender to the i-th receiver (a random perfect matching between two random halves; with
 //!   P odd one port idles). τ(c) = number of the pattern's flows crossing channel c; a flow's
 //!   bandwidth is 1/max τ over its channels (1 when it crosses none: CA links carry at most one
 //!   flow each way in a matching), 0 when its route does not deliver. Γ = mean flow bandwidth of
-//!   the pattern (seed 004's sum divided by the full bisection bandwidth B·P/2); Λ = mean Γ over
+//!   the pattern (Hoefler et al.'s sum divided by the full bisection bandwidth B·P/2); Λ = mean Γ over
 //!   N patterns. Pattern i draws from ChaCha8 seeded with `seed` on stream i, so Λ does not depend
 //!   on the thread count. [`PairTraffic::Exchange`] lets every matched pair send both ways (every
 //!   port sends once), twice the flows and more contention; compare routings only under the same
@@ -51,14 +51,14 @@ use thiserror::Error;
 use crate::fabric::Fabric;
 use crate::graph::SwitchDistances;
 use crate::graph::{SwitchGraph, NONE};
-use crate::routing::{for_each_column, DestPaths};
+use crate::routing::{for_each_column, DestPaths, RouteFault};
 use crate::routing::{walk, Lft, Routing, WalkEnd};
 
 /// Which LID of a destination port a route uses (matters only with LMC > 0).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LidChoice {
-    /// The destination's base LID (the default, and what seed 004 measures).
+    /// The destination's base LID (the default, and what Hoefler et al. measure).
     #[default]
     Base,
     /// LID `base + (source index mod 2^LMC)`: sources spread over the destination's LIDs.
@@ -71,7 +71,7 @@ pub struct MetricsOptions {
     pub patterns: u32,
     pub seed: u64,
     pub lid_choice: LidChoice,
-    /// Direction of the bisection flows; [`PairTraffic::OneWay`] is seed 004's definition.
+    /// Direction of the bisection flows; [`PairTraffic::OneWay`] is Hoefler et al.'s definition.
     pub traffic: PairTraffic,
     /// How many failing (switch, LID) pairs are named.
     pub max_failures: usize,
@@ -81,7 +81,7 @@ pub struct MetricsOptions {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PairTraffic {
-    /// Seed 004 §IV-A: the i-th port of the first half sends to the i-th of the second (⌊P/2⌋
+    /// Hoefler et al. §IV-A: the i-th port of the first half sends to the i-th of the second (⌊P/2⌋
     /// flows).
     #[default]
     OneWay,
@@ -138,25 +138,17 @@ impl Counts {
         self.disconnected += o.disconnected;
     }
 
-    fn add_end(&mut self, end: Ending, w: u64) {
+    fn add_end(&mut self, end: WalkEnd, w: u64) {
         match end {
-            Ending::Delivered(_) => self.delivered += w,
-            Ending::NoEntry(_) | Ending::BeyondTable => self.no_entry += w,
-            Ending::DeadEnd(..) => self.dead_end += w,
-            Ending::Loop(_) => self.loops += w,
-            Ending::Disconnected => self.disconnected += w,
+            Ok(_) => self.delivered += w,
+            Err(RouteFault::NoEntry { .. } | RouteFault::BeyondTable | RouteFault::UnknownLid) => {
+                self.no_entry += w
+            }
+            Err(RouteFault::DeadEnd { .. }) => self.dead_end += w,
+            Err(RouteFault::Loop { .. }) => self.loops += w,
+            Err(RouteFault::Disconnected) => self.disconnected += w,
         }
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FailureKind {
-    NoEntry,
-    DeadEnd,
-    Loop,
-    /// The LID lies beyond the forwarding tables.
-    BeyondTable,
 }
 
 /// A (switch, LID) pair that should deliver and does not.
@@ -166,12 +158,11 @@ pub struct RouteFailure {
     pub switch: u32,
     pub switch_guid: Option<u64>,
     pub lid: u16,
-    pub kind: FailureKind,
-    /// Switch where the walk stopped (the looping switch for loops).
-    pub at: u32,
+    /// What went wrong and where the walk stopped (the looping switch for loops).
+    #[serde(flatten)]
+    pub fault: RouteFault,
+    /// GUID of the switch the walk stopped at, once named.
     pub at_guid: Option<u64>,
-    /// The port a dead end points at.
-    pub port: Option<u8>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -311,7 +302,7 @@ impl Metrics {
         };
         for x in &mut self.connectivity.failures {
             x.switch_guid = guid(x.switch);
-            x.at_guid = guid(x.at);
+            x.at_guid = x.fault.at().and_then(guid);
         }
     }
 }
@@ -398,17 +389,6 @@ fn check_shape(g: &SwitchGraph, lft: &Lft) -> Result<(), MetricsError> {
         });
     }
     Ok(())
-}
-
-/// A walk's outcome, with "in another component" told apart from real failures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ending {
-    Delivered(u32),
-    NoEntry(u32),
-    DeadEnd(u32, u8),
-    Loop(u32),
-    BeyondTable,
-    Disconnected,
 }
 
 /// What the all-pairs pass gathers (per chunk of source switches, then merged).
@@ -531,16 +511,9 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
                 paths.resolve_column(g, d, ports);
                 for s in 0..ns as u32 {
                     let end = if ports.is_none() {
-                        Ending::BeyondTable
+                        Err(RouteFault::BeyondTable)
                     } else {
-                        match paths.end[s as usize] {
-                            WalkEnd::Delivered { hops } => Ending::Delivered(hops),
-                            WalkEnd::Loop { at } => Ending::Loop(at),
-                            _ if to[s as usize] == u16::MAX => Ending::Disconnected,
-                            WalkEnd::NoEntry { at } => Ending::NoEntry(at),
-                            WalkEnd::DeadEnd { at, port } => Ending::DeadEnd(at, port),
-                            WalkEnd::UnknownLid => Ending::BeyondTable,
-                        }
+                        separate_disconnected(paths.end[s as usize], to[s as usize] == u16::MAX)
                     };
                     let c = &mut part.connectivity;
                     c.switch_to_lid.add_end(end, 1);
@@ -550,7 +523,7 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
                     c.ca_to_lid.add_end(end, tc - own);
                     w[s as usize] = 0;
                     match end {
-                        Ending::Delivered(h) => {
+                        Ok(h) => {
                             let ws = weights.weight(s, d);
                             if ws > 0 {
                                 w[s as usize] = ws;
@@ -564,7 +537,7 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
                                 }
                             }
                         }
-                        Ending::Disconnected => {}
+                        Err(RouteFault::Disconnected) => {}
                         _ if c.failures.len() < opts.max_failures => {
                             c.failures.push(failure(s, d.lid, end));
                         }
@@ -663,17 +636,10 @@ fn all_pairs_by_walks(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllP
                 for d in g.dests().iter().filter(|d| d.switch != NONE) {
                     path.clear();
                     let end = if d.lid > lft.max_lid {
-                        Ending::BeyondTable
+                        Err(RouteFault::BeyondTable)
                     } else {
-                        match walk(g, lft, s, d.lid, |c| path.push(c)) {
-                            WalkEnd::Delivered { hops } => Ending::Delivered(hops),
-                            WalkEnd::Loop { at } => Ending::Loop(at),
-                            _ if dist[d.switch as usize] == u32::MAX => Ending::Disconnected,
-                            WalkEnd::NoEntry { at } => Ending::NoEntry(at),
-                            WalkEnd::DeadEnd { at, port } => Ending::DeadEnd(at, port),
-                            // dest_of_lid and the table bound were checked above.
-                            WalkEnd::UnknownLid => Ending::BeyondTable,
-                        }
+                        let end = walk(g, lft, s, d.lid, |c| path.push(c));
+                        separate_disconnected(end, dist[d.switch as usize] == u32::MAX)
                     };
                     let c = &mut part.connectivity;
                     c.switch_to_lid.add_end(end, 1);
@@ -681,7 +647,7 @@ fn all_pairs_by_walks(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllP
                     let own = u64::from(d.switch == s && d.exit_port != 0);
                     c.ca_to_lid.add_end(end, tc - own);
                     match end {
-                        Ending::Delivered(h) => {
+                        Ok(h) => {
                             let w = weights.weight(s, d);
                             if w > 0 {
                                 let h = h as usize;
@@ -697,7 +663,7 @@ fn all_pairs_by_walks(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllP
                                 }
                             }
                         }
-                        Ending::Disconnected => {}
+                        Err(RouteFault::Disconnected) => {}
                         _ if c.failures.len() < opts.max_failures => {
                             c.failures.push(failure(s, d.lid, end));
                         }
@@ -712,21 +678,27 @@ fn all_pairs_by_walks(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllP
     merge_parts(parts, unattached, ns as u64, p, nc, opts.max_failures)
 }
 
-fn failure(switch: u32, lid: u16, end: Ending) -> RouteFailure {
-    let (kind, at, port) = match end {
-        Ending::NoEntry(at) => (FailureKind::NoEntry, at, None),
-        Ending::DeadEnd(at, p) => (FailureKind::DeadEnd, at, Some(p)),
-        Ending::Loop(at) => (FailureKind::Loop, at, None),
-        _ => (FailureKind::BeyondTable, switch, None),
-    };
+/// A walk's outcome with "no path can exist" told apart from real failures: a path that does not
+/// arrive from another component is [`RouteFault::Disconnected`], unless it loops (a forwarding
+/// loop is a fault wherever it starts).
+fn separate_disconnected(end: WalkEnd, disconnected: bool) -> WalkEnd {
+    match end {
+        Ok(hops) => Ok(hops),
+        e @ Err(RouteFault::Loop { .. }) => e,
+        _ if disconnected => Err(RouteFault::Disconnected),
+        // dest_of_lid and the table bound were checked by the callers.
+        Err(RouteFault::UnknownLid) => Err(RouteFault::BeyondTable),
+        e => e,
+    }
+}
+
+fn failure(switch: u32, lid: u16, end: WalkEnd) -> RouteFailure {
     RouteFailure {
         switch,
         switch_guid: None,
         lid,
-        kind,
-        at,
+        fault: end.err().unwrap_or(RouteFault::BeyondTable),
         at_guid: None,
-        port,
     }
 }
 
@@ -852,7 +824,7 @@ fn pattern_value(
         let (lid, from) = ((key >> 32) as u16, key as u32);
         let chans = &mut sc.chans;
         match walk(g, lft, from, lid, |c| chans.push(c)) {
-            WalkEnd::Delivered { .. } => {
+            Ok(_) => {
                 for &c in &sc.chans[start..] {
                     sc.count[c as usize] += 1;
                 }
@@ -900,7 +872,7 @@ pub struct BisectionSpec {
 }
 
 impl BisectionSpec {
-    /// Seed 004's definition: one-way flows to base LIDs.
+    /// Hoefler et al.'s definition: one-way flows to base LIDs.
     pub fn new(patterns: u32, seed: u64) -> Self {
         BisectionSpec {
             patterns,
@@ -1209,17 +1181,17 @@ mod tests {
             (0, Some(0x100), 4)
         );
         assert_eq!(
-            (first.kind, first.at, first.at_guid, first.port),
-            (FailureKind::DeadEnd, 3, Some(0x103), Some(20))
+            (first.fault, first.at_guid),
+            (RouteFault::DeadEnd { at: 3, port: 20 }, Some(0x103))
         );
         assert!(c
             .failures
             .iter()
-            .any(|x| x.kind == FailureKind::Loop && x.lid == ca_lid));
+            .any(|x| matches!(x.fault, RouteFault::Loop { .. }) && x.lid == ca_lid));
         assert!(c
             .failures
             .iter()
-            .any(|x| x.kind == FailureKind::NoEntry && x.switch == 2 && x.at == 2));
+            .any(|x| x.fault == RouteFault::NoEntry { at: 2 } && x.switch == 2));
         // Routes that fail do not count in hops or EFI, and fail in Λ's flows.
         assert_eq!(m.hops.routes, 8 * 7 - 6);
         assert!(m.bisection.as_ref().unwrap().lambda < 1.0);
@@ -1437,8 +1409,12 @@ mod tests {
                     assert_eq!((&a.hops, a.minimal), (&b.hops, b.minimal));
                     assert_eq!(a.efi, b.efi, "{spec} {trial}");
                     let key = |x: &RouteFailure| {
-                        let at = if x.kind == FailureKind::Loop { 0 } else { x.at };
-                        (x.switch, x.lid, x.kind as u8, at, x.port)
+                        // The two methods may name different switches of one loop.
+                        let fault = match x.fault {
+                            RouteFault::Loop { .. } => RouteFault::Loop { at: 0 },
+                            f => f,
+                        };
+                        (x.switch, x.lid, fault)
                     };
                     let mut fa: Vec<_> = ca.failures.iter().map(key).collect();
                     let mut fb: Vec<_> = cb.failures.iter().map(key).collect();

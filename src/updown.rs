@@ -1,6 +1,6 @@
 //! Up*/Down* routing (Schroeder et al., Autonet), balanced like SSSP: the inherently deadlock-free
 //! escape that dfsssp-rs falls back on when cycle breaking needs more virtual layers than the fabric
-//! has (seed 004 §III-D).
+//! has (Hoefler et al. §III-D).
 //!
 //! **Orientation.** Each connected component gets a root, and switches are ranked by
 //! `(BFS level from the root, id)`, a total order; a channel is *up* when it leads to a lower rank,

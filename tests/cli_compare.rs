@@ -46,7 +46,7 @@ fn by_label<'a>(v: &'a Value, label: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no routing {label}"))
 }
 
-/// Seed 003's ring: SSSP has a credit loop, DFSSSP needs two lanes, one lane forces escape
+/// Domke et al.'s ring: SSSP has a credit loop, DFSSSP needs two lanes, one lane forces escape
 /// routes. The JSON, the table and the chart say so, and compare's numbers are eval's.
 #[test]
 fn engines_side_by_side_on_a_ring() {

@@ -130,7 +130,7 @@ fn dfsssp_rs_lmc2_multipath_torus() {
                 .lids()
                 .map(|lid| {
                     let mut v = Vec::new();
-                    walk(&g, &lft, s, lid as u16, |c| v.push(c));
+                    let _ = walk(&g, &lft, s, lid as u16, |c| v.push(c));
                     assert_eq!(v.len(), usize::from(dist.get(s, d.switch)), "minimal");
                     v
                 })

@@ -1,4 +1,4 @@
-//! The picture of `compare`: an SVG bar chart of Λ and lanes per routing, after seed 004's Fig. 4.
+//! The picture of `compare`: an SVG bar chart of Λ and lanes per routing, after Hoefler et al.'s Fig. 4.
 //! Two panels side by side (Λ on a 0..1 axis, lanes used on an integer axis), one bar per routing
 //! with its value on top, coloured by what the deadlock check found. Written by hand: plain SVG
 //! 1.1 that browsers and converters (rsvg-convert, inkscape) render alike.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args};
 
 use dfsssp_rs::engine::{EngineConfig, EngineKind};
-use dfsssp_rs::metrics::{Counts, FailureKind, PairTraffic};
+use dfsssp_rs::metrics::{Counts, PairTraffic};
 
 use super::judge::{self, Evaluation, Source};
 use super::progress::Progress;
@@ -168,17 +168,12 @@ pub fn report(ev: &Evaluation) -> String {
     row("  CA -> LID", counts(&c.ca_to_lid));
     row("  forwarding loops", ev.forwarding_loops.to_string());
     for x in &ev.failures {
-        let what = match x.kind {
-            FailureKind::NoEntry => format!("no entry at {}", x.at),
-            FailureKind::DeadEnd => {
-                format!("dead end at {} port {}", x.at, x.port.unwrap_or(0))
-            }
-            FailureKind::Loop => format!("forwarding loop through {}", x.at),
-            FailureKind::BeyondTable => "LID beyond the forwarding table".into(),
-        };
         row(
             "  failure",
-            format!("{} to LID {} ({}): {what}", x.switch, x.lid, x.destination),
+            format!(
+                "{} to LID {} ({}): {}",
+                x.switch, x.lid, x.destination, x.what
+            ),
         );
     }
     let failed = c.switch_to_lid.failed();

@@ -17,10 +17,8 @@ use dfsssp_rs::engine::{self, EngineConfig, EngineStats};
 use dfsssp_rs::fabric::Fabric;
 use dfsssp_rs::graph::SwitchGraph;
 use dfsssp_rs::io::osm_dump;
-use dfsssp_rs::metrics::{
-    self, BisectionSpec, FailureKind, LidChoice, Metrics, MetricsOptions, PairTraffic,
-};
-use dfsssp_rs::routing::Routing;
+use dfsssp_rs::metrics::{self, BisectionSpec, LidChoice, Metrics, MetricsOptions, PairTraffic};
+use dfsssp_rs::routing::{RouteFault, Routing};
 use dfsssp_rs::verify::{check_lanes, lid_owner, switch_name, DeadlockCheck};
 
 use super::progress::Progress;
@@ -187,15 +185,19 @@ pub struct FabricSummary {
 /// A (switch, LID) pair that should deliver and does not, with names.
 #[derive(Clone, Debug, Serialize)]
 pub struct NamedFailure {
-    pub kind: FailureKind,
+    /// `RouteFault::kind`: "no-entry", "dead-end", "loop", "beyond-table".
+    pub kind: &'static str,
     pub switch_guid: String,
     pub switch: String,
     pub lid: u16,
     /// The port that owns the LID.
     pub destination: String,
-    /// Where the walk stopped (the looping switch for loops).
-    pub at: String,
+    /// Where the walk stopped (the looping switch for loops), when it stopped at a switch.
+    pub at: Option<String>,
+    /// The port a dead end points at.
     pub port: Option<u8>,
+    /// The fault in words, switches named.
+    pub what: String,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -285,13 +287,17 @@ pub fn evaluate(s: Subject, o: &EvalOptions, p: &Progress) -> CliResult<Evaluati
         .failures
         .iter()
         .map(|x| NamedFailure {
-            kind: x.kind,
+            kind: x.fault.kind(),
             switch_guid: format!("0x{:016x}", x.switch_guid.unwrap_or(0)),
             switch: switch_name(f, g, x.switch),
             lid: x.lid,
             destination: lid_owner(f, g, x.lid),
-            at: switch_name(f, g, x.at),
-            port: x.port,
+            at: x.fault.at().map(|s| switch_name(f, g, s)),
+            port: match x.fault {
+                RouteFault::DeadEnd { port, .. } => Some(port),
+                _ => None,
+            },
+            what: x.fault.describe(|s| switch_name(f, g, s)),
         })
         .collect();
     let c = &m.connectivity;

@@ -1,4 +1,4 @@
-//! `dfsssp-rs lid-study`: seed 000's experiment (Tables 1–3) on random irregular fabrics.
+//! `dfsssp-rs lid-study`: Nienaber et al.'s experiment (Tables 1–3) on random irregular fabrics.
 
 use std::io::IsTerminal;
 

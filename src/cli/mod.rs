@@ -39,7 +39,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Seed 000's LID-assignment study on random irregular fabrics: average LIDs needed and
+    /// Nienaber et al.'s LID-assignment study on random irregular fabrics: average LIDs needed and
     /// maximum link load per routing scheme and heuristic (its Tables 1–3), beside the paper's.
     #[cfg(feature = "study")]
     LidStudy(lid_study::LidStudyArgs),
@@ -138,7 +138,7 @@ struct MeasureArgs {
     /// index mod 2^LMC)
     #[arg(long, value_enum, default_value_t = LidsArg::Base)]
     lids: LidsArg,
-    /// Matched pairs of a bisection pattern send both ways (default: one way, as seed 004)
+    /// Matched pairs of a bisection pattern send both ways (default: one way, as Hoefler et al.)
     #[arg(long)]
     exchange: bool,
     /// Also measure how many layers pure DFSSSP cycle breaking needs for the routing as it is,

@@ -1,4 +1,4 @@
-//! Offline cycle breaking (seed 003, Algorithm 2): all paths start in layer 0; a depth-first search
+//! Offline cycle breaking (Domke et al., Algorithm 2): all paths start in layer 0; a depth-first search
 //! over the layer's CDG stops at each cycle, the cycle's weakest dependency edge (fewest paths) is
 //! cut by moving every path that induces it to the next layer, and the search resumes from the
 //! deepest point of its stack that is still intact. Then the next layer is processed the same way.

@@ -15,7 +15,7 @@
 //! paths from `u`'s subtree, so one destination's contribution to a layer is a subtree sum: O(S).
 
 use crate::graph::{Dest, SwitchGraph, NONE};
-use crate::routing::NO_PATH;
+use crate::routing::{RouteFault, NO_PATH};
 
 /// Dense ids for the possible dependency edges of the switch graph.
 #[derive(Clone, Debug)]
@@ -65,17 +65,6 @@ impl EdgeIndex {
     }
 }
 
-/// Why the forwarding tables towards a LID do not form a tree.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TreeFault {
-    /// `switch` has no entry although it is connected to the destination.
-    NoEntry { switch: u32 },
-    /// `switch` forwards to `port`, which leads to no switch and is not the destination's port.
-    DeadEnd { switch: u32, port: u8 },
-    /// `switch` is routed but its route never reaches the destination (a forwarding loop).
-    Loop { switch: u32 },
-}
-
 /// The in-tree of the routes towards one destination, with reusable buffers.
 #[derive(Clone, Debug)]
 pub struct DestTree {
@@ -121,7 +110,7 @@ impl DestTree {
         d: &Dest,
         ports: impl Fn(u32) -> u8,
         comp: &[u32],
-    ) -> Result<(), TreeFault> {
+    ) -> Result<(), RouteFault> {
         let root = d.switch;
         let rc = comp[root as usize];
         for s in 0..g.num_switches() as u32 {
@@ -129,18 +118,18 @@ impl DestTree {
             let c = if s == root {
                 if p != d.exit_port {
                     // The destination's own switch must deliver, not forward.
-                    return Err(TreeFault::DeadEnd { switch: s, port: p });
+                    return Err(RouteFault::DeadEnd { at: s, port: p });
                 }
                 NONE
             } else if p == NO_PATH {
                 if comp[s as usize] == rc {
-                    return Err(TreeFault::NoEntry { switch: s });
+                    return Err(RouteFault::NoEntry { at: s });
                 }
                 NONE
             } else {
                 match g.channel_at(s, p) {
                     Some(c) => c,
-                    None => return Err(TreeFault::DeadEnd { switch: s, port: p }),
+                    None => return Err(RouteFault::DeadEnd { at: s, port: p }),
                 }
             };
             self.next[s as usize] = c;
@@ -150,7 +139,7 @@ impl DestTree {
 
     /// Builds the tree from next channels already in `self.next` (root's entry [`NONE`]): depths
     /// by following parent chains (each switch once), then a counting sort by depth. O(S).
-    pub fn link(&mut self, g: &SwitchGraph, root: u32) -> Result<(), TreeFault> {
+    pub fn link(&mut self, g: &SwitchGraph, root: u32) -> Result<(), RouteFault> {
         let ns = g.num_switches();
         self.root = root;
         self.depth.fill(UNSEEN);
@@ -176,7 +165,7 @@ impl DestTree {
                     // An unrouted switch is nobody's parent in a valid tree.
                     self.stack.clear();
                     self.by_depth.fill(0);
-                    return Err(TreeFault::Loop { switch: s0 as u32 });
+                    return Err(RouteFault::Loop { at: s0 as u32 });
                 }
                 x = g.chan_head()[c as usize] as usize;
                 match self.depth[x] {
@@ -184,7 +173,7 @@ impl DestTree {
                     ON_CHAIN => {
                         self.stack.clear();
                         self.by_depth.fill(0);
-                        return Err(TreeFault::Loop { switch: x as u32 });
+                        return Err(RouteFault::Loop { at: x as u32 });
                     }
                     _ => break,
                 }

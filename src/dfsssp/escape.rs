@@ -1,5 +1,5 @@
 //! The escape when cycle breaking needs more layers than the budget: the last layer is reserved
-//! for Up*/Down* routes (seed 004 §III-D). Destinations with a path that cycle breaking could not
+//! for Up*/Down* routes (Hoefler et al. §III-D). Destinations with a path that cycle breaking could not
 //! fit below it get balanced Up*/Down* trees, all of whose paths go on the escape layer; their
 //! SSSP paths that did fit stay counted in their layers (cycle breaking left those acyclic).
 //!

@@ -1,4 +1,4 @@
-//! Deadlock removal with virtual layers (DFSSSP, Domke, Hoefler & Nagel, seed 003), within a lane
+//! Deadlock removal with virtual layers (DFSSSP, Domke, Hoefler & Nagel), within a lane
 //! budget that is never exceeded.
 //!
 //! Input: a routing whose forwarding tables form one in-tree per destination LID (balanced SSSP).
@@ -45,10 +45,10 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::graph::{SwitchDistances, SwitchGraph, NONE};
-use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
+use crate::routing::{Lft, RouteFault, Routing, SwitchLidTable, NO_PATH};
 
 use breaking::Breaker;
-use cdg::{topological_order, DestTree, EdgeIndex, TreeFault};
+use cdg::{topological_order, DestTree, EdgeIndex};
 
 /// InfiniBand has at most 15 data virtual lanes.
 pub const MAX_LAYERS: u8 = 15;
@@ -74,7 +74,7 @@ pub struct DfssspOptions {
     /// many pure DFSSSP would need; costs one more CDG search per extra layer and changes nothing
     /// else. Values below the budget (the default, 0) stop at the budget: "more than the budget".
     pub measure_up_to: u8,
-    /// Spread paths over the layers left unused (seed 003's balancing).
+    /// Spread paths over the layers left unused (Domke et al.'s balancing).
     pub balance: bool,
     /// After an escape, give destinations their minimal routes back wherever they fit.
     pub reclaim: bool,
@@ -109,40 +109,22 @@ pub enum DfssspError {
         switches: usize,
         fabric_max_lid: u16,
     },
-    #[error("LID {lid}: switch #{switch} (node index {node}) has no route although it is connected to the LID")]
-    NoEntry { lid: u16, switch: u32, node: u32 },
-    #[error("LID {lid}: switch #{switch} (node index {node}) forwards by port {port}, which leads neither to a switch nor to the LID")]
-    DeadEnd {
+    /// A path of the routing does not deliver; `switch` names the switch it stopped at.
+    #[error("LID {lid}: {}", fault.describe(|_| switch.clone()))]
+    Route {
         lid: u16,
-        switch: u32,
-        node: u32,
-        port: u8,
+        fault: RouteFault,
+        switch: String,
     },
-    #[error("LID {lid}: the routes loop (switch #{switch}, node index {node}, never reaches it)")]
-    Loop { lid: u16, switch: u32, node: u32 },
     #[error("internal error in deadlock removal: {0}")]
     Internal(String),
 }
 
-pub(crate) fn fault_error(g: &SwitchGraph, lid: u16, f: TreeFault) -> DfssspError {
-    let node = |s: u32| g.switch_node()[s as usize];
-    match f {
-        TreeFault::NoEntry { switch } => DfssspError::NoEntry {
-            lid,
-            switch,
-            node: node(switch),
-        },
-        TreeFault::DeadEnd { switch, port } => DfssspError::DeadEnd {
-            lid,
-            switch,
-            node: node(switch),
-            port,
-        },
-        TreeFault::Loop { switch } => DfssspError::Loop {
-            lid,
-            switch,
-            node: node(switch),
-        },
+pub(crate) fn fault_error(g: &SwitchGraph, lid: u16, fault: RouteFault) -> DfssspError {
+    DfssspError::Route {
+        lid,
+        fault,
+        switch: fault.at().map_or_else(String::new, |s| g.switch_label(s)),
     }
 }
 

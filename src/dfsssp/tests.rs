@@ -7,7 +7,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::*;
 use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
-use crate::routing::{walk, WalkEnd};
+use crate::routing::{walk, RouteFault};
 use crate::sssp;
 use crate::updown::{self, UpDown};
 
@@ -171,7 +171,7 @@ fn check_deadlock_free(g: &SwitchGraph, r: &Routing) {
                 }
                 prev = c;
             }) {
-                WalkEnd::Delivered { .. } => {}
+                Ok(_) => {}
                 end => panic!("switch {s} -> LID {}: {end:?}", d.lid),
             }
         }
@@ -192,7 +192,7 @@ fn layer0_cyclic(g: &SwitchGraph, r: &Routing) -> bool {
     for s in 0..g.num_switches() as u32 {
         for d in g.dests() {
             let mut prev = NONE;
-            walk(g, &r.lft, s, d.lid, |c| {
+            let _ = walk(g, &r.lft, s, d.lid, |c| {
                 if prev != NONE {
                     pg.update_edge(nodes[prev as usize], nodes[c as usize], ());
                 }
@@ -224,7 +224,7 @@ fn check_routes(g: &SwitchGraph, orig: &Routing, r: &Routing, rep: &LayerReport)
                 }
                 chans.push(c)
             });
-            let WalkEnd::Delivered { hops } = end else {
+            let Ok(hops) = end else {
                 panic!("{s} -> {}: {end:?}", d.lid)
             };
             let expect_hops = hops + u32::from(d.exit_port != 0);
@@ -451,12 +451,7 @@ fn disconnected_fabric_is_handled_per_component() {
         for d in g.dests() {
             let end = walk(&g, &r.lft, s, d.lid, |_| {});
             let same_side = (s < 5) == (d.switch < 5);
-            assert_eq!(
-                matches!(end, WalkEnd::Delivered { .. }),
-                same_side,
-                "{s} -> {}",
-                d.lid
-            );
+            assert_eq!(end.is_ok(), same_side, "{s} -> {}", d.lid);
         }
     }
 }
@@ -493,21 +488,35 @@ fn invalid_input_is_an_error_not_a_panic() {
     r.lft.set(0, lid, g.chan_port()[c01 as usize]);
     r.lft.set(1, lid, g.chan_port()[c10 as usize]);
     assert!(
-        matches!(make_deadlock_free(&g, &mut r, 2), Err(DfssspError::Loop { lid: l, .. }) if l == lid)
+        matches!(make_deadlock_free(&g, &mut r, 2), Err(DfssspError::Route { lid: l, fault: RouteFault::Loop { .. }, .. }) if l == lid)
     );
     // A missing entry.
     let mut r = r0.clone();
     r.lft.set(3, lid, NO_PATH);
-    assert!(matches!(
-        make_deadlock_free(&g, &mut r, 2),
-        Err(DfssspError::NoEntry { switch: 3, .. })
-    ));
+    let e = make_deadlock_free(&g, &mut r, 2);
+    assert!(
+        matches!(
+            e,
+            Err(DfssspError::Route {
+                fault: RouteFault::NoEntry { at: 3 },
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    // Named by GUID, not by internal index.
+    let text = e.unwrap_err().to_string();
+    let want = format!("no entry at switch 0x{:016x}", g.switch_guid(3));
+    assert!(text.contains(&want), "{text}");
     // A port that leads to a CA.
     let mut r = r0.clone();
     r.lft.set(1, lid, 30);
     assert!(matches!(
         make_deadlock_free(&g, &mut r, 2),
-        Err(DfssspError::DeadEnd { switch: 1, .. })
+        Err(DfssspError::Route {
+            fault: RouteFault::DeadEnd { at: 1, .. },
+            ..
+        })
     ));
 }
 

@@ -1,4 +1,4 @@
-//! The single-destination LID assignment problem of seed 000 (§2–4) and its heuristics.
+//! The single-destination LID assignment problem of Nienaber et al. (§2–4) and its heuristics.
 //!
 //! A *path* is a sequence of [`Hop`]s: it leaves `node` by the outgoing link `out`. `out` is any
 //! label that is unique among the links leaving that node — a port number, a channel id — so the
@@ -131,7 +131,7 @@ pub fn split_node(a: &[Hop], b: &[Hop]) -> Option<u32> {
     })
 }
 
-/// The five heuristics of seed 000 §4.
+/// The five heuristics of Nienaber et al. §4.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Heuristic {
     /// Fig. 5: fill one configuration at a time, taking every path (in input order) that does not
@@ -701,7 +701,7 @@ pub fn lmc_for(k: u32) -> Option<u8> {
 }
 
 /// LIDs a destination is actually given for `k` configurations: `2^ceil(log2 k)` (at least 1), the
-/// power of two LMC forces (seed 000 §2); `None` above 128.
+/// power of two LMC forces (Nienaber et al. §2); `None` above 128.
 pub fn lids_for(k: u32) -> Option<u32> {
     lmc_for(k).map(|l| 1u32 << l)
 }
@@ -808,7 +808,7 @@ pub fn is_minimal_configuration_set(g: &SplitGraph, colour: &[u32]) -> bool {
     (0..k).all(|a| (0..k).all(|b| a == b || touches[a * k + b]))
 }
 
-/// LIDs needed over a whole network (seed 000 §2: the problem splits per destination).
+/// LIDs needed over a whole network (Nienaber et al. §2: the problem splits per destination).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NetworkLids {
     /// Configurations (LIDs before rounding) per destination.
@@ -869,7 +869,7 @@ pub fn reduction_from_graph(n: usize, edges: &[(usize, usize)]) -> Result<PathSe
 mod tests {
     use super::*;
 
-    /// Seed 000 Fig. 6. Node ids: m0..m4 = 0..4, s0..s5 = 10..15; links are labelled by the node
+    /// Nienaber et al. Fig. 6. Node ids: m0..m4 = 0..4, s0..s5 = 10..15; links are labelled by the node
     /// they lead to (the figure has no parallel links).
     fn fig6() -> PathSet {
         const M: [u32; 5] = [0, 1, 2, 3, 4];

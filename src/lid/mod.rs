@@ -1,6 +1,6 @@
-//! LID assignment for multipath with LMC (Nienaber, Yuan, Duan, seed 000).
+//! LID assignment for multipath with LMC (Nienaber, Yuan, Duan).
 //!
-//! Seed 000 separates *routing* (choosing paths) from *LID assignment* (realising the paths with
+//! Nienaber et al. separate *routing* (choosing paths) from *LID assignment* (realising the paths with
 //! as few LIDs as possible: one LID can steer traffic only one way out of each switch). This module
 //! holds
 //! - [`assign`]: the single-destination LID assignment problem over any set of paths — splits,

@@ -1,4 +1,4 @@
-//! The routing schemes of seed 000's evaluation (§5), machine to machine over a [`SwitchGraph`].
+//! The routing schemes of Nienaber et al.'s evaluation (§5), machine to machine over a [`SwitchGraph`].
 //!
 //! Every scheme computes one path per ordered pair of machines (CA ports). A path is the sequence
 //! of switch-to-switch channels from the source machine's switch to the destination machine's
@@ -347,7 +347,7 @@ pub struct MachineRouting {
     pub pair_lid: Option<Vec<u8>>,
 }
 
-/// Maximum link load under uniform all-to-all traffic, every machine sending 1 in total (seed 000
+/// Maximum link load under uniform all-to-all traffic, every machine sending 1 in total (Nienaber et al.
 /// §5.2): the number of pairs on the busiest link over `machines - 1`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LinkLoad {
@@ -649,7 +649,7 @@ pub fn shortest_widest(
 pub enum RenamingPaths {
     /// With [`shortest_widest`]'s load-growing weights and order: the paths are then exactly the
     /// shortest-widest ones and the LIDs first-fit in computation order (= greedy in source
-    /// order). Seed 000's renaming LIDs are within 1% of its shortest-widest greedy LIDs in all
+    /// order). Nienaber et al.'s renaming LIDs are within 1% of its shortest-widest greedy LIDs in all
     /// nine configurations, which points to this reading.
     Balanced(PathMetric),
     /// Uniformly at random among all shortest legal paths (seeded): a plain, not load-aware
@@ -663,7 +663,7 @@ impl Default for RenamingPaths {
     }
 }
 
-/// Destination renaming (López, Flich, Duato [5] in seed 000), as reconstructed here from the
+/// Destination renaming (López, Flich, Duato [5] in Nienaber et al.), as reconstructed here from the
 /// paper's description ("uses a shortest path algorithm to select paths that follow Up*/Down*
 /// routing rules; it assigns LIDs as the paths are computed"). Pairs are routed one by one,
 /// source-major, each on a shortest legal path chosen as `paths` says. As each path is computed it
@@ -744,7 +744,7 @@ pub fn destination_renaming<R: Rng>(
     Ok(rt)
 }
 
-/// Fully explicit routing (Sancho, Robles, Duato [9] in seed 000), as reconstructed here: every
+/// Fully explicit routing (Sancho, Robles, Duato [9] in Nienaber et al.), as reconstructed here: every
 /// destination machine gets one Up*/Down* destination tree, so one LID realises all its paths.
 /// Switches from which the destination's switch is reachable going only down route down along a
 /// shortest all-down path; the others go up towards the nearest such switch (fewest total hops).
@@ -861,7 +861,7 @@ pub struct PathSelectionConfig {
     pub unit: SelectionUnit,
 }
 
-/// The granularity at which [`path_selection`] picks paths. Seed 000 says "one path for each pair
+/// The granularity at which [`path_selection`] picks paths. Nienaber et al. say "one path for each pair
 /// of machines" but also that candidates are computed "between each pair of nodes"; the LID counts
 /// of its Table 2 (per machine roughly constant as machines grow) point to one of the coarser
 /// units, see the study's notes.
@@ -1045,7 +1045,7 @@ pub fn k_shortest_legal<R: Rng>(
     e.steps > e.max_steps
 }
 
-/// Path selection (Koibuchi, Jouraku, Amano [7] in seed 000), as reconstructed here. Candidates:
+/// Path selection (Koibuchi, Jouraku, Amano [7] in Nienaber et al.), as reconstructed here. Candidates:
 /// [`k_shortest_legal`] per ordered switch pair, shared by all machine pairs between those
 /// switches. Load model: each machine pair spreads its unit of traffic evenly over its remaining
 /// candidates (exact integer arithmetic, scaled by lcm(1..=k)). Most loaded link first: take the

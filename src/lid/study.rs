@@ -1,4 +1,4 @@
-//! The reproducible study of seed 000 §5: LID assignment heuristics and path computation schemes on
+//! The reproducible study of Nienaber et al. §5: LID assignment heuristics and path computation schemes on
 //! random irregular fabrics, printed as the paper's Tables 1–3.
 //!
 //! Setup, as in the paper: X machines over Y switches (X/Y = 128, 256, 512 over 16, 32, 64); a

@@ -4,6 +4,10 @@
 //! follows the same LFT entries, so it needs only one layer, and the tables grow with
 //! switches x LIDs like the LFTs themselves rather than with LIDs squared.
 
+use std::fmt;
+
+use serde::Serialize;
+
 mod traverse;
 
 pub use traverse::{for_each_column, Columns, DestPaths};
@@ -131,20 +135,74 @@ impl Routing {
     }
 }
 
-/// How walking the LFTs from a switch towards a LID ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WalkEnd {
-    /// Reached the destination after `hops` switch-to-switch channels.
-    Delivered { hops: u32 },
-    /// A switch had no entry (NO_PATH) for the LID.
+/// Why a path (source switch, LID) does not deliver: the one fault type of walks, destination
+/// trees, verification, deadlock removal and metrics. Switches are dense ids; [`describe`]
+/// names them (by GUID and description with the fabric, see `verify::switch_name`).
+///
+/// [`describe`]: RouteFault::describe
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum RouteFault {
+    /// Switch `at` has no entry (NO_PATH) for the LID.
     NoEntry { at: u32 },
-    /// A switch pointed at a port leading nowhere useful (not a switch link, not the destination).
+    /// Switch `at` forwards by `port`, which leads neither to a switch nor to the LID's port.
     DeadEnd { at: u32, port: u8 },
-    /// More hops than switches: the tables loop.
+    /// The path never arrives: more hops than switches, a forwarding loop through `at`.
     Loop { at: u32 },
+    /// The LID lies beyond the forwarding tables.
+    BeyondTable,
     /// The LID is not owned by a port attached to any switch.
     UnknownLid,
+    /// No path can exist: source and destination are in different parts of the fabric (counted,
+    /// not a routing fault).
+    Disconnected,
 }
+
+impl RouteFault {
+    /// The switch the path stopped at, when there is one.
+    pub fn at(&self) -> Option<u32> {
+        match *self {
+            RouteFault::NoEntry { at }
+            | RouteFault::DeadEnd { at, .. }
+            | RouteFault::Loop { at } => Some(at),
+            _ => None,
+        }
+    }
+
+    /// Its name in JSON and reports: "no-entry", "dead-end", "loop", ...
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RouteFault::NoEntry { .. } => "no-entry",
+            RouteFault::DeadEnd { .. } => "dead-end",
+            RouteFault::Loop { .. } => "loop",
+            RouteFault::BeyondTable => "beyond-table",
+            RouteFault::UnknownLid => "unknown-lid",
+            RouteFault::Disconnected => "disconnected",
+        }
+    }
+
+    /// The fault in words, switches named by `name`.
+    pub fn describe(&self, name: impl Fn(u32) -> String) -> String {
+        match *self {
+            RouteFault::NoEntry { at } => format!("no entry at {}", name(at)),
+            RouteFault::DeadEnd { at, port } => format!("dead end at {} port {port}", name(at)),
+            RouteFault::Loop { at } => format!("forwarding loop through {}", name(at)),
+            RouteFault::BeyondTable => "LID beyond the forwarding table".into(),
+            RouteFault::UnknownLid => "LID not attached".into(),
+            RouteFault::Disconnected => "no path in the fabric".into(),
+        }
+    }
+}
+
+impl fmt::Display for RouteFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe(|s| format!("switch #{s}")))
+    }
+}
+
+/// How walking the LFTs from a switch towards a LID ended: delivered after that many
+/// switch-to-switch channels, or a fault.
+pub type WalkEnd = Result<u32, RouteFault>;
 
 /// Follows the LFTs from switch `from` towards `lid`, calling `on_channel` for every
 /// switch-to-switch channel taken. Independent of how the tables were computed, so metrics and
@@ -157,10 +215,10 @@ pub fn walk(
     mut on_channel: impl FnMut(u32),
 ) -> WalkEnd {
     let Some(d) = g.dest_of_lid(lid) else {
-        return WalkEnd::UnknownLid;
+        return Err(RouteFault::UnknownLid);
     };
     if d.switch == NONE || lid > lft.max_lid {
-        return WalkEnd::UnknownLid;
+        return Err(RouteFault::UnknownLid);
     }
     let mut at = from;
     let limit = g.num_switches() as u32;
@@ -168,10 +226,10 @@ pub fn walk(
     loop {
         let p = lft.port(at, lid);
         if at == d.switch && p == d.exit_port {
-            return WalkEnd::Delivered { hops };
+            return Ok(hops);
         }
         if p == NO_PATH {
-            return WalkEnd::NoEntry { at };
+            return Err(RouteFault::NoEntry { at });
         }
         match g.channel_at(at, p) {
             Some(c) => {
@@ -179,10 +237,10 @@ pub fn walk(
                 at = g.chan_head()[c as usize];
                 hops += 1;
                 if hops > limit {
-                    return WalkEnd::Loop { at };
+                    return Err(RouteFault::Loop { at });
                 }
             }
-            None => return WalkEnd::DeadEnd { at, port: p },
+            None => return Err(RouteFault::DeadEnd { at, port: p }),
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::graph::{Dest, SwitchGraph, NONE};
 
-use super::{Lft, SwitchLidTable, WalkEnd, NO_PATH};
+use super::{Lft, RouteFault, SwitchLidTable, WalkEnd, NO_PATH};
 
 /// Every switch's path towards one LID, resolved together in O(S): what [`walk`](super::walk) would report
 /// from each switch, found by following each switch's LFT entry once and reusing the outcome of
@@ -37,7 +37,7 @@ impl DestPaths {
     pub fn new(ns: usize) -> Self {
         DestPaths {
             next: vec![NONE; ns],
-            end: vec![WalkEnd::UnknownLid; ns],
+            end: vec![Err(RouteFault::UnknownLid); ns],
             hops: vec![0; ns],
             order: Vec::with_capacity(ns),
             state: vec![UNSEEN; ns],
@@ -47,7 +47,7 @@ impl DestPaths {
     }
 
     /// Resolves the paths of all switches towards `d` (attached to a switch, LID within the
-    /// tables; otherwise every switch gets [`WalkEnd::UnknownLid`]).
+    /// tables; otherwise every switch gets [`Err(RouteFault::UnknownLid)`]).
     pub fn resolve(&mut self, g: &SwitchGraph, lft: &Lft, d: &Dest) {
         if d.switch == NONE || d.lid > lft.max_lid {
             self.resolve_column(g, d, None);
@@ -68,7 +68,7 @@ impl DestPaths {
             Some(p) if d.switch != NONE && p.len() == ns => p,
             _ => {
                 self.next.fill(NONE);
-                self.end.fill(WalkEnd::UnknownLid);
+                self.end.fill(Err(RouteFault::UnknownLid));
                 self.hops.fill(0);
                 return;
             }
@@ -84,14 +84,14 @@ impl DestPaths {
             let (end, mut h) = loop {
                 match self.state[u as usize] {
                     DONE => break (self.end[u as usize], self.hops[u as usize]),
-                    ON_STACK => break (WalkEnd::Loop { at: u }, 0),
+                    ON_STACK => break (Err(RouteFault::Loop { at: u }), 0),
                     _ => {}
                 }
                 let p = ports[u as usize];
                 let here = if u == d.switch && p == d.exit_port {
-                    Some(WalkEnd::Delivered { hops: 0 })
+                    Some(Ok(0))
                 } else if p == NO_PATH {
-                    Some(WalkEnd::NoEntry { at: u })
+                    Some(Err(RouteFault::NoEntry { at: u }))
                 } else {
                     match g.channel_at(u, p) {
                         Some(c) => {
@@ -101,7 +101,7 @@ impl DestPaths {
                             u = g.chan_head()[c as usize];
                             None
                         }
-                        None => Some(WalkEnd::DeadEnd { at: u, port: p }),
+                        None => Some(Err(RouteFault::DeadEnd { at: u, port: p })),
                     }
                 };
                 if let Some(e) = here {
@@ -112,11 +112,11 @@ impl DestPaths {
                     break (e, 0);
                 }
             };
-            let looped = matches!(end, WalkEnd::Loop { .. });
+            let looped = matches!(end, Err(RouteFault::Loop { .. }));
             while let Some(w) = self.stack.pop() {
                 h = h.saturating_add(1);
                 self.end[w as usize] = match end {
-                    WalkEnd::Delivered { .. } => WalkEnd::Delivered { hops: h },
+                    Ok(_) => Ok(h),
                     e => e,
                 };
                 self.hops[w as usize] = if looped { u32::MAX } else { h };

@@ -114,7 +114,8 @@ pub fn check_lanes(f: &Fabric, g: &SwitchGraph, r: &Routing) -> DeadlockCheck {
                     part.paths[lane] += 1;
                     let bits = part.bits[lane].get_or_insert_with(|| vec![0u64; words]);
                     let mut prev = NONE;
-                    walk(g, &r.lft, s, d.lid, |c| {
+                    // Delivered or not, every channel taken creates dependencies.
+                    let _ = walk(g, &r.lft, s, d.lid, |c| {
                         if prev != NONE {
                             let slot = slots.slot(g, prev, c);
                             bits[(slot / 64) as usize] |= 1u64 << (slot % 64);

@@ -6,7 +6,7 @@
 //! - every switch reaches every LID attached to a switch in its connected component (no missing
 //!   entry, no dead end, no forwarding loop), and no table loops towards LIDs it cannot reach;
 //! - every path's virtual layer is below `num_layers`;
-//! - the channel dependency graph (CDG) of every layer is acyclic (Dally & Seitz; seed 003 §II):
+//! - the channel dependency graph (CDG) of every layer is acyclic (Dally & Seitz; Domke et al. §II):
 //!   its nodes are the switch-to-switch channels, and it has an edge `c1 -> c2` when some path of
 //!   that layer takes `c1` and then `c2`. Paths are (source switch, DLID): the traffic of the CAs
 //!   attached to a switch follows that switch's path, and the CA-to-switch and switch-to-CA links
@@ -37,7 +37,7 @@ use thiserror::Error;
 
 use crate::fabric::Fabric;
 use crate::graph::{Dest, SwitchGraph, NONE};
-use crate::routing::{for_each_column, walk, DestPaths, Routing, WalkEnd};
+use crate::routing::{for_each_column, walk, DestPaths, RouteFault, Routing};
 
 /// How many failing paths an error lists by name (the count covers them all).
 const MAX_LISTED: usize = 8;
@@ -86,9 +86,8 @@ pub struct PathFault {
     /// Source switch (dense id).
     pub switch: u32,
     pub lid: u16,
-    /// How the walk ended; `None` when the LID lies beyond the LFT.
-    #[serde(skip)]
-    pub end: Option<WalkEnd>,
+    #[serde(flatten)]
+    pub fault: RouteFault,
 }
 
 /// One channel of a credit loop: it leaves `switch` (dense id) by `port`.
@@ -127,7 +126,7 @@ impl VerifyError {
             VerifyError::Incomplete { count, first } => {
                 let list: Vec<String> = first
                     .iter()
-                    .map(|p| format!("{} to LID {}: {}", name(p.switch), p.lid, end_text(p.end, &name)))
+                    .map(|p| format!("{} to LID {}: {}", name(p.switch), p.lid, p.fault.describe(name)))
                     .collect();
                 format!("{count} path(s) do not deliver, first: {}", list.join("; "))
             }
@@ -143,28 +142,9 @@ impl VerifyError {
     }
 }
 
-fn end_text(end: Option<WalkEnd>, name: &dyn Fn(u32) -> String) -> String {
-    match end {
-        None => "LID beyond the forwarding table".into(),
-        Some(WalkEnd::NoEntry { at }) => format!("no entry at {}", name(at)),
-        Some(WalkEnd::DeadEnd { at, port }) => format!("dead end at {} port {port}", name(at)),
-        Some(WalkEnd::Loop { at }) => format!("forwarding loop through {}", name(at)),
-        Some(WalkEnd::UnknownLid) => "LID not attached".into(),
-        Some(WalkEnd::Delivered { .. }) => "delivered".into(),
-    }
-}
-
 fn list_faults(v: &[PathFault]) -> String {
-    let name = |s: u32| format!("switch #{s}");
     v.iter()
-        .map(|p| {
-            format!(
-                "switch #{} to LID {}: {}",
-                p.switch,
-                p.lid,
-                end_text(p.end, &name)
-            )
-        })
+        .map(|p| format!("switch #{} to LID {}: {}", p.switch, p.lid, p.fault))
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -270,10 +250,10 @@ impl ChunkResult {
         }
     }
 
-    fn fault(&mut self, switch: u32, lid: u16, end: Option<WalkEnd>) {
+    fn fault(&mut self, switch: u32, lid: u16, fault: RouteFault) {
         self.fault_count += 1;
         if self.faults.len() < MAX_LISTED {
-            self.faults.push(PathFault { switch, lid, end });
+            self.faults.push(PathFault { switch, lid, fault });
         }
     }
 
@@ -463,7 +443,7 @@ fn check_path(
     let same_component = comp[s as usize] == comp[d.switch as usize];
     if d.lid > r.lft.max_lid {
         if same_component {
-            res.fault(s, d.lid, None);
+            res.fault(s, d.lid, RouteFault::BeyondTable);
         } else {
             res.unreachable += 1;
         }
@@ -490,10 +470,10 @@ fn check_path(
         None => walk(g, &r.lft, s, d.lid, |_| {}),
     };
     match end {
-        WalkEnd::Delivered { .. } => {}
-        WalkEnd::Loop { .. } => res.fault(s, d.lid, Some(end)),
+        Ok(_) => {}
+        Err(f @ RouteFault::Loop { .. }) => res.fault(s, d.lid, f),
         _ if !same_component => res.unreachable += 1,
-        _ => res.fault(s, d.lid, Some(end)),
+        Err(f) => res.fault(s, d.lid, f),
     }
 }
 
@@ -520,7 +500,7 @@ fn check_dest(
     if ports.is_none() {
         for s in 0..ns as u32 {
             if comp[s as usize] == tc {
-                res.fault(s, d.lid, None);
+                res.fault(s, d.lid, RouteFault::BeyondTable);
             } else {
                 res.unreachable += 1;
             }
@@ -537,13 +517,13 @@ fn check_dest(
             0
         };
         match paths.end[s as usize] {
-            WalkEnd::Delivered { .. } => {}
-            e @ WalkEnd::Loop { .. } => {
+            Ok(_) => {}
+            Err(f @ RouteFault::Loop { .. }) => {
                 any_loop = true;
-                res.fault(s, d.lid, Some(e));
+                res.fault(s, d.lid, f);
             }
             _ if comp[s as usize] != tc => res.unreachable += 1,
-            e => res.fault(s, d.lid, Some(e)),
+            Err(f) => res.fault(s, d.lid, f),
         }
     }
     if any_loop {
@@ -773,7 +753,7 @@ pub(crate) mod tests {
 
     #[test]
     fn ring_with_shortest_paths_has_a_credit_loop() {
-        // Seed 003 Fig. 2: 5-ring, two-hop routes all turn the same way.
+        // Domke et al. Fig. 2: 5-ring, two-hop routes all turn the same way.
         let (f, g) = ring(5, 1);
         let r = crate::sssp::route(&g);
         let err = verify(&g, &r).unwrap_err();
@@ -806,7 +786,7 @@ pub(crate) mod tests {
         for s in 0..5u32 {
             for d in g.dests() {
                 let mut chans = Vec::new();
-                walk(&g, &r.lft, s, d.lid, |c| chans.push(c));
+                let _ = walk(&g, &r.lft, s, d.lid, |c| chans.push(c));
                 if chans.len() == 2 && g.chan_head()[chans[0] as usize] == 0 {
                     layers.set(s, d.lid, 1);
                     moved += 1;
@@ -873,7 +853,7 @@ pub(crate) mod tests {
         assert!(*count >= 2);
         assert!(first
             .iter()
-            .all(|p| p.lid == ca_lid && matches!(p.end, Some(WalkEnd::Loop { .. }))));
+            .all(|p| p.lid == ca_lid && matches!(p.fault, RouteFault::Loop { .. })));
         assert!(err.describe(&f, &g).contains("forwarding loop"));
 
         // Missing entry at switch 2.
@@ -889,7 +869,7 @@ pub(crate) mod tests {
             PathFault {
                 switch: 2,
                 lid: ca_lid,
-                end: Some(WalkEnd::NoEntry { at: 2 })
+                fault: RouteFault::NoEntry { at: 2 }
             }
         );
         assert!(
@@ -907,7 +887,7 @@ pub(crate) mod tests {
             panic!("{err}")
         };
         assert_eq!(*count, 4, "every switch's path ends at switch 3");
-        assert_eq!(first[0].end, Some(WalkEnd::DeadEnd { at: 3, port: 20 }));
+        assert_eq!(first[0].fault, RouteFault::DeadEnd { at: 3, port: 20 });
     }
 
     #[test]
@@ -1060,8 +1040,12 @@ pub(crate) mod tests {
                         let mut chans = Vec::new();
                         let end = walk(&g, &r.lft, s, d.lid, |c| chans.push(c));
                         let got = paths.end[s as usize];
-                        if let WalkEnd::Loop { .. } = end {
-                            assert!(matches!(got, WalkEnd::Loop { .. }), "{spec} {s} {}", d.lid);
+                        if let Err(RouteFault::Loop { .. }) = end {
+                            assert!(
+                                matches!(got, Err(RouteFault::Loop { .. })),
+                                "{spec} {s} {}",
+                                d.lid
+                            );
                             continue;
                         }
                         assert_eq!(got, end, "{spec}: switch {s} LID {}", d.lid);
