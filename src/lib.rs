@@ -1,18 +1,32 @@
 //! dfsssp-rs: deadlock-free, globally balanced single-source-shortest-path routing for InfiniBand.
 //!
 //! The core (everything but [`opensm`]) is pure Rust and knows nothing of OpenSM:
-//! - [`fabric`]: the fabric model (switches, CAs, routers, ports, links, LIDs, LMC) and its switch graph
-//! - [`routing`]: forwarding tables, hop counts, virtual layers, and walking them
-//! - [`sssp`]: balanced SSSP routing (Hoefler et al., seed 004)
-//! - [`dfsssp`]: channel dependency graphs, cycle breaking over virtual layers (Domke et al., seed 003)
+//! - [`fabric`]: the fabric model (switches, CAs, routers, ports, links, LIDs, LMC)
+//! - [`graph`]: the switch graph routing works on (dense ids), and hop distances
+//! - [`routing`]: forwarding tables, hop counts, virtual layers; walking and traversing them
+//! - [`balance`]: load balancing over minimal routes, shared by every balanced routing
+//! - [`sssp`]: balanced SSSP routing (Hoefler et al.)
+//! - [`dfsssp`]: channel dependency graphs, cycle breaking over virtual layers (Domke et al.)
 //! - [`updown`]: Up*/Down* routes, the deadlock-free escape when layers run out
-//! - [`verify`]: an independent check of completeness and deadlock freedom
+//! - [`verify`]: an independent check of completeness and deadlock freedom, and the every-lane
+//!   deadlock check that judges any routing
 //! - [`metrics`]: connectivity, hops, edge forwarding index, effective bisection bandwidth
-//! - [`lid`]: LID assignment for multipath with LMC (Nienaber et al., seed 000)
+//! - [`lid`]: LID assignment for multipath with LMC (Nienaber et al.)
 //! - [`engine`]: the routing engines `sssp-rs` and `dfsssp-rs` as used by every front
 //!
-//! Fronts: [`opensm`] (the plug-in, the only `unsafe` code), [`io`] (ibnetdiscover, ibsim net and
-//! OpenSM dump files), [`topo`] (topology generators) and the `dfsssp-rs` command-line tool.
+//! Fronts: [`opensm`] (the plug-in, feature `opensm`; the only module allowed `unsafe`), [`io`]
+//! (ibnetdiscover, ibsim net and OpenSM dump files, the path-SL table, the plug-in's run record),
+//! [`topo`] (topology generators) and the `dfsssp-rs` command-line tool.
+//!
+//! # The papers, as cited in this crate
+//!
+//! | cited as | paper |
+//! | --- | --- |
+//! | Hoefler et al. | T. Hoefler, T. Schneider, A. Lumsdaine: *Optimized Routing for Large-Scale InfiniBand Networks*, HOTI 2009 |
+//! | Domke et al. | J. Domke, T. Hoefler, W. E. Nagel: *Deadlock-Free Oblivious Routing for Arbitrary Topologies*, IPDPS 2011 |
+//! | Nienaber et al. | W. Nienaber, X. Yuan, Z. Duan: *On LID Assignment in InfiniBand Networks*, ANCS 2007 |
+//! | Bermúdez et al. | A. Bermúdez, R. Casado, F. J. Quiles, J. Duato: *Fast Routing Computation on InfiniBand Networks*, IEEE TPDS 2006 |
+//! | Vishnu et al. | A. Vishnu, A. Mamidala, H.-W. Jin, D. K. Panda: *Performance Modeling of Subnet Management on Fat Tree InfiniBand Networks using OpenSM*, OSU tech. report 2005 |
 
 #![deny(unsafe_code)]
 
