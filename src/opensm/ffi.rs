@@ -8,6 +8,8 @@
     dead_code,
     unpredictable_function_pointer_comparisons,
     clippy::all,
+    clippy::undocumented_unsafe_blocks,
+    unsafe_op_in_unsafe_fn,
     clippy::pedantic
 )]
 

@@ -19,6 +19,7 @@ pub(crate) struct OsmLog(*mut ffi::osm_log_t);
 // SAFETY: osm_log serializes concurrent writers with its own lock, and the log lives as long as
 // OpenSM itself, which outlives the plug-in.
 unsafe impl Send for OsmLog {}
+// SAFETY: as for Send: every use goes through osm_log, which takes its own lock.
 unsafe impl Sync for OsmLog {}
 
 impl OsmLog {

@@ -1,4 +1,8 @@
-//! The OpenSM plug-in: the only place with `unsafe` code.
+//! The OpenSM plug-in: the only module allowed `unsafe` code (`#![deny(unsafe_code)]` elsewhere).
+//! Raw OpenSM objects are wrapped once in [`raw`]; reading the subnet ([`subnet`]) and writing
+//! the tables ([`tables`]) are safe code over those wrappers. What stays unsafe here is the C
+//! boundary itself (the exported descriptor, the callbacks' raw arguments), each block with the
+//! reason it is sound.
 //!
 //! OpenSM (>= 3.3.23) loads `libdfsssp_rs.so` for `event_plugin_name dfsssp_rs` in its config and
 //! reads the exported symbol [`osm_event_plugin`]. Its `create()` registers two routing engines,
@@ -9,13 +13,25 @@
 //! 1. `build_lid_matrices`: reads the subnet ([`subnet`]), runs the engine ([`crate::engine`]),
 //!    checks the result fits every switch ([`tables::plan`]). All computation happens here.
 //! 2. `ucast_build_fwd_tables`: writes `new_lft` and hop counts ([`tables::write`]) and, with the
-//!    routing log flag (0x40), the engine's dump files ([`dump`]).
+//!    routing log flag (0x40), the engine's dump files (`crate::io::path_sl`,
+//!    `crate::io::run_record`), once OpenSM reports the unicast routing done.
 //!
 //! A negative return makes OpenSM try its next engine, then minhop. dfsssp-rs also answers
 //! `path_sl` (the path's layer is its SL) and `update_sl2vl` (SL i -> VL i for every layer; OpenSM
 //! calls it only with QoS on). `mcast_build_stree` is left unset: OpenSM's default multicast
-//! routing builds the spanning trees over the unicast tables. `ucast_dump_tables` is not set:
+//! routing builds the spanning trees from the hop matrix (`osm_switch_recommend_mcast_path`, the
+//! first port with fewest hops), not from the unicast tables. `ucast_dump_tables` is not set:
 //! OpenSM 3.3.23 never calls it.
+//!
+//! Threads. OpenSM calls `build_lid_matrices` and `ucast_build_fwd_tables` from its state
+//! manager inside `osm_ucast_mgr_process`, which holds the subnet lock (`p_lock`) exclusively;
+//! that is what makes [`raw::LockedSubnet`] sound. `path_sl` is called from the SA's dispatcher
+//! threads answering PathRecord queries, under the same lock taken *shared*
+//! (`cl_plock_acquire`): it never overlaps a routing run, but several SA threads may ask at once.
+//! So an engine's context is `Sync`: its routing state sits behind an `RwLock` (routing runs
+//! take it for writing, `path_sl` and `update_sl2vl` for reading) and its log handle goes through
+//! `osm_log`, which serialises writers itself. The context never hands out OpenSM pointers: the
+//! active routing is plain Rust data copied out of the subnet.
 //!
 //! Nothing may harm the SM: every callback runs inside `catch_unwind`; a panic or error is logged
 //! at ERROR and reported to OpenSM as a failure (`path_sl` then returns OpenSM's hint).
@@ -28,8 +44,12 @@
 //!   panic or fail, or `ucast_build_fwd_tables` fail halfway through writing (as if OpenSM ran out
 //!   of memory), to check that OpenSM falls back and no half-written table survives.
 
+// Every unsafe operation in its own block with the reason it is sound.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
 mod ffi;
 mod log;
+mod raw;
 mod sl;
 mod subnet;
 mod tables;
@@ -48,6 +68,7 @@ use std::time::Instant;
 use thiserror::Error;
 
 use self::log::OsmLog;
+use self::raw::{LockedSubnet, Physp};
 use self::subnet::Subnet;
 use crate::engine::{self, EngineConfig, EngineError, EngineKind};
 use crate::fabric::{Fabric, FabricError};
@@ -166,10 +187,11 @@ impl EngineCtx {
             _ => {}
         }
 
-        // SAFETY: OpenSM calls us from ucast_mgr_route with its lock held; self.osm is the
-        // running OpenSM that registered this engine.
         let api = ffi::api().ok_or(AdapterError::NoApi)?;
-        let subnet = unsafe { subnet::read(api, self.osm) }?;
+        // SAFETY: OpenSM calls build_lid_matrices from ucast_mgr_route with its lock held for
+        // the whole call; self.osm is the running OpenSM that registered this engine.
+        let osm = unsafe { LockedSubnet::new(self.osm) };
+        let subnet = subnet::read(api, &osm)?;
         let read_time = started.elapsed();
         let f = &subnet.fabric;
         self.log.verbose(&format!(
@@ -283,15 +305,15 @@ impl EngineCtx {
             .take()
             .ok_or(AdapterError::NothingComputed)?;
         let t = Instant::now();
+        let api = ffi::api().ok_or(AdapterError::NoApi)?;
         // SAFETY: called by ucast_mgr_route under OpenSM's lock, right after build_lid_matrices
         // of the same run (the pending routing), so OpenSM's switches are prepared for it.
-        let api = ffi::api().ok_or(AdapterError::NoApi)?;
+        let osm = unsafe { LockedSubnet::new(self.osm) };
         // Test hook: fail halfway through the hop rows, to exercise the reset.
         let fail_after = (std::env::var(ENV_INJECT_FAILURE).as_deref() == Ok("write"))
             .then(|| p.plan.hop_rows() as u64 / 2);
-        let stats =
-            unsafe { tables::write(api, self.osm, &p.graph, &p.plan, &p.routing, fail_after) }
-                .map_err(AdapterError::Write)?;
+        let stats = tables::write(api, &osm, &p.graph, &p.plan, &p.routing, fail_after)
+            .map_err(AdapterError::Write)?;
         self.log.info(&format!(
             "{name}: wrote the tables of {} switches ({} routed entries, {} hop rows) in {:.3} s; \
              {:.3} s since routing started",
@@ -382,21 +404,20 @@ impl EngineCtx {
         a.routing.layer(src.switch, dlid)
     }
 
-    /// update_sl2vl: SL i -> VL i for every layer i.
-    ///
-    /// # Safety
-    /// `port` and `table` come from OpenSM's QoS setup: a live physical port and its table.
-    unsafe fn update_sl2vl(&self, port: *const ffi::osm_physp_t, table: *mut ffi::ib_slvl_table_t) {
+    /// update_sl2vl: SL i -> VL i for every layer i, in the table OpenSM is about to program on
+    /// `port`.
+    fn update_sl2vl(&self, port: Option<Physp<'_>>, table: Option<&mut ffi::ib_slvl_table_t>) {
         let st = self.read();
         let Some(a) = &st.active else { return };
         let layers = a.routing.num_layers;
-        if layers <= 1 || table.is_null() {
+        let Some(table) = table else { return };
+        if layers <= 1 {
             return;
         }
-        let before = (*table).raw_vl_by_sl;
+        let before = table.raw_vl_by_sl;
         let mut after = before;
         let changed = sl::map_layers(&mut after, layers);
-        (*table).raw_vl_by_sl = after;
+        table.raw_vl_by_sl = after;
         let name = self.kind.name();
         if changed != 0 && !a.warned_admin_table.swap(true, Ordering::Relaxed) {
             self.log.info(&format!(
@@ -406,22 +427,15 @@ impl EngineCtx {
                 layers - 1
             ));
         }
-        if port.is_null() {
-            return;
-        }
-        let vls = subnet::data_vls(ffi::ib_port_info_get_op_vls(&(*port).port_info));
+        let Some(port) = port else { return };
+        let vls = subnet::data_vls(port.op_vls_code());
         if vls.is_some_and(|v| v < layers) && !a.warned_few_vls.swap(true, Ordering::Relaxed) {
-            let node = (*port).p_node;
-            let guid = if node.is_null() {
-                0
-            } else {
-                u64::from_be(ffi::osm_node_get_node_guid(node))
-            };
+            let guid = port.node_guid();
             self.log.error(&format!(
                 "{name}: port {} of node 0x{guid:016x} operates {} data VLs but the routing uses {} \
                  layers: SLs beyond its VLs share a VL there and deadlock freedom is not \
                  guaranteed (logged once; rerouting picks up the new VL count)",
-                (*port).port_num,
+                port.port_num(),
                 vls.unwrap_or(0),
                 layers
             ));
@@ -477,10 +491,18 @@ fn guarded<T>(
     }
 }
 
+/// The OpenSM version the plug-in was built for (the headers' `OSM_VERSION`).
+fn version() -> String {
+    CStr::from_bytes_until_nul(ffi::OSM_VERSION)
+        .map(|v| v.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 /// # Safety
 /// `context` must be an `EngineCtx` registered by `plugin_create` and not yet deleted.
 unsafe fn ctx<'a>(context: *mut c_void) -> Option<&'a EngineCtx> {
-    (context as *const EngineCtx).as_ref()
+    // SAFETY: as the caller vouches: null or a live, boxed EngineCtx owned by the plug-in.
+    unsafe { (context as *const EngineCtx).as_ref() }
 }
 
 /// Whether our bindings lay out `osm_opensm_t` as the running OpenSM does: OpenSM initialised
@@ -491,14 +513,18 @@ unsafe fn ctx<'a>(context: *mut c_void) -> Option<&'a EngineCtx> {
 /// # Safety
 /// `osm` must be the running OpenSM, as passed to `create()`.
 unsafe fn layout_matches(osm: *mut ffi::osm_opensm_t) -> bool {
-    let subn = std::ptr::addr_of_mut!((*osm).subn);
-    let log = std::ptr::addr_of_mut!((*osm).log);
-    (*osm).subn.p_osm == osm
-        && (*osm).sm.p_subn == subn
-        && (*osm).sm.p_log == log
-        && (*osm).sa.p_subn == subn
-        && (*osm).sa.p_log == log
-        && (*osm).sm.ucast_mgr.p_subn == subn
+    // SAFETY: `osm` is the live OpenSM (caller); only pointer fields are read, and if the layout
+    // is off they read other initialised bytes of the same struct, which then fail to match.
+    unsafe {
+        let subn = std::ptr::addr_of_mut!((*osm).subn);
+        let log = std::ptr::addr_of_mut!((*osm).log);
+        (*osm).subn.p_osm == osm
+            && (*osm).sm.p_subn == subn
+            && (*osm).sm.p_log == log
+            && (*osm).sa.p_subn == subn
+            && (*osm).sa.p_log == log
+            && (*osm).sm.ucast_mgr.p_subn == subn
+    }
 }
 
 unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
@@ -512,16 +538,18 @@ unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
             return std::ptr::null_mut();
         }
     };
-    if !layout_matches(osm) {
+    // SAFETY: OpenSM passes itself to create().
+    if !unsafe { layout_matches(osm) } {
         // OpenSM's log cannot be trusted to be where we think: say it on stderr and stay out.
         eprintln!(
             "dfsssp-rs: ERROR: this plug-in was built against OpenSM headers whose osm_opensm_t \
              layout differs from the running opensm ({}); not registering any routing engine",
-            CStr::from_ptr(ffi::OSM_VERSION.as_ptr().cast()).to_string_lossy()
+            version()
         );
         return std::ptr::null_mut();
     }
-    let log = OsmLog::new(std::ptr::addr_of_mut!((*osm).log));
+    // SAFETY: the layout matches, so this is OpenSM's log, which outlives the plug-in.
+    let log = unsafe { OsmLog::new(std::ptr::addr_of_mut!((*osm).log)) };
     let created = catch_unwind(AssertUnwindSafe(|| {
         let mut plugin = Box::new(Plugin {
             engines: Vec::new(),
@@ -544,7 +572,9 @@ unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
                 context: ctx_ptr,
             };
             // OpenSM copies the module (name included) and keeps ctx_ptr as the engine context.
-            let status = (api.register_external_routing_engine)(osm, &module, ctx_ptr);
+            // SAFETY: OpenSM's own function, given itself, a module it copies, and a context
+            // that lives until plugin_delete (after OpenSM destroyed its routing engines).
+            let status = unsafe { (api.register_external_routing_engine)(osm, &module, ctx_ptr) };
             if status == 0 {
                 plugin.engines.push(ctx);
             } else {
@@ -587,7 +617,8 @@ unsafe extern "C" fn plugin_delete(plugin_data: *mut c_void) {
     if !plugin_data.is_null() {
         // OpenSM destroys its routing engines before its plug-ins: no callback can follow.
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            drop(Box::from_raw(plugin_data as *mut Plugin))
+            // SAFETY: plugin_data is the Box plugin_create leaked, handed back once.
+            drop(unsafe { Box::from_raw(plugin_data as *mut Plugin) })
         }));
     }
 }
@@ -602,7 +633,8 @@ unsafe extern "C" fn plugin_report(
     if event_id != ffi::osm_epi_event_id_t_OSM_EVENT_ID_UCAST_ROUTING_DONE {
         return;
     }
-    let Some(plugin) = (plugin_data as *const Plugin).as_ref() else {
+    // SAFETY: plugin_data is what plugin_create returned, alive until plugin_delete.
+    let Some(plugin) = (unsafe { (plugin_data as *const Plugin).as_ref() }) else {
         return;
     };
     for c in &plugin.engines {
@@ -622,8 +654,14 @@ unsafe extern "C" fn engine_setup(
     re: *mut ffi::osm_routing_engine,
     _osm: *mut ffi::osm_opensm_t,
 ) -> c_int {
-    let Some(re) = re.as_mut() else { return -1 };
-    let Some(c) = ctx(re.context) else { return -1 };
+    // SAFETY: OpenSM passes the routing engine it is setting up, ours to fill in.
+    let Some(re) = (unsafe { re.as_mut() }) else {
+        return -1;
+    };
+    // SAFETY: re.context is the EngineCtx plugin_create registered with this engine.
+    let Some(c) = (unsafe { ctx(re.context) }) else {
+        return -1;
+    };
     // Like every callback: a panic must not unwind into OpenSM; setup then fails cleanly.
     catch_unwind(AssertUnwindSafe(|| {
         re.build_lid_matrices = Some(cb_build_lid_matrices);
@@ -646,14 +684,20 @@ unsafe extern "C" fn engine_setup(
 }
 
 unsafe extern "C" fn cb_build_lid_matrices(context: *mut c_void) -> c_int {
-    let Some(c) = ctx(context) else { return -1 };
+    // SAFETY: context is the EngineCtx plugin_create registered with this engine.
+    let Some(c) = (unsafe { ctx(context) }) else {
+        return -1;
+    };
     guarded(c.log, &format!("{}: routing", c.kind.name()), -1, || {
         c.build().map(|()| 0)
     })
 }
 
 unsafe extern "C" fn cb_ucast_build_fwd_tables(context: *mut c_void) -> c_int {
-    let Some(c) = ctx(context) else { return -1 };
+    // SAFETY: context is the EngineCtx plugin_create registered with this engine.
+    let Some(c) = (unsafe { ctx(context) }) else {
+        return -1;
+    };
     guarded(
         c.log,
         &format!("{}: writing the forwarding tables", c.kind.name()),
@@ -668,7 +712,10 @@ unsafe extern "C" fn cb_path_sl(
     slid: ffi::ib_net16_t,
     dlid: ffi::ib_net16_t,
 ) -> u8 {
-    let Some(c) = ctx(context) else { return hint };
+    // SAFETY: context is the EngineCtx plugin_create registered with this engine.
+    let Some(c) = (unsafe { ctx(context) }) else {
+        return hint;
+    };
     guarded(c.log, "dfsssp-rs: path_sl", hint, || {
         Ok(c.path_sl(hint, u16::from_be(slid), u16::from_be(dlid)))
     })
@@ -681,7 +728,13 @@ unsafe extern "C" fn cb_update_sl2vl(
     _out_port: u8,
     table: *mut ffi::ib_slvl_table_t,
 ) {
-    let Some(c) = ctx(context) else { return };
+    // SAFETY: context is an engine registered by plugin_create (OpenSM hands it back).
+    let Some(c) = (unsafe { ctx(context) }) else {
+        return;
+    };
+    // SAFETY: OpenSM's QoS setup passes the live port it programs and that port's SL-to-VL
+    // table, both valid for this call and not touched by anyone else meanwhile (lock held).
+    let (port, table) = unsafe { (Physp::from_callback(port), table.as_mut()) };
     guarded(c.log, "dfsssp-rs: update_sl2vl", (), || {
         c.update_sl2vl(port, table);
         Ok(())
@@ -690,7 +743,8 @@ unsafe extern "C" fn cb_update_sl2vl(
 
 unsafe extern "C" fn cb_destroy(context: *mut c_void) {
     // The context itself belongs to the plug-in (freed in plugin_delete); drop the routing.
-    if let Some(c) = ctx(context) {
+    // SAFETY: context is the EngineCtx plugin_create registered with this engine.
+    if let Some(c) = unsafe { ctx(context) } {
         let _ = catch_unwind(AssertUnwindSafe(|| *c.write() = State::default()));
     }
 }
@@ -701,8 +755,7 @@ mod tests {
 
     #[test]
     fn descriptor_carries_the_headers_version() {
-        let v = unsafe { CStr::from_ptr(osm_event_plugin.0.osm_version) };
-        assert!(v.to_str().unwrap().starts_with("OpenSM 3.3."), "{v:?}");
+        assert!(version().starts_with("OpenSM 3.3."), "{}", version());
     }
 
     #[test]
@@ -767,7 +820,7 @@ mod tests {
             kind: EngineKind::Dfsssp,
             name: c"dfsssp-rs",
             osm: std::ptr::null_mut(),
-            // Never dereferenced: path_sl does not log.
+            // SAFETY: never dereferenced: path_sl does not log.
             log: unsafe { OsmLog::new(std::ptr::null_mut()) },
             state: RwLock::new(state),
         }

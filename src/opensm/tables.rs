@@ -22,7 +22,8 @@
 use rayon::prelude::*;
 
 use super::ffi;
-use super::subnet::{Subnet, SwitchLimits};
+use super::raw::{LockedSubnet, SwitchLimits};
+use super::subnet::Subnet;
 use crate::graph::{SwitchGraph, NONE};
 use crate::routing::{Routing, NO_PATH};
 
@@ -197,37 +198,28 @@ pub(crate) struct WriteStats {
 }
 
 /// Writes the planned routing into OpenSM's switches. `fail_after` (a test hook) makes the write
-/// fail as if `malloc` had failed after that many hop rows, to exercise the reset.
-///
-/// # Safety
-/// `osm` must be the running OpenSM, inside its routing callbacks (its lock held), after
-/// `osm_switch_prepare_path_rebuild` ran for this routing (as `ucast_mgr_route` guarantees).
-pub(crate) unsafe fn write(
+/// fail as if `malloc` had failed after that many hop rows, to exercise the reset. Call it from
+/// the routing callbacks after `osm_switch_prepare_path_rebuild` ran for this routing (as
+/// `ucast_mgr_route` guarantees); the switches are checked against the plan first.
+pub(crate) fn write(
     api: &ffi::Api,
-    osm: *mut ffi::osm_opensm_t,
+    osm: &LockedSubnet<'_>,
     g: &SwitchGraph,
     plan: &Plan,
     routing: &Routing,
     fail_after: Option<u64>,
 ) -> Result<WriteStats, String> {
-    let subn = std::ptr::addr_of!((*osm).subn);
     // 1. Find every switch again and check it is still what was planned: read-only.
     let mut sws = Vec::with_capacity(plan.switches.len());
     for p in &plan.switches {
-        let sw = (api.get_switch_by_guid)(subn, p.guid.to_be());
-        if sw.is_null() {
+        let Some(sw) = osm.switch_by_guid(api, p.guid) else {
             return Err(format!(
                 "switch 0x{:016x} disappeared since routing",
                 p.guid
             ));
-        }
-        let now = SwitchLimits {
-            max_lid_ho: (*sw).max_lid_ho,
-            num_ports: (*sw).num_ports,
-            lft_size: (*sw).lft_size,
-            num_hops: (*sw).num_hops,
         };
-        if now != p.limits || (*sw).new_lft.is_null() || (*sw).hops.is_null() {
+        let now = sw.limits();
+        if now != p.limits || !sw.is_prepared() {
             return Err(format!(
                 "switch 0x{:016x} changed since routing ({:?} planned, {:?} now)",
                 p.guid, p.limits, now
@@ -242,10 +234,10 @@ pub(crate) unsafe fn write(
         ..Default::default()
     };
     let max_lid = usize::from(routing.lft.max_lid);
-    for (p, &sw) in plan.switches.iter().zip(&sws) {
-        // SAFETY: new_lft holds lft_size > max_lid_ho bytes (checked in plan and above).
-        let lft = std::slice::from_raw_parts_mut((*sw).new_lft, usize::from(p.limits.lft_size));
+    for (p, sw) in plan.switches.iter().zip(&mut sws) {
+        let lft = sw.new_lft().ok_or("new_lft vanished")?;
         let row = routing.lft.table(p.switch);
+        // lft_size > max_lid_ho (checked in plan and above).
         for lid in 1..=usize::from(p.limits.max_lid_ho) {
             lft[lid] = if lid <= max_lid { row[lid] } else { NO_PATH };
             stats.routed_entries += u64::from(lft[lid] != NO_PATH);
@@ -255,54 +247,32 @@ pub(crate) unsafe fn write(
     // 3. The LID matrix. A row needs memory where OpenSM has none yet for that LID; if that
     //    fails, undo everything.
     let mut row = vec![NO_PATH; 256];
-    for (p, &sw) in plan.switches.iter().zip(&sws) {
-        let np = usize::from(p.limits.num_ports);
-        let row = &mut row[..np];
+    for i in 0..plan.switches.len() {
+        let p = &plan.switches[i];
+        let row = &mut row[..usize::from(p.limits.num_ports)];
         for &(lid, t) in &plan.switch_lids {
             plan.hop_row(g, p.switch, t, row);
             let injected = fail_after.is_some_and(|n| stats.hop_rows >= n);
-            // SAFETY: lid <= max_lid_ho < num_hops (plan), so the slot exists; a row holds
-            // num_ports bytes (OpenSM allocates them so too).
-            let slot = (*sw).hops.add(usize::from(lid));
-            if (*slot).is_null() {
-                let mem = if injected {
-                    std::ptr::null_mut()
-                } else {
-                    libc::malloc(np) as *mut u8
-                };
-                if mem.is_null() {
-                    reset(api, &sws);
-                    return Err(format!(
-                        "out of memory for the hop counts of switch 0x{:016x}, LID {lid}{}; the \
-                         new tables of all {} switches were reset",
-                        p.guid,
-                        if injected {
-                            " (injected failure, a test hook)"
-                        } else {
-                            ""
-                        },
-                        sws.len()
-                    ));
+            if sws[i].set_hop_row(lid, row, injected).is_err() {
+                for sw in &mut sws {
+                    sw.reset(api, NO_PATH);
                 }
-                *slot = mem;
+                return Err(format!(
+                    "out of memory for the hop counts of switch 0x{:016x}, LID {lid}{}; the \
+                     new tables of all {} switches were reset",
+                    p.guid,
+                    if injected {
+                        " (injected failure, a test hook)"
+                    } else {
+                        ""
+                    },
+                    sws.len()
+                ));
             }
-            std::ptr::copy_nonoverlapping(row.as_ptr(), *slot, np);
             stats.hop_rows += 1;
         }
     }
     Ok(stats)
-}
-
-/// Undoes a partial write: every switch's new LFT back to OSM_NO_PATH, its hop counts cleared
-/// (rows stay allocated, as `osm_switch_prepare_path_rebuild` leaves them).
-///
-/// # Safety
-/// As for [`write`]; `sws` are OpenSM's switches checked there.
-unsafe fn reset(api: &ffi::Api, sws: &[*mut ffi::osm_switch_t]) {
-    for &sw in sws {
-        std::slice::from_raw_parts_mut((*sw).new_lft, usize::from((*sw).lft_size)).fill(NO_PATH);
-        (api.switch_clear_hops)(sw);
-    }
 }
 
 #[cfg(test)]

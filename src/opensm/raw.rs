@@ -1,0 +1,368 @@
+//! OpenSM's objects, wrapped once. Everything the adapter reads from the subnet or writes into a
+//! switch goes through the small types here, so that [`super::subnet`] and [`super::tables`] are
+//! safe code.
+//!
+//! The one promise all of them rest on is OpenSM's lock: OpenSM calls `build_lid_matrices` and
+//! `ucast_build_fwd_tables` from `ucast_mgr_route` with `p_lock` held for writing, so for as long
+//! as a [`LockedSubnet`] lives, no OpenSM thread adds, frees or changes a node, port or switch.
+//! Creating a [`LockedSubnet`] is the only `unsafe` step (the caller vouches for the lock); every
+//! object handed out borrows from it and cannot outlive the callback.
+
+use std::ffi::CStr;
+use std::marker::PhantomData;
+use std::path::PathBuf;
+
+use super::ffi;
+use crate::fabric::NodeKind;
+
+/// The table sizes of one OpenSM switch, as `osm_switch_prepare_path_rebuild` left them for this
+/// routing run: what every write must stay within.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SwitchLimits {
+    /// LIDs `0..=max_lid_ho` have `new_lft` entries.
+    pub max_lid_ho: u16,
+    /// `sw->num_ports`: physical ports + port 0; valid LFT ports are `0..num_ports`.
+    pub num_ports: u8,
+    /// Bytes allocated for `new_lft`.
+    pub lft_size: u16,
+    /// Rows allocated for `hops`.
+    pub num_hops: u16,
+}
+
+/// OpenSM's subnet, read while OpenSM holds its lock.
+pub(crate) struct LockedSubnet<'a> {
+    subn: &'a ffi::osm_subn_t,
+}
+
+/// The options of OpenSM the engines read.
+pub(crate) struct Options {
+    pub qos: bool,
+    pub lmc: u8,
+    pub dump_dir: Option<PathBuf>,
+}
+
+impl<'a> LockedSubnet<'a> {
+    /// # Safety
+    /// `osm` must be the running OpenSM, and OpenSM's lock must be held for all of `'a` (as
+    /// during the routing callbacks).
+    pub(crate) unsafe fn new(osm: *mut ffi::osm_opensm_t) -> Self {
+        LockedSubnet {
+            // SAFETY: the caller vouches that `osm` is live and nothing changes it during 'a.
+            subn: unsafe { &(*osm).subn },
+        }
+    }
+
+    /// Every node of OpenSM's node table.
+    pub(crate) fn nodes(&self) -> impl Iterator<Item = Node<'a>> + 'a {
+        // SAFETY: the node table's items are the first field of live `osm_node_t`s (lock held).
+        qmap(&self.subn.node_guid_tbl).map(|item| Node(unsafe { &*item.cast::<ffi::osm_node_t>() }))
+    }
+
+    /// Every port of OpenSM's port table.
+    pub(crate) fn ports(&self) -> impl Iterator<Item = Port<'a>> + 'a {
+        // SAFETY: the port table's items are the first field of live `osm_port_t`s.
+        qmap(&self.subn.port_guid_tbl).map(|item| Port(unsafe { &*item.cast::<ffi::osm_port_t>() }))
+    }
+
+    /// Switches in OpenSM's switch table.
+    pub(crate) fn switch_count(&self) -> usize {
+        // SAFETY: a live, initialised qmap (lock held); the helper only reads its count.
+        unsafe { ffi::cl_qmap_count(&self.subn.sw_guid_tbl) as usize }
+    }
+
+    pub(crate) fn options(&self) -> Options {
+        let opt = &self.subn.opt;
+        let dump_dir = (!opt.dump_files_dir.is_null()).then(|| {
+            // SAFETY: OpenSM keeps its options' strings NUL-terminated and alive.
+            let dir = unsafe { CStr::from_ptr(opt.dump_files_dir) };
+            PathBuf::from(dir.to_string_lossy().into_owned())
+        });
+        Options {
+            qos: opt.qos != 0,
+            lmc: opt.lmc,
+            dump_dir,
+        }
+    }
+
+    /// The switch with node GUID `guid`, to write its tables.
+    pub(crate) fn switch_by_guid(&self, api: &ffi::Api, guid: u64) -> Option<SwitchTables<'a>> {
+        // SAFETY: OpenSM's lookup over its own switch table; the subnet is live (lock held).
+        let sw = unsafe { (api.get_switch_by_guid)(self.subn, guid.to_be()) };
+        // SAFETY: a non-null result is a live switch; only the routing callbacks write its
+        // new_lft and hops while the lock is held, and the adapter holds one handle per switch.
+        (!sw.is_null()).then(|| unsafe { SwitchTables::new(sw) })
+    }
+}
+
+/// The items of a `cl_qmap_t`, in key order.
+fn qmap<'a>(map: &'a ffi::cl_qmap_t) -> impl Iterator<Item = *const ffi::cl_map_item_t> + 'a {
+    // SAFETY: a live, initialised map that nobody modifies while the lock is held.
+    let (mut cur, end) = unsafe { (ffi::cl_qmap_head(map).cast_const(), ffi::cl_qmap_end(map)) };
+    std::iter::from_fn(move || {
+        if cur == end || cur.is_null() {
+            return None;
+        }
+        let item = cur;
+        // SAFETY: `item` is a live item of the map.
+        cur = unsafe { ffi::cl_qmap_next(item) };
+        Some(item)
+    })
+}
+
+/// An OpenSM node (`osm_node_t`).
+#[derive(Clone, Copy)]
+pub(crate) struct Node<'a>(&'a ffi::osm_node_t);
+
+impl<'a> Node<'a> {
+    /// Identity of the node object, to match ports with nodes.
+    pub(crate) fn id(&self) -> usize {
+        std::ptr::from_ref(self.0) as usize
+    }
+
+    pub(crate) fn kind(&self) -> Option<NodeKind> {
+        // SAFETY: a live node; the helper reads its NodeInfo.
+        match u32::from(unsafe { ffi::osm_node_get_type(self.0) }) {
+            ffi::IB_NODE_TYPE_SWITCH => Some(NodeKind::Switch),
+            ffi::IB_NODE_TYPE_CA => Some(NodeKind::Ca),
+            ffi::IB_NODE_TYPE_ROUTER => Some(NodeKind::Router),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn guid(&self) -> u64 {
+        // SAFETY: a live node; the helper reads its NodeInfo.
+        u64::from_be(unsafe { ffi::osm_node_get_node_guid(self.0) })
+    }
+
+    pub(crate) fn num_ports(&self) -> u8 {
+        self.0.node_info.num_ports
+    }
+
+    pub(crate) fn description(&self) -> String {
+        description(&self.0.node_desc.description)
+    }
+
+    /// A switch's table sizes for this routing run (`None` for CAs, routers, and a switch
+    /// OpenSM has no switch object for).
+    pub(crate) fn switch_limits(&self) -> Option<SwitchLimits> {
+        // SAFETY: `sw` is null or the node's live switch object.
+        let sw = unsafe { self.0.sw.as_ref() }?;
+        Some(limits_of(sw))
+    }
+
+    /// Physical port `port` (1..), when OpenSM has a valid one there.
+    pub(crate) fn physp(&self, port: u8) -> Option<Physp<'a>> {
+        if u32::from(port) >= self.0.physp_tbl_size {
+            return None;
+        }
+        // SAFETY: port < physp_tbl_size; the helper indexes the node's port array (it takes a
+        // mutable pointer but only computes an address).
+        let p = unsafe {
+            ffi::osm_node_get_physp_ptr(std::ptr::from_ref(self.0).cast_mut(), port.into())
+        };
+        // SAFETY: null or a port of this live node.
+        Physp::checked(unsafe { p.as_ref() })
+    }
+
+    /// Ports the node's port array holds (port 0 included), at most 256.
+    pub(crate) fn port_slots(&self) -> u16 {
+        self.0.physp_tbl_size.min(256) as u16
+    }
+}
+
+/// Node description as text: the 64 bytes up to the first NUL, trimmed.
+pub(crate) fn description(raw: &[u8]) -> String {
+    let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+    String::from_utf8_lossy(&raw[..end]).trim().to_string()
+}
+
+/// An OpenSM physical port (`osm_physp_t`) that is valid and belongs to a node.
+#[derive(Clone, Copy)]
+pub(crate) struct Physp<'a>(&'a ffi::osm_physp_t);
+
+impl<'a> Physp<'a> {
+    fn checked(p: Option<&'a ffi::osm_physp_t>) -> Option<Self> {
+        // SAFETY: a live port; the helper reads its fields.
+        p.filter(|p| unsafe { ffi::osm_physp_is_valid(*p) } != 0 && !p.p_node.is_null())
+            .map(Physp)
+    }
+
+    /// Wraps a port OpenSM hands to a callback.
+    ///
+    /// # Safety
+    /// `p` must be null or a live `osm_physp_t` for the duration of `'a`.
+    pub(crate) unsafe fn from_callback(p: *const ffi::osm_physp_t) -> Option<Self> {
+        // SAFETY: as the caller vouches.
+        Self::checked(unsafe { p.as_ref() })
+    }
+
+    pub(crate) fn port_num(&self) -> u8 {
+        self.0.port_num
+    }
+
+    /// Identity of the node the port belongs to (as [`Node::id`]).
+    pub(crate) fn node_id(&self) -> usize {
+        self.0.p_node as usize
+    }
+
+    /// GUID of the node the port belongs to.
+    pub(crate) fn node_guid(&self) -> u64 {
+        // SAFETY: p_node is non-null (checked) and a live node.
+        u64::from_be(unsafe { ffi::osm_node_get_node_guid(self.0.p_node) })
+    }
+
+    /// The port at the other end of the cable, when there is a valid one.
+    pub(crate) fn remote(&self) -> Option<Physp<'a>> {
+        // SAFETY: null or a live port of another node (OpenSM links them both ways).
+        Self::checked(unsafe { self.0.p_remote_physp.as_ref() })
+    }
+
+    /// Port state INIT or better.
+    pub(crate) fn is_up(&self) -> bool {
+        // SAFETY: reads the port's PortInfo.
+        unsafe { ffi::ib_port_info_get_port_state(&self.0.port_info) >= ffi::IB_LINK_INIT as u8 }
+    }
+
+    /// The PortInfo OperationalVLs code.
+    pub(crate) fn op_vls_code(&self) -> u8 {
+        // SAFETY: reads the port's PortInfo.
+        unsafe { ffi::ib_port_info_get_op_vls(&self.0.port_info) }
+    }
+
+    /// OpenSM's own judgement of the link (`osm_link_is_healthy`).
+    pub(crate) fn link_is_healthy(&self, api: &ffi::Api) -> bool {
+        // SAFETY: OpenSM's function over a live port.
+        unsafe { (api.link_is_healthy)(self.0) != 0 }
+    }
+}
+
+/// An OpenSM port object (`osm_port_t`, the LID-bearing view of a physical port).
+#[derive(Clone, Copy)]
+pub(crate) struct Port<'a>(&'a ffi::osm_port_t);
+
+impl<'a> Port<'a> {
+    pub(crate) fn physp(&self) -> Option<Physp<'a>> {
+        // SAFETY: null or the port's live physical port.
+        Physp::checked(unsafe { self.0.p_physp.as_ref() })
+    }
+
+    /// Identity of the node the port belongs to (as [`Node::id`]).
+    pub(crate) fn node_id(&self) -> usize {
+        self.0.p_node as usize
+    }
+
+    pub(crate) fn base_lid(&self) -> u16 {
+        // SAFETY: the helper reads the port's PortInfo through its physical port.
+        u16::from_be(unsafe { ffi::osm_port_get_base_lid(self.0) })
+    }
+
+    pub(crate) fn lmc(&self) -> u8 {
+        // SAFETY: as for base_lid.
+        unsafe { ffi::osm_port_get_lmc(self.0) }
+    }
+
+    pub(crate) fn guid(&self) -> u64 {
+        // SAFETY: the helper reads the port's GUID.
+        u64::from_be(unsafe { ffi::osm_port_get_guid(self.0) })
+    }
+}
+
+fn limits_of(sw: &ffi::osm_switch_t) -> SwitchLimits {
+    SwitchLimits {
+        max_lid_ho: sw.max_lid_ho,
+        num_ports: sw.num_ports,
+        lft_size: sw.lft_size,
+        num_hops: sw.num_hops,
+    }
+}
+
+/// The tables of one OpenSM switch that routing fills: `new_lft` and the hop matrix.
+pub(crate) struct SwitchTables<'a> {
+    sw: *mut ffi::osm_switch_t,
+    limits: SwitchLimits,
+    _lock: PhantomData<&'a mut ffi::osm_switch_t>,
+}
+
+/// `malloc` failed for a hop row.
+#[derive(Debug)]
+pub(crate) struct OutOfMemory;
+
+impl SwitchTables<'_> {
+    /// # Safety
+    /// `sw` must be a live switch that nothing else reads or writes while this handle lives.
+    unsafe fn new(sw: *mut ffi::osm_switch_t) -> Self {
+        // SAFETY: as the caller vouches.
+        let limits = limits_of(unsafe { &*sw });
+        SwitchTables {
+            sw,
+            limits,
+            _lock: PhantomData,
+        }
+    }
+
+    pub(crate) fn limits(&self) -> SwitchLimits {
+        self.limits
+    }
+
+    /// Whether OpenSM allocated both tables (`osm_switch_prepare_path_rebuild` ran).
+    pub(crate) fn is_prepared(&self) -> bool {
+        // SAFETY: a live switch (see `new`).
+        let sw = unsafe { &*self.sw };
+        !sw.new_lft.is_null() && !sw.hops.is_null()
+    }
+
+    /// `new_lft`, all `lft_size` bytes of it.
+    pub(crate) fn new_lft(&mut self) -> Option<&mut [u8]> {
+        // SAFETY: a live switch whose new_lft holds lft_size bytes (OpenSM allocates it so);
+        // `&mut self` makes this the only view of it.
+        unsafe {
+            let lft = (*self.sw).new_lft;
+            (!lft.is_null())
+                .then(|| std::slice::from_raw_parts_mut(lft, usize::from(self.limits.lft_size)))
+        }
+    }
+
+    /// Stores the hop row of `lid` (one byte per port, `num_ports` of them), allocating it with
+    /// the process's `malloc` where OpenSM has none yet, as `osm_switch_set_hops` does and
+    /// `osm_switch_delete` expects. `fail` (a test hook) acts as if `malloc` had failed.
+    pub(crate) fn set_hop_row(
+        &mut self,
+        lid: u16,
+        row: &[u8],
+        fail: bool,
+    ) -> Result<(), OutOfMemory> {
+        let np = usize::from(self.limits.num_ports);
+        assert!(
+            lid < self.limits.num_hops && row.len() == np && self.is_prepared(),
+            "hop row outside the switch's tables"
+        );
+        // SAFETY: lid < num_hops, so the slot exists in the live `hops` array; a row holds
+        // num_ports bytes (OpenSM allocates them so too); `&mut self` is the only view.
+        unsafe {
+            let slot = (*self.sw).hops.add(usize::from(lid));
+            if (*slot).is_null() {
+                let mem = if fail {
+                    std::ptr::null_mut()
+                } else {
+                    libc::malloc(np).cast::<u8>()
+                };
+                if mem.is_null() {
+                    return Err(OutOfMemory);
+                }
+                *slot = mem;
+            }
+            std::ptr::copy_nonoverlapping(row.as_ptr(), *slot, np);
+        }
+        Ok(())
+    }
+
+    /// Every `new_lft` entry back to OSM_NO_PATH and the hop counts cleared (rows stay
+    /// allocated, as `osm_switch_prepare_path_rebuild` leaves them).
+    pub(crate) fn reset(&mut self, api: &ffi::Api, no_path: u8) {
+        if let Some(lft) = self.new_lft() {
+            lft.fill(no_path);
+        }
+        // SAFETY: OpenSM's function over its live switch.
+        unsafe { (api.switch_clear_hops)(self.sw) };
+    }
+}
