@@ -25,8 +25,14 @@ if ! command -v cargo >/dev/null 2>&1; then
         export PATH="$HOME/.cargo/bin:$PATH"
     else
         echo "setup: installing a Rust toolchain with rustup" >&2
-        curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs |
-            sh -s -- -y --profile minimal -c rustfmt -c clippy >&2
+        # rustup-init straight from static.rust-lang.org (where the toolchains come from too):
+        # sh.rustup.rs is only a redirect, and not every network that reaches one reaches both.
+        init=$(mktemp)
+        curl --proto '=https' --tlsv1.2 -sSf -o "$init" \
+            "https://static.rust-lang.org/rustup/dist/$(uname -m)-unknown-linux-gnu/rustup-init"
+        chmod +x "$init"
+        "$init" -y --profile minimal -c rustfmt -c clippy >&2
+        rm -f "$init"
         export PATH="$HOME/.cargo/bin:$PATH"
     fi
 fi
