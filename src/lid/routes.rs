@@ -59,8 +59,10 @@ impl Machines {
     }
 }
 
-/// Up*/Down* orientation (Autonet): levels are BFS distances from the root; a channel is *up* when
-/// it leads to a lower level, or to the same level and a lower switch id.
+/// Up*/Down* orientation (Autonet) from one given root, as the study's schemes use it: the
+/// engine's [`crate::updown::UpDown`] (levels are BFS distances from the root; a channel is *up*
+/// when it leads to a lower `(level, switch id)` rank), with the direction of every channel
+/// cached for the path searches' inner loops, and refused unless every switch reaches the root.
 #[derive(Clone, Debug)]
 pub struct UpDown {
     pub root: u32,
@@ -77,19 +79,21 @@ impl UpDown {
                 "Up*/Down* root {root} is not a switch"
             )));
         }
-        let level = g.bfs_distances_to(root); // links are bidirectional: distance to = distance from
-        if let Some(s) = level.iter().position(|&l| l == u32::MAX) {
+        let o = crate::updown::UpDown::with_roots(g, &[root]);
+        // Components without the root get roots of their own, the lowest switch id first.
+        if let Some(&s) = o.roots.get(1) {
             return Err(LidError::Fabric(format!(
                 "switch {s} is not connected to the Up*/Down* root {root}"
             )));
         }
-        let up = (0..g.num_channels())
-            .map(|c| {
-                let (t, h) = (g.chan_tail()[c], g.chan_head()[c]);
-                (level[h as usize], h) < (level[t as usize], t)
-            })
+        let up = (0..g.num_channels() as u32)
+            .map(|c| o.is_up(g, c))
             .collect();
-        Ok(UpDown { root, level, up })
+        Ok(UpDown {
+            root,
+            level: o.level,
+            up,
+        })
     }
 
     /// True when the channel sequence is a connected path that obeys Up*/Down*.
@@ -1296,9 +1300,9 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     use super::super::assign::{assign, Heuristic};
-    use super::super::study::random_fabric;
     use super::*;
     use crate::fabric::{FabricBuilder, NodeKind, PortRef};
+    use crate::topo::random_irregular;
 
     struct Net {
         g: SwitchGraph,
@@ -1308,7 +1312,7 @@ mod tests {
 
     fn net(machines: u32, switches: u32, degree: u32, seed: u64) -> Net {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let f = random_fabric(machines, switches, degree, &mut rng).unwrap();
+        let f = random_irregular(machines, switches, degree, &mut rng).unwrap();
         let g = SwitchGraph::new(&f).unwrap();
         let mach = Machines::new(&g);
         let ud = UpDown::new(&g, (seed % u64::from(switches)) as u32).unwrap();

@@ -37,7 +37,6 @@ use std::fmt::{self, Write as _};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
@@ -48,8 +47,8 @@ use super::routes::{
     RenamingPaths, UpDown,
 };
 use super::LidError;
-use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
 use crate::graph::SwitchGraph;
+use crate::topo::{random_irregular, TopoError};
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq)]
@@ -213,126 +212,6 @@ pub struct StudyResult {
     pub elapsed: Duration,
 }
 
-/// A uniform random connected simple switch graph with `switches * avg_degree / 2` links and
-/// `machines` machines each on a uniformly random switch, as a [`Fabric`]: switch ports
-/// `1..=degree` are the switch links, machine ports follow; LIDs 1..=switches for the switches,
-/// then one LID per machine.
-pub fn random_fabric<R: Rng>(
-    machines: u32,
-    switches: u32,
-    avg_degree: u32,
-    rng: &mut R,
-) -> Result<Fabric, LidError> {
-    let n = switches as usize;
-    let all_pairs = n * n.saturating_sub(1) / 2;
-    let links = (u64::from(switches) * u64::from(avg_degree) / 2) as usize;
-    if n < 2 || links < n - 1 || links > all_pairs {
-        return Err(LidError::InvalidConfig(format!(
-            "{switches} switches cannot have average degree {avg_degree} and be connected"
-        )));
-    }
-    let pair = |i: usize| -> (usize, usize) {
-        // Unrank i into (a, b), a < b, row by row.
-        let mut a = 0;
-        let mut i = i;
-        while i >= n - 1 - a {
-            i -= n - 1 - a;
-            a += 1;
-        }
-        (a, a + 1 + i)
-    };
-    let edges = loop {
-        let chosen: Vec<(usize, usize)> = sample(rng, all_pairs, links)
-            .into_iter()
-            .map(pair)
-            .collect();
-        let mut parent: Vec<usize> = (0..n).collect();
-        fn find(p: &mut [usize], x: usize) -> usize {
-            let mut x = x;
-            while p[x] != x {
-                p[x] = p[p[x]];
-                x = p[x];
-            }
-            x
-        }
-        let mut comps = n;
-        for &(a, b) in &chosen {
-            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
-            if ra != rb {
-                parent[ra] = rb;
-                comps -= 1;
-            }
-        }
-        if comps == 1 {
-            break chosen;
-        }
-    };
-    let mut degree = vec![0u32; n];
-    for &(a, b) in &edges {
-        degree[a] += 1;
-        degree[b] += 1;
-    }
-    let placement: Vec<usize> = (0..machines).map(|_| rng.gen_range(0..n)).collect();
-    let mut hosted = vec![0u32; n];
-    for &s in &placement {
-        hosted[s] += 1;
-    }
-    let fab = |e: crate::fabric::FabricError| LidError::Fabric(e.to_string());
-    let mut b = FabricBuilder::new();
-    let mut sw = Vec::with_capacity(n);
-    for s in 0..n {
-        let ports = degree[s] + hosted[s];
-        let ports = u8::try_from(ports.max(1))
-            .ok()
-            .filter(|&p| p < 255)
-            .ok_or_else(|| LidError::Fabric(format!("switch {s} would need {ports} ports")))?;
-        sw.push(
-            b.add_node(NodeKind::Switch, 0x1000 + s as u64, ports, format!("sw{s}"))
-                .map_err(fab)?,
-        );
-    }
-    let mut next_port = vec![1u8; n];
-    for &(x, y) in &edges {
-        let (px, py) = (next_port[x], next_port[y]);
-        next_port[x] += 1;
-        next_port[y] += 1;
-        b.link(
-            PortRef {
-                node: sw[x],
-                port: px,
-            },
-            PortRef {
-                node: sw[y],
-                port: py,
-            },
-        )
-        .map_err(fab)?;
-    }
-    for (s, &node) in sw.iter().enumerate() {
-        b.set_lid(
-            PortRef { node, port: 0 },
-            0x1000 + s as u64,
-            s as u16 + 1,
-            0,
-        )
-        .map_err(fab)?;
-    }
-    for (i, &s) in placement.iter().enumerate() {
-        let guid = 0x10_0000 + i as u64;
-        let ca = b
-            .add_node(NodeKind::Ca, guid, 1, format!("m{i}"))
-            .map_err(fab)?;
-        let port = next_port[s];
-        next_port[s] += 1;
-        b.link(PortRef { node: ca, port: 1 }, PortRef { node: sw[s], port })
-            .map_err(fab)?;
-        let lid = u16::try_from(n + 1 + i).map_err(|_| LidError::TooLarge("LIDs"))?;
-        b.set_lid(PortRef { node: ca, port: 1 }, guid + 1, lid, 0)
-            .map_err(fab)?;
-    }
-    b.build().map_err(fab)
-}
-
 /// Seed of instance `i` of configuration (machines, switches): a SplitMix64 mix, so instances are
 /// independent of each other and of the order they run in.
 pub fn instance_seed(seed: u64, machines: u32, switches: u32, i: u32) -> u64 {
@@ -399,7 +278,11 @@ pub fn run_instance(
     let t0 = Instant::now();
     let seed = instance_seed(cfg.seed, machines, switches, i);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let fabric = random_fabric(machines, switches, cfg.avg_degree, &mut rng)?;
+    let fabric =
+        random_irregular(machines, switches, cfg.avg_degree, &mut rng).map_err(|e| match e {
+            TopoError::Param { .. } => LidError::InvalidConfig(e.to_string()),
+            e => LidError::Fabric(e.to_string()),
+        })?;
     let g = SwitchGraph::new(&fabric).map_err(|e| LidError::Fabric(e.to_string()))?;
     let mach = Machines::new(&g);
     let root = rng.gen_range(0..switches);
@@ -695,47 +578,6 @@ impl fmt::Display for StudyResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn random_fabric_has_the_requested_shape() {
-        for seed in 0..20 {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let f = random_fabric(100, 16, 8, &mut rng).unwrap();
-            let g = SwitchGraph::new(&f).unwrap();
-            assert_eq!(g.num_switches(), 16);
-            assert_eq!(
-                g.num_channels(),
-                16 * 8,
-                "64 links, average degree exactly 8"
-            );
-            assert_eq!(g.terminals().len(), 100);
-            assert_eq!(g.terminal_count().iter().sum::<u32>(), 100);
-            assert!(
-                g.bfs_distances_to(0).iter().all(|&d| d != u32::MAX),
-                "connected"
-            );
-            // Simple graph: no parallel links, no self-links.
-            for s in 0..16u32 {
-                let mut heads: Vec<u32> = g
-                    .out_channels(s)
-                    .map(|c| g.chan_head()[c as usize])
-                    .collect();
-                heads.sort_unstable();
-                heads.dedup();
-                assert_eq!(heads.len(), g.out_channels(s).len());
-                assert!(!heads.contains(&s));
-            }
-        }
-        let mut rng = ChaCha8Rng::seed_from_u64(0);
-        assert!(
-            random_fabric(10, 4, 8, &mut rng).is_err(),
-            "degree 8 needs more than 4 switches"
-        );
-        assert!(
-            random_fabric(10, 16, 1, &mut rng).is_err(),
-            "8 links cannot connect 16 switches"
-        );
-    }
 
     fn tiny() -> StudyConfig {
         StudyConfig {

@@ -2,11 +2,12 @@
 
 use std::collections::HashSet;
 
+use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{param_err, Net, TopoError};
-use crate::fabric::Fabric;
+use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
 
 /// Refuse fabrics whose node count cannot fit the LID space long before allocating them.
 const MAX_NODES: u64 = u16::MAX as u64;
@@ -743,4 +744,134 @@ pub fn random(p: &RandomParams) -> Result<Fabric, TopoError> {
         placed += 1;
     }
     net.into_fabric(p.lmc)
+}
+
+/// A uniform random connected simple switch graph with `switches * avg_degree / 2` links and
+/// `machines` machines each on a uniformly random switch, as a [`Fabric`]: switch ports
+/// `1..=degree` are the switch links, machine ports follow; LIDs 1..=switches for the switches,
+/// then one LID per machine.
+/// The random irregular fabrics of Nienaber et al.'s evaluation (§5). `irregular:M,S,D` builds
+/// one from a seed; the LID study draws many from one random stream.
+pub fn random_irregular<R: Rng>(
+    machines: u32,
+    switches: u32,
+    avg_degree: u32,
+    rng: &mut R,
+) -> Result<Fabric, TopoError> {
+    const G: &str = "irregular";
+    let n = switches as usize;
+    let all_pairs = n * n.saturating_sub(1) / 2;
+    let links = (u64::from(switches) * u64::from(avg_degree) / 2) as usize;
+    if n < 2 || links < n - 1 || links > all_pairs {
+        return Err(param_err(
+            G,
+            format!("{switches} switches cannot have average degree {avg_degree} and be connected"),
+        ));
+    }
+    let pair = |i: usize| -> (usize, usize) {
+        // Unrank i into (a, b), a < b, row by row.
+        let mut a = 0;
+        let mut i = i;
+        while i >= n - 1 - a {
+            i -= n - 1 - a;
+            a += 1;
+        }
+        (a, a + 1 + i)
+    };
+    let edges = loop {
+        let chosen: Vec<(usize, usize)> = sample(rng, all_pairs, links)
+            .into_iter()
+            .map(pair)
+            .collect();
+        let mut parent: Vec<usize> = (0..n).collect();
+        fn find(p: &mut [usize], x: usize) -> usize {
+            let mut x = x;
+            while p[x] != x {
+                p[x] = p[p[x]];
+                x = p[x];
+            }
+            x
+        }
+        let mut comps = n;
+        for &(a, b) in &chosen {
+            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+            if ra != rb {
+                parent[ra] = rb;
+                comps -= 1;
+            }
+        }
+        if comps == 1 {
+            break chosen;
+        }
+    };
+    let mut degree = vec![0u32; n];
+    for &(a, b) in &edges {
+        degree[a] += 1;
+        degree[b] += 1;
+    }
+    let placement: Vec<usize> = (0..machines).map(|_| rng.gen_range(0..n)).collect();
+    let mut hosted = vec![0u32; n];
+    for &s in &placement {
+        hosted[s] += 1;
+    }
+    let fab = |source| TopoError::Fabric {
+        generator: G,
+        source,
+    };
+    let mut b = FabricBuilder::new();
+    let mut sw = Vec::with_capacity(n);
+    for s in 0..n {
+        let ports = degree[s] + hosted[s];
+        let ports = u8::try_from(ports.max(1))
+            .ok()
+            .filter(|&p| p < 255)
+            .ok_or_else(|| param_err(G, format!("switch {s} would need {ports} ports")))?;
+        sw.push(
+            b.add_node(NodeKind::Switch, 0x1000 + s as u64, ports, format!("sw{s}"))
+                .map_err(fab)?,
+        );
+    }
+    let mut next_port = vec![1u8; n];
+    for &(x, y) in &edges {
+        let (px, py) = (next_port[x], next_port[y]);
+        next_port[x] += 1;
+        next_port[y] += 1;
+        b.link(
+            PortRef {
+                node: sw[x],
+                port: px,
+            },
+            PortRef {
+                node: sw[y],
+                port: py,
+            },
+        )
+        .map_err(fab)?;
+    }
+    for (s, &node) in sw.iter().enumerate() {
+        b.set_lid(
+            PortRef { node, port: 0 },
+            0x1000 + s as u64,
+            s as u16 + 1,
+            0,
+        )
+        .map_err(fab)?;
+    }
+    for (i, &s) in placement.iter().enumerate() {
+        let guid = 0x10_0000 + i as u64;
+        let ca = b
+            .add_node(NodeKind::Ca, guid, 1, format!("m{i}"))
+            .map_err(fab)?;
+        let port = next_port[s];
+        next_port[s] += 1;
+        b.link(PortRef { node: ca, port: 1 }, PortRef { node: sw[s], port })
+            .map_err(fab)?;
+        let lid = u16::try_from(n + 1 + i)
+            .ok()
+            .filter(|&l| l <= crate::fabric::MAX_UNICAST_LID)
+            .ok_or_else(|| param_err(G, "more LIDs than the unicast range holds"))?;
+        b.set_lid(PortRef { node: ca, port: 1 }, guid + 1, lid, 0)
+            .map_err(fab)?;
+    }
+    b.build().map_err(fab)
 }

@@ -1,5 +1,8 @@
 //! `by_name`: a short text spec for a generated fabric, for the command line and tests.
 
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
 use super::*;
 
 /// The spec grammar, as shown to users.
@@ -16,6 +19,8 @@ SPEC := NAME ':' ARGS [ ',' OPTION ]*        (no spaces)
   dragonfly:A,P,H,G         G groups of A switches, P CAs and H global links per switch
   random:S,R,C,L            S switches of R ports, C CAs each, L switch links, connected
                                                                [seed=N (default 1)] [parallel]
+  irregular:M,S,D           Nienaber et al.'s random irregular fabric: S switches, average degree
+                            D, M CAs each on a random switch     [seed=N (default 1)] (LMC 0)
 OPTION for every NAME: lmc=L (LMC of the CA ports, default 0)
 examples: ktree:18,3  xgft:2;18,36;1,18  fattree2:36,2:1  torus:6x6x6,4  mesh:4x4,2,par=2
           hypercube:5,2  kautz:2,3,4  dragonfly:4,2,2,9  random:128,32,16,300,seed=1,lmc=2";
@@ -226,6 +231,20 @@ pub fn by_name(spec: &str) -> Result<Fabric, TopoError> {
                 lmc,
             })
         }
-        _ => Err(err(&format!("unknown topology \"{name}\"; known: ktree xgft fattree2 fattree3 torus mesh hypercube kautz dragonfly random"))),
+        "irregular" => {
+            p.allow(&["seed"])?;
+            p.count(3, 3)?;
+            if lmc != 0 {
+                return Err(p.err("irregular fabrics have LMC 0"));
+            }
+            let mut rng = ChaCha8Rng::seed_from_u64(p.option("seed", 1)?);
+            random_irregular(
+                p.arg(0, "CAs")?,
+                p.arg(1, "switches")?,
+                p.arg(2, "average degree")?,
+                &mut rng,
+            )
+        }
+        _ => Err(err(&format!("unknown topology \"{name}\"; known: ktree xgft fattree2 fattree3 torus mesh hypercube kautz dragonfly random irregular"))),
     }
 }

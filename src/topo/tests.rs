@@ -1,6 +1,8 @@
 use super::*;
 use crate::fabric::NodeKind;
 use crate::graph::SwitchGraph;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 
 /// (switches, CAs, switch-switch links, CA links)
 fn counts(f: &Fabric) -> (usize, usize, usize, usize) {
@@ -371,4 +373,44 @@ mod prop {
             }
         }
     }
+}
+#[test]
+fn random_fabric_has_the_requested_shape() {
+    for seed in 0..20 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let f = random_irregular(100, 16, 8, &mut rng).unwrap();
+        let g = SwitchGraph::new(&f).unwrap();
+        assert_eq!(g.num_switches(), 16);
+        assert_eq!(
+            g.num_channels(),
+            16 * 8,
+            "64 links, average degree exactly 8"
+        );
+        assert_eq!(g.terminals().len(), 100);
+        assert_eq!(g.terminal_count().iter().sum::<u32>(), 100);
+        assert!(
+            g.bfs_distances_to(0).iter().all(|&d| d != u32::MAX),
+            "connected"
+        );
+        // Simple graph: no parallel links, no self-links.
+        for s in 0..16u32 {
+            let mut heads: Vec<u32> = g
+                .out_channels(s)
+                .map(|c| g.chan_head()[c as usize])
+                .collect();
+            heads.sort_unstable();
+            heads.dedup();
+            assert_eq!(heads.len(), g.out_channels(s).len());
+            assert!(!heads.contains(&s));
+        }
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    assert!(
+        random_irregular(10, 4, 8, &mut rng).is_err(),
+        "degree 8 needs more than 4 switches"
+    );
+    assert!(
+        random_irregular(10, 16, 1, &mut rng).is_err(),
+        "8 links cannot connect 16 switches"
+    );
 }
