@@ -27,12 +27,13 @@ if ! command -v cargo >/dev/null 2>&1; then
         echo "setup: installing a Rust toolchain with rustup" >&2
         # rustup-init straight from static.rust-lang.org (where the toolchains come from too):
         # sh.rustup.rs is only a redirect, and not every network that reaches one reaches both.
-        init=$(mktemp)
-        curl --proto '=https' --tlsv1.2 -sSf -o "$init" \
+        # (It must be called rustup-init: rustup picks its behaviour from its own name.)
+        tmp=$(mktemp -d)
+        curl --proto '=https' --tlsv1.2 -sSf -o "$tmp/rustup-init" \
             "https://static.rust-lang.org/rustup/dist/$(uname -m)-unknown-linux-gnu/rustup-init"
-        chmod +x "$init"
-        "$init" -y --profile minimal -c rustfmt -c clippy >&2
-        rm -f "$init"
+        chmod +x "$tmp/rustup-init"
+        "$tmp/rustup-init" -y --profile minimal -c rustfmt -c clippy >&2
+        rm -rf "$tmp"
         export PATH="$HOME/.cargo/bin:$PATH"
     fi
 fi
