@@ -44,6 +44,8 @@ pub mod metrics;
 pub mod opensm;
 pub mod routing;
 pub mod sssp;
+#[cfg(test)]
+pub(crate) mod testkit;
 pub mod topo;
 pub mod updown;
 pub mod verify;

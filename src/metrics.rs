@@ -971,8 +971,8 @@ mod tests {
     use super::*;
     use crate::fabric::{FabricBuilder, NodeKind, PortRef};
     use crate::routing::NO_PATH;
-    use crate::verify::tests::{
-        fabric, fabric_with, fat_tree, mesh2x2, ring, shortest_path_routing,
+    use crate::testkit::{
+        fabric, fabric_with, fat_tree, mesh2x2, ring, shortest_path_routing, with_graph,
     };
 
     fn opts(patterns: u32) -> MetricsOptions {
@@ -1085,7 +1085,7 @@ mod tests {
 
     #[test]
     fn lambda_is_deterministic_whatever_the_thread_count() {
-        let (_, g) = fat_tree(3);
+        let (_, g) = with_graph(fat_tree(4, 2, 3, 0));
         let r = crate::sssp::route(&g);
         let run = |threads| {
             rayon::ThreadPoolBuilder::new()
@@ -1104,7 +1104,7 @@ mod tests {
     #[test]
     fn balanced_sssp_beats_unbalanced_shortest_paths_on_a_fat_tree() {
         // 4 leaves x 3 CAs, 2 spines. Lowest-port shortest paths send everything over spine 0.
-        let (_, g) = fat_tree(3);
+        let (_, g) = with_graph(fat_tree(4, 2, 3, 0));
         let naive = compute(&g, &shortest_path_routing(&g), &opts(500)).unwrap();
         let sssp = compute(&g, &crate::sssp::route(&g), &opts(500)).unwrap();
         for m in [&naive, &sssp] {
@@ -1200,7 +1200,7 @@ mod tests {
 
     #[test]
     fn non_minimal_routes_are_seen() {
-        let (_, g) = ring(5, 1);
+        let (_, g) = with_graph(ring(5, 1, 0, true));
         let mut r = crate::sssp::route(&g);
         // Send switch 0's traffic for the CA on switch 1 the long way round (4 hops).
         let ca1 = g

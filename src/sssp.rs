@@ -165,175 +165,7 @@ mod tests {
     use super::*;
     use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
     use crate::routing::walk;
-
-    /// Switches in a ring (or a line), `cas` CAs per switch, LMC `lmc` on CA ports.
-    pub(crate) fn ring(n: u32, cas: u32, lmc: u8, closed: bool) -> Fabric {
-        let mut b = FabricBuilder::new();
-        let sw: Vec<u32> = (0..n)
-            .map(|i| {
-                b.add_node(NodeKind::Switch, 0x100 + u64::from(i), 16, format!("s{i}"))
-                    .unwrap()
-            })
-            .collect();
-        let links = if closed { n } else { n - 1 };
-        for i in 0..links {
-            let j = (i + 1) % n;
-            b.link(
-                PortRef {
-                    node: sw[i as usize],
-                    port: 1,
-                },
-                PortRef {
-                    node: sw[j as usize],
-                    port: 2,
-                },
-            )
-            .unwrap();
-        }
-        let mut lid = 1u16;
-        for (i, &s) in sw.iter().enumerate() {
-            b.set_lid(PortRef { node: s, port: 0 }, 0x100 + i as u64, lid, 0)
-                .unwrap();
-            lid += 1;
-        }
-        let step = 1u16 << lmc;
-        for i in 0..n {
-            for k in 0..cas {
-                let c = b
-                    .add_node(
-                        NodeKind::Ca,
-                        0x1000 + u64::from(i * 64 + k),
-                        1,
-                        format!("h{i}.{k}"),
-                    )
-                    .unwrap();
-                b.link(
-                    PortRef { node: c, port: 1 },
-                    PortRef {
-                        node: sw[i as usize],
-                        port: 3 + k as u8,
-                    },
-                )
-                .unwrap();
-                lid = lid.div_ceil(step) * step;
-                b.set_lid(
-                    PortRef { node: c, port: 1 },
-                    0x1000 + u64::from(i * 64 + k),
-                    lid,
-                    lmc,
-                )
-                .unwrap();
-                lid += step;
-            }
-        }
-        b.build().unwrap()
-    }
-
-    /// A 2-level fat tree: `leaves` leaf switches with `down` CAs each, `spines` spine switches,
-    /// every leaf linked once to every spine.
-    pub(crate) fn fat_tree(leaves: u32, spines: u32, down: u32, lmc: u8) -> Fabric {
-        let mut b = FabricBuilder::new();
-        let mut lid = 1u16;
-        let ports = (down + spines).max(leaves) as u8;
-        let sp: Vec<u32> = (0..spines)
-            .map(|i| {
-                b.add_node(
-                    NodeKind::Switch,
-                    0x200 + u64::from(i),
-                    ports,
-                    format!("spine{i}"),
-                )
-                .unwrap()
-            })
-            .collect();
-        let lf: Vec<u32> = (0..leaves)
-            .map(|i| {
-                b.add_node(
-                    NodeKind::Switch,
-                    0x300 + u64::from(i),
-                    ports,
-                    format!("leaf{i}"),
-                )
-                .unwrap()
-            })
-            .collect();
-        for (i, &s) in sp.iter().chain(lf.iter()).enumerate() {
-            b.set_lid(PortRef { node: s, port: 0 }, 0x200 + i as u64, lid, 0)
-                .unwrap();
-            lid += 1;
-        }
-        for (li, &l) in lf.iter().enumerate() {
-            for (si, &s) in sp.iter().enumerate() {
-                b.link(
-                    PortRef {
-                        node: l,
-                        port: (down + si as u32 + 1) as u8,
-                    },
-                    PortRef {
-                        node: s,
-                        port: li as u8 + 1,
-                    },
-                )
-                .unwrap();
-            }
-            for k in 0..down {
-                let guid = 0x10000 + (li as u64) * 256 + u64::from(k);
-                let c = b
-                    .add_node(NodeKind::Ca, guid, 1, format!("h{li}.{k}"))
-                    .unwrap();
-                b.link(
-                    PortRef { node: c, port: 1 },
-                    PortRef {
-                        node: l,
-                        port: k as u8 + 1,
-                    },
-                )
-                .unwrap();
-                let step = 1u16 << lmc;
-                lid = lid.div_ceil(step) * step;
-                b.set_lid(PortRef { node: c, port: 1 }, guid, lid, lmc)
-                    .unwrap();
-                lid += step;
-            }
-        }
-        b.build().unwrap()
-    }
-
-    fn check_complete_and_minimal(f: &Fabric, r: &Routing) {
-        let g = SwitchGraph::new(f).unwrap();
-        let dist = SwitchDistances::new(&g);
-        for s in 0..g.num_switches() as u32 {
-            for d in g.dests() {
-                match walk(&g, &r.lft, s, d.lid, |_| {}) {
-                    Ok(hops) => {
-                        assert_eq!(
-                            hops,
-                            u32::from(dist.get(s, d.switch)),
-                            "switch {s} lid {}",
-                            d.lid
-                        );
-                        let expect = hops + u32::from(d.exit_port != 0);
-                        assert_eq!(u32::from(r.hops.get(s, d.lid)), expect);
-                    }
-                    other => panic!("switch {s} lid {}: {other:?}", d.lid),
-                }
-            }
-        }
-    }
-
-    /// Max number of CA-to-CA routes (base LIDs) on any channel.
-    fn max_channel_load(f: &Fabric, r: &Routing) -> u64 {
-        let g = SwitchGraph::new(f).unwrap();
-        let mut load = vec![0u64; g.num_channels()];
-        for &(_, s) in g.terminals() {
-            for &(e, _) in g.terminals() {
-                let _ = walk(&g, &r.lft, s, f.endpoints()[e as usize].base_lid, |c| {
-                    load[c as usize] += 1
-                });
-            }
-        }
-        load.into_iter().max().unwrap_or(0)
-    }
+    use crate::testkit::{fat_tree, ring};
 
     #[test]
     fn ring_routes_are_complete_and_minimal() {
@@ -446,5 +278,41 @@ mod tests {
         for s in 0..3 {
             assert_eq!(r.lft.port(s, 40), NO_PATH);
         }
+    }
+
+    fn check_complete_and_minimal(f: &Fabric, r: &Routing) {
+        let g = SwitchGraph::new(f).unwrap();
+        let dist = SwitchDistances::new(&g);
+        for s in 0..g.num_switches() as u32 {
+            for d in g.dests() {
+                match walk(&g, &r.lft, s, d.lid, |_| {}) {
+                    Ok(hops) => {
+                        assert_eq!(
+                            hops,
+                            u32::from(dist.get(s, d.switch)),
+                            "switch {s} lid {}",
+                            d.lid
+                        );
+                        let expect = hops + u32::from(d.exit_port != 0);
+                        assert_eq!(u32::from(r.hops.get(s, d.lid)), expect);
+                    }
+                    other => panic!("switch {s} lid {}: {other:?}", d.lid),
+                }
+            }
+        }
+    }
+
+    /// Max number of CA-to-CA routes (base LIDs) on any channel.
+    fn max_channel_load(f: &Fabric, r: &Routing) -> u64 {
+        let g = SwitchGraph::new(f).unwrap();
+        let mut load = vec![0u64; g.num_channels()];
+        for &(_, s) in g.terminals() {
+            for &(e, _) in g.terminals() {
+                let _ = walk(&g, &r.lft, s, f.endpoints()[e as usize].base_lid, |c| {
+                    load[c as usize] += 1
+                });
+            }
+        }
+        load.into_iter().max().unwrap_or(0)
     }
 }

@@ -6,154 +6,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
-use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
+use crate::fabric::Fabric;
 use crate::routing::{walk, RouteFault};
 use crate::sssp;
+use crate::testkit::{fat_tree, grid, random_net as random, Net};
 use crate::updown::{self, UpDown};
-
-/// Test fabrics built by hand (the generators in `topo` are another module's business).
-struct Net {
-    b: FabricBuilder,
-    sw: Vec<u32>,
-    next_port: Vec<u8>,
-    lid: u16,
-    cas: u32,
-}
-
-impl Net {
-    fn new(switches: u32, ports: u8) -> Self {
-        let mut b = FabricBuilder::new();
-        let mut sw = Vec::new();
-        for i in 0..switches {
-            let guid = 0x1000 + u64::from(i);
-            let n = b
-                .add_node(NodeKind::Switch, guid, ports, format!("s{i}"))
-                .unwrap();
-            b.set_lid(PortRef { node: n, port: 0 }, guid, i as u16 + 1, 0)
-                .unwrap();
-            sw.push(n);
-        }
-        Net {
-            b,
-            sw,
-            next_port: vec![1; switches as usize],
-            lid: switches as u16 + 1,
-            cas: 0,
-        }
-    }
-
-    fn port(&mut self, s: u32) -> u8 {
-        let p = self.next_port[s as usize];
-        self.next_port[s as usize] += 1;
-        p
-    }
-
-    fn link(&mut self, a: u32, b: u32) {
-        let (pa, pb) = (self.port(a), self.port(b));
-        self.b
-            .link(
-                PortRef {
-                    node: self.sw[a as usize],
-                    port: pa,
-                },
-                PortRef {
-                    node: self.sw[b as usize],
-                    port: pb,
-                },
-            )
-            .unwrap();
-    }
-
-    fn ca(&mut self, s: u32) {
-        let guid = 0x10_0000 + u64::from(self.cas);
-        self.cas += 1;
-        let c = self
-            .b
-            .add_node(NodeKind::Ca, guid, 1, format!("h{guid:x}"))
-            .unwrap();
-        let p = self.port(s);
-        self.b
-            .link(
-                PortRef { node: c, port: 1 },
-                PortRef {
-                    node: self.sw[s as usize],
-                    port: p,
-                },
-            )
-            .unwrap();
-        self.b
-            .set_lid(PortRef { node: c, port: 1 }, guid, self.lid, 0)
-            .unwrap();
-        self.lid += 1;
-    }
-
-    fn cas_everywhere(&mut self, k: u32) {
-        for s in 0..self.sw.len() as u32 {
-            for _ in 0..k {
-                self.ca(s);
-            }
-        }
-    }
-
-    fn build(self) -> Fabric {
-        self.b.build().unwrap()
-    }
-}
-
-/// Torus (wrap) or mesh over `dims`, `k` CAs per switch.
-fn grid(dims: &[u32], wrap: bool, k: u32) -> Fabric {
-    let n: u32 = dims.iter().product();
-    let mut net = Net::new(n, 32);
-    for i in 0..n {
-        let mut stride = 1;
-        for &d in dims {
-            let x = (i / stride) % d;
-            if x + 1 < d {
-                net.link(i, i + stride);
-            } else if wrap && d > 2 {
-                net.link(i, i - x * stride);
-            }
-            stride *= d;
-        }
-    }
-    net.cas_everywhere(k);
-    net.build()
-}
-
-/// Connected random fabric: a random spanning tree plus `extra` random links (parallel links
-/// allowed), `k` CAs per switch.
-fn random(n: u32, extra: u32, k: u32, seed: u64) -> Fabric {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut net = Net::new(n, 48);
-    for i in 1..n {
-        let j = rng.gen_range(0..i);
-        net.link(i, j);
-    }
-    for _ in 0..extra {
-        let a = rng.gen_range(0..n);
-        let mut b = rng.gen_range(0..n);
-        while b == a {
-            b = rng.gen_range(0..n);
-        }
-        net.link(a, b);
-    }
-    net.cas_everywhere(k);
-    net.build()
-}
-
-/// Two-level fat tree: every leaf linked to every spine, `k` CAs per leaf.
-fn fat_tree(leaves: u32, spines: u32, k: u32) -> Fabric {
-    let mut net = Net::new(leaves + spines, 64);
-    for l in 0..leaves {
-        for s in 0..spines {
-            net.link(l, leaves + s);
-        }
-        for _ in 0..k {
-            net.ca(l);
-        }
-    }
-    net.build()
-}
 
 /// Independent check (walks + petgraph): every routed pair is delivered, and every layer's CDG,
 /// built from the walks, is acyclic. Returns the set of (switch, lid) pairs per layer count.
@@ -356,7 +213,7 @@ fn five_ring_with_one_lane_escapes() {
 /// Up*/Down* routes through one leaf, which are minimal too: one layer, every route minimal.
 #[test]
 fn fat_tree_fits_one_layer_with_all_routes_minimal() {
-    let f = fat_tree(6, 4, 3);
+    let f = fat_tree(6, 4, 3, 0);
     let ns = 10;
     for budget in [1, 2, 8] {
         let (_, _, r, rep) = run(&f, budget);
