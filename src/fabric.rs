@@ -513,36 +513,11 @@ impl TryFrom<FabricRecord> for Fabric {
 mod tests {
     use super::*;
     use crate::graph::SwitchGraph;
-
-    /// Two switches joined by two parallel links, one CA on each, LMC 1 on the CAs.
-    fn two_switches() -> Fabric {
-        let mut b = FabricBuilder::new();
-        let s0 = b.add_node(NodeKind::Switch, 0x10, 8, "sw0").unwrap();
-        let s1 = b.add_node(NodeKind::Switch, 0x11, 8, "sw1").unwrap();
-        let c0 = b.add_node(NodeKind::Ca, 0x20, 1, "ca0").unwrap();
-        let c1 = b.add_node(NodeKind::Ca, 0x21, 1, "ca1").unwrap();
-        b.link(PortRef { node: s0, port: 1 }, PortRef { node: s1, port: 1 })
-            .unwrap();
-        b.link(PortRef { node: s0, port: 2 }, PortRef { node: s1, port: 2 })
-            .unwrap();
-        b.link(PortRef { node: c0, port: 1 }, PortRef { node: s0, port: 5 })
-            .unwrap();
-        b.link(PortRef { node: c1, port: 1 }, PortRef { node: s1, port: 7 })
-            .unwrap();
-        b.set_lid(PortRef { node: s0, port: 0 }, 0x10, 1, 0)
-            .unwrap();
-        b.set_lid(PortRef { node: s1, port: 0 }, 0x11, 2, 0)
-            .unwrap();
-        b.set_lid(PortRef { node: c0, port: 1 }, 0x20, 4, 1)
-            .unwrap();
-        b.set_lid(PortRef { node: c1, port: 1 }, 0x21, 6, 1)
-            .unwrap();
-        b.build().unwrap()
-    }
+    use crate::testkit::two_switches;
 
     #[test]
     fn graph_has_parallel_channels_and_all_lids() {
-        let f = two_switches();
+        let f = two_switches(8, 2, &[(0, 5, 4, 1), (1, 7, 6, 1)]);
         let g = SwitchGraph::new(&f).unwrap();
         assert_eq!(g.num_switches(), 2);
         assert_eq!(g.num_channels(), 4);

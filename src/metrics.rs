@@ -969,10 +969,11 @@ pub fn pattern_bandwidth(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::{FabricBuilder, NodeKind, PortRef};
+
     use crate::routing::NO_PATH;
     use crate::testkit::{
-        fabric, fabric_with, fat_tree, mesh2x2, ring, shortest_path_routing, with_graph,
+        fabric, fabric_with, fat_tree, mesh2x2, ring, shortest_path_routing, two_switches,
+        with_graph,
     };
 
     fn opts(patterns: u32) -> MetricsOptions {
@@ -1245,30 +1246,8 @@ mod tests {
 
     /// Two switches, two parallel links; CAs 0 and 1 on switch 0, CA 2 on switch 1; LMC 1.
     fn lmc_fabric() -> (SwitchGraph, Routing) {
-        let mut b = FabricBuilder::new();
-        let s0 = b.add_node(NodeKind::Switch, 0x10, 8, "s0").unwrap();
-        let s1 = b.add_node(NodeKind::Switch, 0x11, 8, "s1").unwrap();
-        b.link(PortRef { node: s0, port: 1 }, PortRef { node: s1, port: 1 })
-            .unwrap();
-        b.link(PortRef { node: s0, port: 2 }, PortRef { node: s1, port: 2 })
-            .unwrap();
-        b.set_lid(PortRef { node: s0, port: 0 }, 0x10, 1, 0)
-            .unwrap();
-        b.set_lid(PortRef { node: s1, port: 0 }, 0x11, 2, 0)
-            .unwrap();
-        for (i, (sw, port)) in [(s0, 5u8), (s0, 6), (s1, 5)].into_iter().enumerate() {
-            let ca = b.add_node(NodeKind::Ca, 0x20 + i as u64, 1, "ca").unwrap();
-            b.link(PortRef { node: ca, port: 1 }, PortRef { node: sw, port })
-                .unwrap();
-            b.set_lid(
-                PortRef { node: ca, port: 1 },
-                0x20 + i as u64,
-                4 + 2 * i as u16,
-                1,
-            )
-            .unwrap();
-        }
-        let g = SwitchGraph::new(&b.build().unwrap()).unwrap();
+        let f = two_switches(8, 2, &[(0, 5, 4, 1), (0, 6, 6, 1), (1, 5, 8, 1)]);
+        let g = SwitchGraph::new(&f).unwrap();
         let mut r = shortest_path_routing(&g);
         // CA 2 owns LIDs 8 and 9: the second LID takes the second link.
         r.lft.set(0, 9, 2);

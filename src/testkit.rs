@@ -6,6 +6,7 @@
 //!   on top of it;
 //! - [`ring`]: a ring or line of switches, with LMC; [`fat_tree`]: a 2-level fat tree, with LMC;
 //!   [`mesh2x2`];
+//! - [`two_switches`]: two switches, parallel links, CAs placed by hand;
 //! - [`with_graph`]: a fabric with its switch graph; [`shortest_path_routing`]: plain BFS tables
 //!   to judge.
 
@@ -93,6 +94,56 @@ pub(crate) fn mesh2x2(cas: u32) -> (Fabric, SwitchGraph) {
             ((1, 3), (3, 4)),
         ],
     )
+}
+
+/// Two switches (GUIDs 0x10 and 0x11, "sw0" and "sw1", LIDs 1 and 2, `ports` ports each) joined
+/// by `links` parallel links on ports 1..=links of both; CA `i` (GUID 0x20 + i, "ca{i}", one
+/// port) on `cas[i] = (switch, switch port, base LID, LMC)`.
+pub(crate) fn two_switches(ports: u8, links: u8, cas: &[(u32, u8, u16, u8)]) -> Fabric {
+    let mut b = FabricBuilder::new();
+    let sw: Vec<u32> = (0..2u64)
+        .map(|i| {
+            b.add_node(NodeKind::Switch, 0x10 + i, ports, format!("sw{i}"))
+                .unwrap()
+        })
+        .collect();
+    for p in 1..=links {
+        b.link(
+            PortRef {
+                node: sw[0],
+                port: p,
+            },
+            PortRef {
+                node: sw[1],
+                port: p,
+            },
+        )
+        .unwrap();
+    }
+    for (i, &s) in sw.iter().enumerate() {
+        b.set_lid(
+            PortRef { node: s, port: 0 },
+            0x10 + i as u64,
+            i as u16 + 1,
+            0,
+        )
+        .unwrap();
+    }
+    for (i, &(s, port, lid, lmc)) in cas.iter().enumerate() {
+        let guid = 0x20 + i as u64;
+        let ca = b.add_node(NodeKind::Ca, guid, 1, format!("ca{i}")).unwrap();
+        b.link(
+            PortRef { node: ca, port: 1 },
+            PortRef {
+                node: sw[s as usize],
+                port,
+            },
+        )
+        .unwrap();
+        b.set_lid(PortRef { node: ca, port: 1 }, guid, lid, lmc)
+            .unwrap();
+    }
+    b.build().unwrap()
 }
 
 /// A fabric with its switch graph.

@@ -770,28 +770,8 @@ mod tests {
 
     /// sw0 -- sw1, ca0 on sw0 (LID 3), ca1 on sw1 (LID 4); layer = 1 + source switch.
     fn ctx_with_layers(layers: bool) -> EngineCtx {
-        use crate::fabric::{FabricBuilder, NodeKind, PortRef};
         use crate::routing::SwitchLidTable;
-        let mut b = FabricBuilder::new();
-        let s0 = b.add_node(NodeKind::Switch, 0x10, 4, "sw0").unwrap();
-        let s1 = b.add_node(NodeKind::Switch, 0x11, 4, "sw1").unwrap();
-        let c0 = b.add_node(NodeKind::Ca, 0x20, 1, "ca0").unwrap();
-        let c1 = b.add_node(NodeKind::Ca, 0x21, 1, "ca1").unwrap();
-        b.link(PortRef { node: s0, port: 1 }, PortRef { node: s1, port: 1 })
-            .unwrap();
-        b.link(PortRef { node: c0, port: 1 }, PortRef { node: s0, port: 2 })
-            .unwrap();
-        b.link(PortRef { node: c1, port: 1 }, PortRef { node: s1, port: 2 })
-            .unwrap();
-        b.set_lid(PortRef { node: s0, port: 0 }, 0x10, 1, 0)
-            .unwrap();
-        b.set_lid(PortRef { node: s1, port: 0 }, 0x11, 2, 0)
-            .unwrap();
-        b.set_lid(PortRef { node: c0, port: 1 }, 0x20, 3, 0)
-            .unwrap();
-        b.set_lid(PortRef { node: c1, port: 1 }, 0x21, 4, 0)
-            .unwrap();
-        let f = b.build().unwrap();
+        let f = crate::testkit::two_switches(4, 1, &[(0, 2, 3, 0), (1, 2, 4, 0)]);
         let graph = SwitchGraph::new(&f).unwrap();
         let mut routing = crate::sssp::route(&graph);
         if layers {

@@ -278,25 +278,12 @@ pub(crate) fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::{FabricBuilder, NodeKind, PortRef};
+
     use crate::opensm::subnet::SkipCounts;
 
     /// Two switches, one CA on the first; OpenSM's tables sized for LIDs up to 63.
     fn subnet() -> Subnet {
-        let mut b = FabricBuilder::new();
-        let s0 = b.add_node(NodeKind::Switch, 0x10, 4, "sw0").unwrap();
-        let s1 = b.add_node(NodeKind::Switch, 0x11, 4, "sw1").unwrap();
-        let c0 = b.add_node(NodeKind::Ca, 0x20, 1, "ca0").unwrap();
-        b.link(PortRef { node: s0, port: 1 }, PortRef { node: s1, port: 1 })
-            .unwrap();
-        b.link(PortRef { node: c0, port: 1 }, PortRef { node: s0, port: 3 })
-            .unwrap();
-        b.set_lid(PortRef { node: s0, port: 0 }, 0x10, 1, 0)
-            .unwrap();
-        b.set_lid(PortRef { node: s1, port: 0 }, 0x11, 2, 0)
-            .unwrap();
-        b.set_lid(PortRef { node: c0, port: 1 }, 0x20, 3, 0)
-            .unwrap();
+        let f = crate::testkit::two_switches(4, 1, &[(0, 3, 3, 0)]);
         let lim = SwitchLimits {
             max_lid_ho: 3,
             num_ports: 5,
@@ -304,7 +291,7 @@ mod tests {
             num_hops: 4,
         };
         Subnet {
-            fabric: b.build().unwrap(),
+            fabric: f,
             limits: vec![Some(lim), Some(lim), None],
             osm_switches: 2,
             min_data_vls: Some(8),
