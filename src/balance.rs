@@ -7,7 +7,7 @@
 //! - one row writer ([`dest_entries`]) turning a destination's tree into LFT ports and hop counts,
 //!   for tables laid out by switch ([`write_dest`]) or by destination ([`fill_row`]).
 
-use crate::graph::{order_by_distance, Dest, SwitchGraph, NONE};
+use crate::graph::{order_by_distance, Dest, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{Lft, SwitchLidTable, NO_PATH};
 
 /// Weight of sharing one channel with a sibling LID; larger than any possible sum of loads along
@@ -36,7 +36,7 @@ impl Balancer {
             penalized: Vec::new(),
             cost: vec![0; ns],
             flow: vec![0; ns],
-            next: vec![NONE; ns],
+            next: vec![NO_CHANNEL; ns],
         }
     }
 
@@ -44,21 +44,21 @@ impl Balancer {
     /// channel of least total path weight towards the destination. `order` must list every switch
     /// after the heads of all its candidate channels (e.g. by increasing distance); switches not in
     /// `order`, or without a candidate leading to a switch already routed, get no route.
-    /// Returns the chosen channel per switch ([`NONE`] for the root and unrouted switches).
+    /// Returns the chosen channel per switch ([`NO_CHANNEL`] for the root and unrouted switches).
     pub fn choose_tree(
         &mut self,
         g: &SwitchGraph,
         order: &[u32],
         is_candidate: impl Fn(u32) -> bool,
     ) -> &[u32] {
-        self.next.fill(NONE);
+        self.next.fill(NO_CHANNEL);
         let Some((&root, rest)) = order.split_first() else {
             return &self.next;
         };
         self.cost.fill(u64::MAX);
         self.cost[root as usize] = 0;
         for &s in rest {
-            let mut best = (u64::MAX, u64::MAX, NONE);
+            let mut best = (u64::MAX, u64::MAX, NO_CHANNEL);
             for c in g.out_channels(s) {
                 if !is_candidate(c) {
                     continue;
@@ -82,7 +82,7 @@ impl Balancer {
     /// [`choose_tree`](Self::choose_tree) over a prebuilt [`MinimalDag`]: the same choice, without
     /// testing every channel of every switch again for each LID of the destination switch.
     pub(crate) fn choose_tree_dag(&mut self, dag: &MinimalDag) -> &[u32] {
-        self.next.fill(NONE);
+        self.next.fill(NO_CHANNEL);
         let Some(&root) = dag.order.first() else {
             return &self.next;
         };
@@ -92,7 +92,7 @@ impl Balancer {
             let span = dag.cand_start[i - 1] as usize..dag.cand_start[i] as usize;
             // Candidates ascend by channel id, so keeping the first of equal (cost, load) keys
             // breaks ties towards the lowest channel, as `choose_tree` does.
-            let (mut best_cost, mut best_w, mut best_c) = (u64::MAX, u64::MAX, NONE);
+            let (mut best_cost, mut best_w, mut best_c) = (u64::MAX, u64::MAX, NO_CHANNEL);
             for (&c, &head) in dag.cands[span.clone()].iter().zip(&dag.heads[span]) {
                 let w = self.load[c as usize];
                 let cost = self.cost[head as usize].saturating_add(w);
@@ -114,7 +114,7 @@ impl Balancer {
         }
         for &s in order.iter().rev() {
             let c = self.next[s as usize];
-            if c == NONE {
+            if c == NO_CHANNEL {
                 continue;
             }
             let f = self.flow[s as usize];
@@ -215,7 +215,7 @@ impl MinimalDag {
 /// Unreachable LIDs are left out.
 pub fn routing_order(g: &SwitchGraph) -> Vec<u32> {
     let mut order: Vec<u32> = (0..g.dests().len() as u32)
-        .filter(|&i| g.dests()[i as usize].switch != NONE)
+        .filter(|&i| g.dests()[i as usize].switch != NO_SWITCH)
         .collect();
     order.sort_by_key(|&i| {
         let d = &g.dests()[i as usize];
@@ -225,7 +225,7 @@ pub fn routing_order(g: &SwitchGraph) -> Vec<u32> {
 }
 
 /// The LFT port and hop count of every switch towards destination `d`, given the chosen next
-/// channel per switch (`next`, [`NONE`] where unrouted) and the switch-to-switch distance of each
+/// channel per switch (`next`, [`NO_CHANNEL`] where unrouted) and the switch-to-switch distance of each
 /// switch along the chosen routes (`dist`). The one place that turns a tree into table entries.
 #[inline]
 pub fn dest_entries(
@@ -239,7 +239,7 @@ pub fn dest_entries(
     for s in 0..g.num_switches() as u32 {
         let (port, h) = if s == d.switch {
             (d.exit_port, last_link)
-        } else if next[s as usize] != NONE {
+        } else if next[s as usize] != NO_CHANNEL {
             (
                 g.chan_port()[next[s as usize] as usize],
                 dist(s).saturating_add(last_link),

@@ -12,9 +12,24 @@ use rayon::prelude::*;
 
 use crate::fabric::{Fabric, FabricError, NodeKind, PortRef};
 
-/// Marks "none" in the dense `u32` index tables (switch, channel, destination and node ids):
-/// `u32::MAX` is never a valid id, since a graph refuses fabrics that large.
-pub const NONE: u32 = u32::MAX;
+/// Dense switch id, `0..num_switches()`.
+pub type SwitchId = u32;
+/// Dense channel id (one direction of a switch-to-switch link), `0..num_channels()`.
+pub type ChannelId = u32;
+/// Dense destination id (one LID), index into [`SwitchGraph::dests`].
+pub type DestId = u32;
+
+// One "none" per index space, so a reader (and grep) can tell which table an entry belongs to.
+// The ids stay plain `u32` aliases rather than newtypes: they index flat arrays in every hot loop,
+// and `u32::MAX` is never a valid id, since a graph refuses fabrics that large.
+/// No switch: a CA or router node, a LID not attached to a switch, a tree without root.
+pub const NO_SWITCH: SwitchId = u32::MAX;
+/// No channel: a path ends at this switch, the switch is unrouted, or a port has no link.
+pub const NO_CHANNEL: ChannelId = u32::MAX;
+/// No destination: a LID nobody holds.
+pub const NO_DEST: DestId = u32::MAX;
+/// A switch not yet given a connected-component id.
+const NO_COMPONENT: u32 = u32::MAX;
 
 /// One destination LID, seen from the switch graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,7 +37,7 @@ pub struct Dest {
     pub lid: u16,
     /// Index into [`Fabric::endpoints`].
     pub endpoint: u32,
-    /// Switch the LID hangs off (for a switch LID, the switch itself); [`NONE`] when the port is
+    /// Switch the LID hangs off (for a switch LID, the switch itself); [`NO_SWITCH`] when the port is
     /// not attached to any switch (a CA linked to a CA, or an unlinked port): unreachable.
     pub switch: u32,
     /// Port by which `switch` delivers to this LID: 0 for the switch's own LIDs.
@@ -40,7 +55,7 @@ pub struct SwitchGraph {
     switch_node: Vec<u32>,
     /// switch id -> node GUID, so errors can name a switch without the fabric
     switch_guid: Vec<u64>,
-    /// node index -> switch id, or [`NONE`] for CAs and routers
+    /// node index -> switch id, or [`NO_SWITCH`] for CAs and routers
     node_switch: Vec<u32>,
     /// CSR: the channels leaving switch `s` are `out_start[s]..out_start[s+1]`
     out_start: Vec<u32>,
@@ -55,12 +70,12 @@ pub struct SwitchGraph {
     /// CSR of channels entering switch `s`: `in_chans[in_start[s]..in_start[s+1]]`
     in_start: Vec<u32>,
     in_chans: Vec<u32>,
-    /// `port_chan[port_base[s] + p]`: the channel leaving switch `s` by port `p`, or [`NONE`]
+    /// `port_chan[port_base[s] + p]`: the channel leaving switch `s` by port `p`, or [`NO_CHANNEL`]
     port_base: Vec<u32>,
     port_chan: Vec<u32>,
     /// Every LID, sorted by LID.
     dests: Vec<Dest>,
-    /// `lid_dest[lid]`: index into `dests`, or [`NONE`]
+    /// `lid_dest[lid]`: index into `dests`, or [`NO_DEST`]
     lid_dest: Vec<u32>,
     /// Traffic sources: CA/router endpoints attached to a switch, as (endpoint index, switch),
     /// sorted by base LID.
@@ -79,12 +94,12 @@ impl SwitchGraph {
             .filter(|&i| f.nodes()[i as usize].kind == NodeKind::Switch)
             .collect();
         switch_node.sort_unstable_by_key(|&i| f.nodes()[i as usize].guid);
-        let mut node_switch = vec![NONE; f.nodes().len()];
+        let mut node_switch = vec![NO_SWITCH; f.nodes().len()];
         for (s, &n) in switch_node.iter().enumerate() {
             node_switch[n as usize] = s as u32;
         }
         let ns = switch_node.len();
-        if ns >= NONE as usize {
+        if ns >= NO_SWITCH as usize {
             return Err(FabricError::TooLarge(ns));
         }
 
@@ -99,7 +114,7 @@ impl SwitchGraph {
                 node_switch[l.a.node as usize],
                 node_switch[l.b.node as usize],
             );
-            if sa != NONE && sb != NONE {
+            if sa != NO_SWITCH && sb != NO_SWITCH {
                 raw.push((sa, l.a.port, sb, l.b.port));
                 raw.push((sb, l.b.port, sa, l.a.port));
             }
@@ -123,7 +138,7 @@ impl SwitchGraph {
             let np = u32::from(f.nodes()[switch_node[s] as usize].num_ports) + 1;
             port_base[s + 1] = port_base[s] + np;
         }
-        let mut port_chan = vec![NONE; port_base[ns] as usize];
+        let mut port_chan = vec![NO_CHANNEL; port_base[ns] as usize];
         for c in 0..nc {
             port_chan[(port_base[chan_tail[c] as usize] + u32::from(chan_port[c])) as usize] =
                 c as u32;
@@ -154,20 +169,20 @@ impl SwitchGraph {
         let mut terminals = Vec::new();
         let mut terminal_count = vec![0u32; ns];
         for (ei, e) in f.endpoints().iter().enumerate() {
-            let (sw, exit) = if node_switch[e.node as usize] != NONE && e.port == 0 {
+            let (sw, exit) = if node_switch[e.node as usize] != NO_SWITCH && e.port == 0 {
                 (node_switch[e.node as usize], 0u8)
             } else {
                 match remote.get(&PortRef {
                     node: e.node,
                     port: e.port,
                 }) {
-                    Some(r) if node_switch[r.node as usize] != NONE => {
+                    Some(r) if node_switch[r.node as usize] != NO_SWITCH => {
                         (node_switch[r.node as usize], r.port)
                     }
-                    _ => (NONE, 0),
+                    _ => (NO_SWITCH, 0),
                 }
             };
-            if e.port != 0 && sw != NONE {
+            if e.port != 0 && sw != NO_SWITCH {
                 terminals.push((ei as u32, sw));
                 terminal_count[sw as usize] += 1;
             }
@@ -183,7 +198,7 @@ impl SwitchGraph {
         }
         dests.sort_unstable_by_key(|d| d.lid);
         terminals.sort_unstable_by_key(|&(e, _)| f.endpoints()[e as usize].base_lid);
-        let mut lid_dest = vec![NONE; usize::from(max_lid) + 1];
+        let mut lid_dest = vec![NO_DEST; usize::from(max_lid) + 1];
         for (i, d) in dests.iter().enumerate() {
             lid_dest[usize::from(d.lid)] = i as u32;
         }
@@ -340,13 +355,13 @@ impl SwitchGraph {
             return None;
         }
         let c = self.port_chan[(base + u32::from(port)) as usize];
-        (c != NONE).then_some(c)
+        (c != NO_CHANNEL).then_some(c)
     }
 
     /// The destination record for a LID, if some port owns it.
     pub fn dest_of_lid(&self, lid: u16) -> Option<&Dest> {
         match self.lid_dest.get(usize::from(lid)) {
-            Some(&i) if i != NONE => Some(&self.dests[i as usize]),
+            Some(&i) if i != NO_DEST => Some(&self.dests[i as usize]),
             _ => None,
         }
     }
@@ -355,11 +370,11 @@ impl SwitchGraph {
     /// pairs, so reachability is symmetric).
     pub fn components(&self) -> Vec<u32> {
         let ns = self.num_switches();
-        let mut comp = vec![NONE; ns];
+        let mut comp = vec![NO_COMPONENT; ns];
         let mut stack = Vec::new();
         let mut next = 0u32;
         for s in 0..ns as u32 {
-            if comp[s as usize] != NONE {
+            if comp[s as usize] != NO_COMPONENT {
                 continue;
             }
             comp[s as usize] = next;
@@ -367,7 +382,7 @@ impl SwitchGraph {
             while let Some(u) = stack.pop() {
                 for c in self.out_channels(u) {
                     let v = self.chan_head[c as usize];
-                    if comp[v as usize] == NONE {
+                    if comp[v as usize] == NO_COMPONENT {
                         comp[v as usize] = next;
                         stack.push(v);
                     }
@@ -447,7 +462,7 @@ pub fn order_by_distance(dist: &[u16], order: &mut Vec<u32>, counts: &mut Vec<u3
     for i in 1..counts.len() {
         counts[i] += counts[i - 1];
     }
-    order.resize(counts.last().copied().unwrap_or(0) as usize, NONE);
+    order.resize(counts.last().copied().unwrap_or(0) as usize, NO_SWITCH);
     for (s, &d) in dist.iter().enumerate() {
         if d != u16::MAX {
             let slot = &mut counts[usize::from(d)];

@@ -50,9 +50,12 @@ use thiserror::Error;
 
 use crate::fabric::Fabric;
 use crate::graph::SwitchDistances;
-use crate::graph::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{for_each_column, DestPaths, RouteFault};
 use crate::routing::{walk, Lft, Routing, WalkEnd};
+
+/// `term_of_endpoint` of an endpoint that is not a traffic source (a switch port, an unattached CA).
+const NOT_A_TERMINAL: u32 = u32::MAX;
 
 /// Which LID of a destination port a route uses (matters only with LMC > 0).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -403,7 +406,7 @@ struct AllPairs {
 struct RouteWeights<'a> {
     g: &'a SwitchGraph,
     choice: LidChoice,
-    /// Endpoint index -> position in `g.terminals()`, or NONE.
+    /// Endpoint index -> position in `g.terminals()`, or [`NOT_A_TERMINAL`].
     term_of_endpoint: Vec<u32>,
     /// BySource only: `residues[s * 128 + r]` = CAs on switch s whose terminal index is r mod 128.
     residues: Vec<u32>,
@@ -418,7 +421,7 @@ impl<'a> RouteWeights<'a> {
             .map(|d| d.endpoint as usize + 1)
             .max()
             .unwrap_or(0);
-        let mut term_of_endpoint = vec![NONE; n_end];
+        let mut term_of_endpoint = vec![NOT_A_TERMINAL; n_end];
         let mut lmc = vec![0u8; n_end];
         for d in g.dests() {
             lmc[d.endpoint as usize] = lmc[d.endpoint as usize].max(lmc_bits(d.lid_offset));
@@ -446,11 +449,11 @@ impl<'a> RouteWeights<'a> {
 
     /// CA routes (u, v) with u on switch `s` that use the LID of `d` (0 for switch LIDs).
     fn weight(&self, s: u32, d: &crate::graph::Dest) -> u64 {
-        if d.exit_port == 0 || d.switch == NONE {
+        if d.exit_port == 0 || d.switch == NO_SWITCH {
             return 0;
         }
         let t = self.term_of_endpoint[d.endpoint as usize];
-        if t == NONE {
+        if t == NOT_A_TERMINAL {
             return 0;
         }
         let here = d.switch == s;
@@ -484,7 +487,7 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
     let ns = g.num_switches();
     let nc = g.num_channels();
     let weights = RouteWeights::new(g, opts.lid_choice);
-    let unattached = g.dests().iter().filter(|d| d.switch == NONE).count() as u64;
+    let unattached = g.dests().iter().filter(|d| d.switch == NO_SWITCH).count() as u64;
     let p = g.terminals().len() as u64;
     let dist = SwitchDistances::new(g);
 
@@ -504,7 +507,7 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
             let mut w = vec![0u64; ns];
             let dests = &g.dests()[(k * per).min(nd)..((k + 1) * per).min(nd)];
             for_each_column(g, lft, None, dests, |d, ports, _| {
-                if d.switch == NONE {
+                if d.switch == NO_SWITCH {
                     return;
                 }
                 let to = dist.to(d.switch);
@@ -550,7 +553,7 @@ fn all_pairs(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllPairs {
                 for &u in &paths.order {
                     let c = paths.next[u as usize];
                     let wu = w[u as usize];
-                    if c != NONE && wu > 0 {
+                    if c != NO_CHANNEL && wu > 0 {
                         part.efi[c as usize] += wu;
                         w[g.chan_head()[c as usize] as usize] += wu;
                     }
@@ -611,7 +614,7 @@ fn all_pairs_by_walks(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllP
     let ns = g.num_switches();
     let nc = g.num_channels();
     let weights = RouteWeights::new(g, opts.lid_choice);
-    let unattached = g.dests().iter().filter(|d| d.switch == NONE).count() as u64;
+    let unattached = g.dests().iter().filter(|d| d.switch == NO_SWITCH).count() as u64;
     let p = g.terminals().len() as u64;
 
     let chunks = (rayon::current_num_threads() * 4).clamp(1, ns.max(1));
@@ -633,7 +636,7 @@ fn all_pairs_by_walks(g: &SwitchGraph, lft: &Lft, opts: &MetricsOptions) -> AllP
             for s in lo..hi {
                 bfs_from(g, s, &mut dist, &mut queue);
                 let tc = u64::from(g.terminal_count()[s as usize]);
-                for d in g.dests().iter().filter(|d| d.switch != NONE) {
+                for d in g.dests().iter().filter(|d| d.switch != NO_SWITCH) {
                     path.clear();
                     let end = if d.lid > lft.max_lid {
                         Err(RouteFault::BeyondTable)
@@ -763,7 +766,7 @@ impl Terminals {
             .map(|d| d.endpoint as usize + 1)
             .max()
             .unwrap_or(0);
-        let mut term_of_endpoint = vec![NONE; n_end];
+        let mut term_of_endpoint = vec![NOT_A_TERMINAL; n_end];
         for (t, &(e, _)) in g.terminals().iter().enumerate() {
             if let Some(x) = term_of_endpoint.get_mut(e as usize) {
                 *x = t as u32;
@@ -774,7 +777,7 @@ impl Terminals {
         let mut lmc = vec![0u8; p];
         for d in g.dests() {
             let t = term_of_endpoint[d.endpoint as usize];
-            if t == NONE {
+            if t == NOT_A_TERMINAL {
                 continue;
             }
             if d.lid_offset == 0 {

@@ -26,7 +26,7 @@
 use rayon::prelude::*;
 
 use crate::balance::{fill_row, routing_order, Balancer, MinimalDag};
-use crate::graph::{Dest, SwitchDistances, SwitchGraph, NONE};
+use crate::graph::{Dest, SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
 
 /// Rip-up-and-reroute passes after the first routing pass. More passes lower the edge forwarding
@@ -50,7 +50,7 @@ fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: us
     let ns = g.num_switches();
     let mut bal = Balancer::new(g);
     let mut dag = MinimalDag {
-        to: NONE,
+        to: NO_SWITCH,
         ..Default::default()
     };
     let mut counts = Vec::new();
@@ -91,7 +91,7 @@ fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: us
     }
     for _ in 0..reroute_passes {
         let before = (bal.max_load(), bal.load.clone(), rows_port.clone());
-        dag.to = NONE;
+        dag.to = NO_SWITCH;
         let mut pinned = false;
         for (k, &di) in order.iter().enumerate() {
             if k == order.len() / 4 && k > 0 && bal.max_load() == before.0 {
@@ -114,7 +114,7 @@ fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: us
             let next = bal.choose_tree_dag(&dag);
             // Hops stay: every route is minimal in either pass.
             for (s, port) in rows_port[lid * ns..(lid + 1) * ns].iter_mut().enumerate() {
-                if let Some(&c) = next.get(s).filter(|&&c| c != NONE) {
+                if let Some(&c) = next.get(s).filter(|&&c| c != NO_CHANNEL) {
                     *port = g.chan_port()[c as usize];
                 }
             }

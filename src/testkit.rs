@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
-use crate::graph::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NO_SWITCH};
 use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
 
 /// ((switch, port), (switch, port)).
@@ -156,7 +156,7 @@ pub(crate) fn with_graph(f: Fabric) -> (Fabric, SwitchGraph) {
 pub(crate) fn shortest_path_routing(g: &SwitchGraph) -> Routing {
     let mut lft = Lft::new(g.num_switches(), g.max_lid());
     for d in g.dests() {
-        if d.switch == NONE {
+        if d.switch == NO_SWITCH {
             continue;
         }
         let dist = g.bfs_distances_to(d.switch);

@@ -40,7 +40,7 @@
 
 use crate::balance::{routing_order, write_dest, Balancer};
 use crate::graph::{order_by_distance, SwitchDistances};
-use crate::graph::{Dest, SwitchGraph, NONE};
+use crate::graph::{Dest, SwitchGraph, NO_SWITCH};
 use crate::routing::{Lft, Routing, SwitchLidTable};
 
 /// The Up*/Down* orientation of the switch graph.
@@ -115,7 +115,7 @@ fn central_roots(g: &SwitchGraph, dist: &SwitchDistances) -> Vec<u32> {
     let ecc = eccentricities(g, dist);
     let comp = g.components();
     let ncomp = comp.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
-    let mut best = vec![(u16::MAX, NONE); ncomp];
+    let mut best = vec![(u16::MAX, NO_SWITCH); ncomp];
     for s in 0..g.num_switches() as u32 {
         let b = &mut best[comp[s as usize] as usize];
         if (ecc[s as usize], s) < *b {
@@ -215,7 +215,7 @@ pub struct UpDownRouter<'a> {
     order: Vec<u32>,
     counts: Vec<u32>,
     next: Vec<u32>,
-    /// The switch `dd`, `t` and `order` are for ([`NONE`]: none yet); a switch's LIDs come one
+    /// The switch `dd`, `t` and `order` are for ([`NO_SWITCH`]: none yet); a switch's LIDs come one
     /// after another in routing order, so they share one search.
     dist_to: u32,
 }
@@ -232,7 +232,7 @@ impl<'a> UpDownRouter<'a> {
             order: Vec::with_capacity(ns),
             counts: Vec::new(),
             next: Vec::with_capacity(ns),
-            dist_to: NONE,
+            dist_to: NO_SWITCH,
         }
     }
 
@@ -283,7 +283,7 @@ impl<'a> UpDownRouter<'a> {
 
     /// Chooses the balanced Up*/Down* tree towards `d` with `bal`'s channel loads, writes its LFT
     /// and hop entries, and adds its routes to the loads. Returns the next channel per switch
-    /// ([`NONE`] for the destination's switch and for switches in other components).
+    /// ([`NO_CHANNEL`](crate::graph::NO_CHANNEL) for the destination's switch and for switches in other components).
     pub fn route_dest(
         &mut self,
         bal: &mut Balancer,

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use common::{OpenSm, OsmRun, Sim};
 use dfsssp_rs::fabric::NodeKind;
 use dfsssp_rs::graph::SwitchDistances;
-use dfsssp_rs::graph::{SwitchGraph, NONE};
+use dfsssp_rs::graph::{SwitchGraph, NO_SWITCH};
 use dfsssp_rs::io::ibsim::write_net;
 use dfsssp_rs::io::run_record::{RunRecord, RUN_FILE};
 use dfsssp_rs::routing::walk;
@@ -121,7 +121,7 @@ fn dfsssp_rs_lmc2_multipath_torus() {
         let Some(d) = g.dest_of_lid(e.base_lid).copied() else {
             continue;
         };
-        assert_ne!(d.switch, NONE);
+        assert_ne!(d.switch, NO_SWITCH);
         for s in 0..g.num_switches() as u32 {
             if s == d.switch || g.terminal_count()[s as usize] == 0 {
                 continue;

@@ -13,7 +13,7 @@
 
 use rayon::prelude::*;
 
-use crate::graph::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NO_CHANNEL, NO_DEST};
 use crate::routing::{Lft, SwitchLidTable};
 
 use super::cdg::{EdgeIndex, TreeIndex};
@@ -21,6 +21,10 @@ use super::cdg::{EdgeIndex, TreeIndex};
 const WHITE: u8 = 0;
 const GRAY: u8 = 1;
 const BLACK: u8 = 2;
+/// `stack_pos` of a channel not on the DFS stack.
+const NOT_STACKED: u32 = u32::MAX;
+/// No dependency edge: a route that ends at the switch after it.
+const NO_EDGE: u32 = u32::MAX;
 
 /// State of the offline algorithm over the original routes.
 pub(crate) struct Breaker<'a> {
@@ -92,10 +96,10 @@ impl<'a> Breaker<'a> {
             cuts: 0,
             moved_paths: 0,
             state: vec![WHITE; nc],
-            stack_pos: vec![NONE; nc],
+            stack_pos: vec![NOT_STACKED; nc],
             stack: Vec::new(),
             sub: vec![0; g.num_switches()],
-            nx: vec![NONE; g.num_switches()],
+            nx: vec![NO_CHANNEL; g.num_switches()],
             edge_start: Vec::new(),
             edge_dests: Vec::new(),
             scanned_cuts: 0,
@@ -177,7 +181,7 @@ impl<'a> Breaker<'a> {
     fn cut_cycle(&mut self, i: usize, t: u32) {
         let ei = self.ei;
         let from = self.stack_pos[t as usize] as usize;
-        let mut weakest = (u32::MAX, NONE, NONE, NONE);
+        let mut weakest = (u32::MAX, NO_EDGE, NO_CHANNEL, NO_CHANNEL);
         for k in from..self.stack.len() {
             let (c, slot) = self.stack[k];
             let e = ei.base[c as usize] + slot;
@@ -241,8 +245,8 @@ impl<'a> Breaker<'a> {
                             continue;
                         }
                         let lid = blk * BLOCK + j;
-                        let di = g.lid_dest().get(lid).copied().unwrap_or(NONE);
-                        if di != NONE {
+                        let di = g.lid_dest().get(lid).copied().unwrap_or(NO_DEST);
+                        if di != NO_DEST {
                             let k = self.trees.position(di as usize, u);
                             self.behind.push(di << 16 | u32::from(k));
                         }
@@ -282,7 +286,7 @@ impl<'a> Breaker<'a> {
             let lid = g.dests()[di].lid;
             let col = &cols[di * ns..(di + 1) * ns];
             // The trees were validated when layer 0 was built.
-            let next = |x: u32| g.channel_at(x, col[x as usize]).unwrap_or(NONE);
+            let next = |x: u32| g.channel_at(x, col[x as usize]).unwrap_or(NO_CHANNEL);
             // Sources in u's subtree still in layer i move; their weights summed bottom-up.
             let st = self.trees.subtree_at(di, k);
             let mut moved = 0u64;
@@ -365,7 +369,7 @@ fn edge_dest_lists(
     }
     // The first dependency edge of every (destination, switch) route, destination-major like
     // `cols`, in parallel; then two sequential passes bucket them by edge.
-    let mut eid = vec![NONE; cols.len()];
+    let mut eid = vec![NO_EDGE; cols.len()];
     eid.par_chunks_mut(ns)
         .zip(cols.par_chunks(ns))
         .for_each(|(row, col)| {
@@ -381,7 +385,7 @@ fn edge_dest_lists(
         });
     let mut start = vec![0u32; ne + 1];
     for &e in &eid {
-        if e != NONE {
+        if e != NO_EDGE {
             start[e as usize + 1] += 1;
         }
     }
@@ -391,12 +395,12 @@ fn edge_dest_lists(
     let mut fill = start.clone();
     let mut dests = vec![0u32; start[ne] as usize];
     for &di in g.lid_dest() {
-        if di == NONE {
+        if di == NO_DEST {
             continue;
         }
         let di = di as usize;
         for (s, &e) in eid[di * ns..(di + 1) * ns].iter().enumerate() {
-            if e != NONE {
+            if e != NO_EDGE {
                 // Fewer than 2^16 destinations: LIDs are 16-bit.
                 dests[fill[e as usize] as usize] =
                     (di as u32) << 16 | u32::from(trees.position(di, s as u32));

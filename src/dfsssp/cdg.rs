@@ -14,7 +14,7 @@
 //! The dependency edge a switch `u` contributes, `(next(u), next(head(next(u))))`, is shared by all
 //! paths from `u`'s subtree, so one destination's contribution to a layer is a subtree sum: O(S).
 
-use crate::graph::{Dest, SwitchGraph, NONE};
+use crate::graph::{Dest, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{RouteFault, NO_PATH};
 
 /// Dense ids for the possible dependency edges of the switch graph.
@@ -70,7 +70,7 @@ impl EdgeIndex {
 pub struct DestTree {
     /// The destination's switch.
     pub root: u32,
-    /// Channel each switch forwards by; [`NONE`] for the root and for unrouted switches.
+    /// Channel each switch forwards by; [`NO_CHANNEL`] for the root and for unrouted switches.
     pub next: Vec<u32>,
     /// Routed switches by increasing depth (root first): every switch comes after its parent,
     /// so reverse order is bottom-up.
@@ -91,8 +91,8 @@ const ON_CHAIN: u32 = u32::MAX - 1;
 impl DestTree {
     pub fn new(ns: usize) -> Self {
         DestTree {
-            root: NONE,
-            next: vec![NONE; ns],
+            root: NO_SWITCH,
+            next: vec![NO_CHANNEL; ns],
             order: Vec::with_capacity(ns),
             depth: vec![0; ns],
             sub: vec![0; ns],
@@ -120,12 +120,12 @@ impl DestTree {
                     // The destination's own switch must deliver, not forward.
                     return Err(RouteFault::DeadEnd { at: s, port: p });
                 }
-                NONE
+                NO_CHANNEL
             } else if p == NO_PATH {
                 if comp[s as usize] == rc {
                     return Err(RouteFault::NoEntry { at: s });
                 }
-                NONE
+                NO_CHANNEL
             } else {
                 match g.channel_at(s, p) {
                     Some(c) => c,
@@ -137,7 +137,7 @@ impl DestTree {
         self.link(g, root)
     }
 
-    /// Builds the tree from next channels already in `self.next` (root's entry [`NONE`]): depths
+    /// Builds the tree from next channels already in `self.next` (root's entry [`NO_CHANNEL`]): depths
     /// by following parent chains (each switch once), then a counting sort by depth. O(S).
     pub fn link(&mut self, g: &SwitchGraph, root: u32) -> Result<(), RouteFault> {
         let ns = g.num_switches();
@@ -152,7 +152,7 @@ impl DestTree {
         self.by_depth[1] = 1;
         let mut max_depth = 0u32;
         for s0 in 0..ns {
-            if self.depth[s0] != UNSEEN || self.next[s0] == NONE {
+            if self.depth[s0] != UNSEEN || self.next[s0] == NO_CHANNEL {
                 continue;
             }
             // Follow parents up to a switch of known depth, then unwind.
@@ -161,7 +161,7 @@ impl DestTree {
                 self.depth[x] = ON_CHAIN;
                 self.stack.push(x as u32);
                 let c = self.next[x];
-                if c == NONE {
+                if c == NO_CHANNEL {
                     // An unrouted switch is nobody's parent in a valid tree.
                     self.stack.clear();
                     self.by_depth.fill(0);
@@ -262,7 +262,7 @@ impl DestTree {
     #[inline]
     pub fn for_path_edges(&self, g: &SwitchGraph, ei: &EdgeIndex, s: u32, mut f: impl FnMut(u32)) {
         let mut c1 = self.next[s as usize];
-        if c1 == NONE {
+        if c1 == NO_CHANNEL {
             return;
         }
         loop {
@@ -355,21 +355,21 @@ impl TreeIndex {
             .enumerate()
             .for_each_init(
                 || EulerScratch {
-                    next: vec![NONE; ns],
+                    next: vec![NO_CHANNEL; ns],
                     child_start: vec![0; ns + 1],
                     children: vec![0; ns],
                     stack: Vec::with_capacity(2 * ns),
                 },
                 |sc, (di, ((pos, at), end))| {
                     let d = &g.dests()[di];
-                    if d.switch == NONE {
+                    if d.switch == NO_SWITCH {
                         return;
                     }
                     let col = &cols[di * ns..(di + 1) * ns];
                     for (s, (n, &p)) in sc.next.iter_mut().zip(col).enumerate() {
-                        *n = g.channel_at(s as u32, p).unwrap_or(NONE);
+                        *n = g.channel_at(s as u32, p).unwrap_or(NO_CHANNEL);
                     }
-                    sc.next[d.switch as usize] = NONE;
+                    sc.next[d.switch as usize] = NO_CHANNEL;
                     euler_row(g, d.switch, sc, pos, at, end);
                 },
             );
@@ -413,7 +413,7 @@ fn euler_row(
     let ns = pos.len();
     sc.child_start.fill(0);
     for &c in &sc.next {
-        if c != NONE {
+        if c != NO_CHANNEL {
             sc.child_start[g.chan_head()[c as usize] as usize + 1] += 1;
         }
     }
@@ -423,7 +423,7 @@ fn euler_row(
     sc.stack.clear();
     sc.stack.extend_from_slice(&sc.child_start[..ns]);
     for (s, &c) in sc.next.iter().enumerate() {
-        if c != NONE {
+        if c != NO_CHANNEL {
             let h = g.chan_head()[c as usize] as usize;
             sc.children[sc.stack[h] as usize] = s as u32;
             sc.stack[h] += 1;

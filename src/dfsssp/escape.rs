@@ -25,7 +25,7 @@ use rayon::prelude::*;
 
 use crate::balance::{routing_order, Balancer};
 use crate::graph::SwitchDistances;
-use crate::graph::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{Routing, SwitchLidTable, NO_PATH};
 use crate::updown::{UpDown, UpDownRouter};
 
@@ -94,7 +94,7 @@ pub(crate) fn run(
     for s in 0..ns as u32 {
         let row = layers.row(s);
         for (di, d) in g.dests().iter().enumerate() {
-            if d.switch != NONE {
+            if d.switch != NO_SWITCH {
                 let l = row[usize::from(d.lid)];
                 esc[di] |= l >= esc_layer;
                 prio[di] += u32::from(l >= prio_from);
@@ -154,7 +154,7 @@ pub(crate) fn run(
             for (j, legal) in legal.iter_mut().enumerate() {
                 let di = k * share + j;
                 let d = g.dests()[di];
-                if d.switch == NONE {
+                if d.switch == NO_SWITCH {
                     continue;
                 }
                 let c = col(di);
@@ -221,7 +221,7 @@ pub(crate) fn run(
         for (s, (&c, p)) in next.iter().zip(row.iter_mut()).enumerate() {
             *p = if s as u32 == d.switch {
                 d.exit_port
-            } else if c == NONE {
+            } else if c == NO_CHANNEL {
                 NO_PATH
             } else {
                 g.chan_port()[c as usize]

@@ -44,7 +44,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::graph::{SwitchDistances, SwitchGraph, NONE};
+use crate::graph::{SwitchDistances, SwitchGraph, NO_SWITCH};
 use crate::routing::{Lft, RouteFault, Routing, SwitchLidTable, NO_PATH};
 
 use breaking::Breaker;
@@ -462,7 +462,7 @@ fn build_layer0(
             let mut tree = DestTree::new(ns);
             let mut counts = vec![0u32; ne];
             for (k, d) in ds.iter().enumerate() {
-                if d.switch == NONE {
+                if d.switch == NO_SWITCH {
                     continue;
                 }
                 let di = ci * chunk + k;
@@ -496,7 +496,7 @@ fn for_each_routed(
         let lrow = layers.row(s);
         for d in g.dests() {
             let lid = usize::from(d.lid);
-            if d.switch != NONE && row[lid] != NO_PATH {
+            if d.switch != NO_SWITCH && row[lid] != NO_PATH {
                 f(s, d.lid, lrow[lid]);
             }
         }
@@ -574,7 +574,7 @@ fn balance(
         let row = routing.lft.table(s as u32);
         for (di, d) in g.dests().iter().enumerate() {
             let lid = usize::from(d.lid);
-            if d.switch == NONE || row[lid] == NO_PATH {
+            if d.switch == NO_SWITCH || row[lid] == NO_PATH {
                 continue;
             }
             let l = usize::from(lrow[lid]);

@@ -16,7 +16,7 @@
 //! unchanged), only their balance may suffer, which matters little for management traffic.
 
 use crate::graph::{order_by_distance, SwitchDistances};
-use crate::graph::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::Lft;
 
 use super::cdg::{topological_order, DestTree, EdgeIndex};
@@ -68,7 +68,7 @@ pub(crate) fn fit(
     } = *ctx;
     let ns = g.num_switches();
     let switch_dests: Vec<usize> = (0..g.dests().len())
-        .filter(|&di| g.dests()[di].switch != NONE && g.dests()[di].exit_port == 0)
+        .filter(|&di| g.dests()[di].switch != NO_SWITCH && g.dests()[di].exit_port == 0)
         .collect();
     if switch_dests.is_empty() {
         return Ok(None);
@@ -93,7 +93,7 @@ pub(crate) fn fit(
     let mut out = SwitchDestFit::default();
     let (mut by_dist, mut counting, mut added) = (Vec::new(), Vec::new(), Vec::new());
     let mut own_dist = Vec::new();
-    let mut next = vec![NONE; ns];
+    let mut next = vec![NO_CHANNEL; ns];
     for &di in &switch_dests {
         let d = g.dests()[di];
         let dist: &[u16] = match ctx.dist {
@@ -110,18 +110,18 @@ pub(crate) fn fit(
         };
         order_by_distance(dist, &mut by_dist, &mut counting);
         let col = &cols[di * ns..(di + 1) * ns];
-        next.fill(NONE);
+        next.fill(NO_CHANNEL);
         added.clear();
         let mut fits = true;
         let mut changed = false;
         for &s in by_dist.iter().skip(1) {
-            let original = g.channel_at(s, col[s as usize]).unwrap_or(NONE);
+            let original = g.channel_at(s, col[s as usize]).unwrap_or(NO_CHANNEL);
             let minimal = g.out_channels(s).filter(|&c| {
                 dist[g.chan_head()[c as usize] as usize].wrapping_add(1) == dist[s as usize]
             });
-            let mut chosen = NONE;
+            let mut chosen = NO_CHANNEL;
             let candidates = std::iter::once(original)
-                .filter(|&c| c != NONE)
+                .filter(|&c| c != NO_CHANNEL)
                 .chain(minimal.filter(|&c| c != original));
             for c in candidates {
                 let h = g.chan_head()[c as usize];
@@ -142,7 +142,7 @@ pub(crate) fn fit(
                     break;
                 }
             }
-            if chosen == NONE {
+            if chosen == NO_CHANNEL {
                 fits = false;
                 break;
             }

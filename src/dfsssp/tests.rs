@@ -7,6 +7,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::*;
 use crate::fabric::Fabric;
+use crate::graph::NO_CHANNEL;
 use crate::routing::{walk, RouteFault};
 use crate::sssp;
 use crate::testkit::{fat_tree, grid, random_net as random, Net};
@@ -21,9 +22,9 @@ fn check_deadlock_free(g: &SwitchGraph, r: &Routing) {
         for d in g.dests() {
             let l = usize::from(r.layer(s, d.lid));
             assert!(l < nl, "layer {l} >= num_layers {nl}");
-            let mut prev = NONE;
+            let mut prev = NO_CHANNEL;
             match walk(g, &r.lft, s, d.lid, |c| {
-                if prev != NONE {
+                if prev != NO_CHANNEL {
                     edges[l].insert((prev, c));
                 }
                 prev = c;
@@ -48,9 +49,9 @@ fn layer0_cyclic(g: &SwitchGraph, r: &Routing) -> bool {
     let nodes: Vec<_> = (0..g.num_channels()).map(|_| pg.add_node(())).collect();
     for s in 0..g.num_switches() as u32 {
         for d in g.dests() {
-            let mut prev = NONE;
+            let mut prev = NO_CHANNEL;
             let _ = walk(g, &r.lft, s, d.lid, |c| {
-                if prev != NONE {
+                if prev != NO_CHANNEL {
                     pg.update_edge(nodes[prev as usize], nodes[c as usize], ());
                 }
                 prev = c;

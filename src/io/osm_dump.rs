@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 use super::{parse_hex_u64, Ctx, IoError};
 use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
-use crate::graph::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NO_SWITCH};
 use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
 
 // ------------------------------------------------------------------------------------------------
@@ -555,7 +555,7 @@ pub fn parse_path_sl(
         for d in g.dests() {
             if layers.get(s, d.lid) == UNSET {
                 layers.set(s, d.lid, 0);
-                if sources && d.switch != NONE {
+                if sources && d.switch != NO_SWITCH {
                     missing += 1;
                 }
             }

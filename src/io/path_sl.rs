@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use super::write_atomically;
 use crate::fabric::{Fabric, NodeKind};
-use crate::graph::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NO_SWITCH};
 use crate::routing::Routing;
 
 /// The file name the plug-in uses in OpenSM's dump directory.
@@ -89,7 +89,7 @@ pub fn write(
     let dests: Vec<(u16, Vec<u8>)> = g
         .dests()
         .iter()
-        .filter(|d| d.switch != NONE && d.lid <= r.lft.max_lid)
+        .filter(|d| d.switch != NO_SWITCH && d.lid <= r.lft.max_lid)
         .map(|d| (d.lid, format!(" {} ", d.lid).into_bytes()))
         .collect();
     let line_len = 19 + dests.iter().map(|d| d.1.len() + 3).sum::<usize>();

@@ -29,10 +29,13 @@
 
 use crate::balance::{routing_order, MinimalDag, SIBLING_PENALTY};
 use crate::graph::SwitchDistances;
-use crate::graph::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::lid::assign::{num_colors, Heuristic, Hop, LidAssignment, PathSet, SplitGraph};
 use crate::lid::LidError;
 use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
+
+/// `pos` of a switch outside the current minimal DAG.
+const NOT_IN_DAG: u32 = u32::MAX;
 
 /// How [`route`] chooses and packs paths.
 #[derive(Clone, Debug)]
@@ -221,7 +224,7 @@ impl Scratch {
 
     /// Least-weight tree over the DAG; switches with `fixed` entries keep them.
     fn tree(&mut self, g: &SwitchGraph, dag: &MinimalDag) {
-        self.next.fill(NONE);
+        self.next.fill(NO_CHANNEL);
         let Some(&root) = dag.order.first() else {
             return;
         };
@@ -229,9 +232,9 @@ impl Scratch {
         for (i, &s) in dag.order.iter().enumerate().skip(1) {
             let cands = &dag.cands[dag.cand_start[i - 1] as usize..dag.cand_start[i] as usize];
             let f = self.fixed[s as usize];
-            let mut best = (u64::MAX, u64::MAX, NONE);
+            let mut best = (u64::MAX, u64::MAX, NO_CHANNEL);
             for &c in cands {
-                if f != NONE && c != f {
+                if f != NO_CHANNEL && c != f {
                     continue;
                 }
                 let w = self.weight(c);
@@ -305,7 +308,7 @@ impl Scratch {
         }
         for &s in order.iter().rev() {
             let c = self.next[s as usize];
-            if c != NONE {
+            if c != NO_CHANNEL {
                 let f = self.flow[s as usize];
                 self.load[c as usize] += f;
                 if base {
@@ -333,19 +336,19 @@ pub fn route_with_distances(
         pen_list: Vec::new(),
         prov: Vec::new(),
         cost: vec![0; ns],
-        pred: vec![NONE; ns],
+        pred: vec![NO_CHANNEL; ns],
         stamp: vec![0; ns],
         gen: 0,
-        pos: vec![NONE; ns],
+        pos: vec![NOT_IN_DAG; ns],
         level: Vec::new(),
         next_level: Vec::new(),
-        fixed: vec![NONE; ns],
-        next: vec![NONE; ns],
+        fixed: vec![NO_CHANNEL; ns],
+        next: vec![NO_CHANNEL; ns],
         flow: vec![0; ns],
         hops: Vec::new(),
     };
     let mut dag = MinimalDag {
-        to: NONE,
+        to: NO_SWITCH,
         ..Default::default()
     };
     let mut counts = Vec::new();
@@ -371,7 +374,7 @@ pub fn route_with_distances(
         let t = d0.switch;
         if dag.to != t {
             for &s in &dag.order {
-                sc.pos[s as usize] = NONE;
+                sc.pos[s as usize] = NOT_IN_DAG;
             }
             dag.build(g, t, dist.to(t), &mut counts);
             for (i, &s) in dag.order.iter().enumerate() {
@@ -478,7 +481,7 @@ pub fn route_with_distances(
                 detail: None,
             };
             for (o, &conf) in lid_confs.iter().enumerate() {
-                sc.fixed.fill(NONE);
+                sc.fixed.fill(NO_CHANNEL);
                 for (p, &l) in lids.lid.iter().enumerate() {
                     if l == conf {
                         for h in kept_paths.path(p) {
@@ -501,12 +504,12 @@ pub fn route_with_distances(
                 sc.add_tree_load(g, &dag.order, o == 0);
                 for &s in dag.order.iter().skip(1) {
                     let c = sc.next[s as usize];
-                    if c != NONE {
+                    if c != NO_CHANNEL {
                         sc.penalize(c);
                     }
                 }
             }
-            sc.fixed.fill(NONE);
+            sc.fixed.fill(NO_CHANNEL);
             sc.clear_penalties();
             if opts.keep_paths {
                 st.detail = Some(PortPaths {
@@ -733,7 +736,7 @@ mod tests {
                 .take_while(|d| d.endpoint == d0.endpoint)
                 .count();
             i += k;
-            if k < 2 || d0.switch == NONE {
+            if k < 2 || d0.switch == NO_SWITCH {
                 continue;
             }
             let npaths = minimal_path_counts(g, &dist, d0.switch);

@@ -22,7 +22,12 @@ use rand::Rng;
 
 use super::assign::{Hop, PathSet};
 use super::LidError;
-use crate::graph::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NO_CHANNEL};
+
+/// No route: the diagonal of the route matrix, or a switch without sources.
+const NO_ROUTE: u32 = u32::MAX;
+/// No unit yet for a pair.
+const NO_UNIT: u32 = u32::MAX;
 
 /// Machines (traffic endpoints) of a switch graph: machine `i` is `g.terminals()[i]`.
 #[derive(Clone, Debug)]
@@ -329,7 +334,7 @@ impl DagScratch {
         let ns = 2 * g.num_switches();
         DagScratch {
             best: vec![u64::MAX; ns],
-            pred: vec![(NONE, NONE); ns],
+            pred: vec![(u32::MAX, NO_CHANNEL); ns],
             touched: Vec::new(),
         }
     }
@@ -339,7 +344,7 @@ impl DagScratch {
 #[derive(Clone, Debug)]
 pub struct MachineRouting {
     pub machines: usize,
-    /// `route[s * machines + d]`: route id of the pair; [`NONE`] on the diagonal.
+    /// `route[s * machines + d]`: route id of the pair; [`NO_ROUTE`] on the diagonal.
     pub route: Vec<u32>,
     route_start: Vec<u32>,
     route_chans: Vec<u32>,
@@ -365,7 +370,7 @@ impl MachineRouting {
     fn new(machines: usize) -> Self {
         let mut r = MachineRouting {
             machines,
-            route: vec![NONE; machines * machines],
+            route: vec![NO_ROUTE; machines * machines],
             route_start: vec![0],
             route_chans: Vec::new(),
             index: HashMap::new(),
@@ -453,7 +458,7 @@ impl MachineRouting {
     pub fn channel_pairs(&self, g: &SwitchGraph) -> Vec<u64> {
         let mut per_route = vec![0u64; self.num_routes()];
         for &r in &self.route {
-            if r != NONE {
+            if r != NO_ROUTE {
                 per_route[r as usize] += 1;
             }
         }
@@ -562,7 +567,7 @@ impl MachineRouting {
                     continue;
                 }
                 let r = self.route[s * self.machines + d];
-                if r == NONE || r as usize >= self.num_routes() {
+                if r == NO_ROUTE || r as usize >= self.num_routes() {
                     return Err(bad(s, d, "no route".into()));
                 }
                 let chans = self.route_chans(r);
@@ -771,9 +776,9 @@ pub fn fully_explicit(
     }
     let mut down = vec![u32::MAX; ns];
     let mut f = vec![u32::MAX; ns];
-    let mut next = vec![NONE; ns];
+    let mut next = vec![NO_CHANNEL; ns];
     let mut queue = std::collections::VecDeque::new();
-    let mut route_from = vec![NONE; ns];
+    let mut route_from = vec![NO_ROUTE; ns];
     let mut buf = Vec::new();
     for d in 0..m {
         let b = mach.switch[d];
@@ -803,7 +808,7 @@ pub fn fully_explicit(
             }
         }
         for x in 0..ns {
-            next[x] = NONE;
+            next[x] = NO_CHANNEL;
             if x as u32 == b || f[x] == u32::MAX {
                 continue;
             }
@@ -819,9 +824,9 @@ pub fn fully_explicit(
                     }
                 })
                 .min_by_key(|&c| (load[c as usize], c))
-                .unwrap_or(NONE);
+                .unwrap_or(NO_CHANNEL);
         }
-        route_from.iter_mut().for_each(|r| *r = NONE);
+        route_from.iter_mut().for_each(|r| *r = NO_ROUTE);
         for a in 0..ns {
             let sources = machines_at[a] - u64::from(a as u32 == b);
             if sources == 0 {
@@ -831,7 +836,7 @@ pub fn fully_explicit(
             let mut x = a;
             while x as u32 != b {
                 let c = next[x];
-                if c == NONE || buf.len() > ns {
+                if c == NO_CHANNEL || buf.len() > ns {
                     return Err(unreachable_err("fully explicit", a, d));
                 }
                 buf.push(c);
@@ -1115,7 +1120,7 @@ pub fn path_selection<R: Rng>(
         machines_at[a as usize] += 1;
     }
     let mut units: Vec<(u32, u64)> = Vec::new(); // (switch pair, weight)
-    let mut unit_of = vec![NONE; m * m];
+    let mut unit_of = vec![NO_UNIT; m * m];
     let mut unit_index: HashMap<u64, u32> = HashMap::new();
     for s in 0..m {
         for d in 0..m {
@@ -1273,7 +1278,7 @@ pub fn path_selection<R: Rng>(
                 continue;
             }
             let u = unit_of[s * m + d];
-            rt.route[s * m + d] = if u == NONE {
+            rt.route[s * m + d] = if u == NO_UNIT {
                 0 // both machines on one switch
             } else {
                 let u = u as usize;

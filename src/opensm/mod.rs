@@ -72,7 +72,7 @@ use self::raw::{LockedSubnet, Physp};
 use self::subnet::Subnet;
 use crate::engine::{self, EngineConfig, EngineError, EngineKind};
 use crate::fabric::{Fabric, FabricError};
-use crate::graph::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NO_SWITCH};
 use crate::routing::Routing;
 
 /// Environment variable capping dfsssp-rs's virtual lanes.
@@ -398,7 +398,7 @@ impl EngineCtx {
         let (Some(src), Some(dst)) = (a.graph.dest_of_lid(slid), a.graph.dest_of_lid(dlid)) else {
             return hint;
         };
-        if src.switch == NONE || dst.switch == NONE {
+        if src.switch == NO_SWITCH || dst.switch == NO_SWITCH {
             return hint;
         }
         a.routing.layer(src.switch, dlid)

@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use super::ffi;
 use super::raw::{LockedSubnet, SwitchLimits};
 use super::subnet::Subnet;
-use crate::graph::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NO_SWITCH};
 use crate::routing::{Routing, NO_PATH};
 
 /// One switch to write: core switch id, node GUID, and the table sizes it was planned against.
@@ -160,7 +160,7 @@ pub(crate) fn plan(subnet: &Subnet, g: &SwitchGraph, routing: &Routing) -> Resul
     let switch_lids = g
         .dests()
         .iter()
-        .filter(|d| d.exit_port == 0 && d.switch != NONE)
+        .filter(|d| d.exit_port == 0 && d.switch != NO_SWITCH)
         .map(|d| (d.lid, d.switch))
         .collect();
     Ok(Plan {

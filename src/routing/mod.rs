@@ -12,7 +12,7 @@ mod traverse;
 
 pub use traverse::{for_each_column, Columns, DestPaths};
 
-use crate::graph::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NO_SWITCH};
 
 /// LFT entry for "no route" (OpenSM's OSM_NO_PATH).
 pub const NO_PATH: u8 = 0xFF;
@@ -217,7 +217,7 @@ pub fn walk(
     let Some(d) = g.dest_of_lid(lid) else {
         return Err(RouteFault::UnknownLid);
     };
-    if d.switch == NONE || lid > lft.max_lid {
+    if d.switch == NO_SWITCH || lid > lft.max_lid {
         return Err(RouteFault::UnknownLid);
     }
     let mut at = from;

@@ -5,7 +5,7 @@
 //! - [`Columns`] / [`for_each_column`]: the tables' columns for consecutive LIDs, gathered in
 //!   cache-friendly windows from the switch-major tables.
 
-use crate::graph::{Dest, SwitchGraph, NONE};
+use crate::graph::{Dest, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 
 use super::{Lft, RouteFault, SwitchLidTable, WalkEnd, NO_PATH};
 
@@ -13,7 +13,7 @@ use super::{Lft, RouteFault, SwitchLidTable, WalkEnd, NO_PATH};
 /// from each switch, found by following each switch's LFT entry once and reusing the outcome of
 /// the switch it leads to. Reusable across destinations (no allocation per LID).
 pub struct DestPaths {
-    /// Channel taken at each switch, [`NONE`] where the path ends there.
+    /// Channel taken at each switch, [`NO_CHANNEL`] where the path ends there.
     pub next: Vec<u32>,
     /// How the path from each switch ends, as [`walk`] reports it (for loops `at` is the switch
     /// where the cycle was found, and `hops` below is meaningless).
@@ -36,7 +36,7 @@ const DONE: u8 = 2;
 impl DestPaths {
     pub fn new(ns: usize) -> Self {
         DestPaths {
-            next: vec![NONE; ns],
+            next: vec![NO_CHANNEL; ns],
             end: vec![Err(RouteFault::UnknownLid); ns],
             hops: vec![0; ns],
             order: Vec::with_capacity(ns),
@@ -49,7 +49,7 @@ impl DestPaths {
     /// Resolves the paths of all switches towards `d` (attached to a switch, LID within the
     /// tables; otherwise every switch gets [`Err(RouteFault::UnknownLid)`]).
     pub fn resolve(&mut self, g: &SwitchGraph, lft: &Lft, d: &Dest) {
-        if d.switch == NONE || d.lid > lft.max_lid {
+        if d.switch == NO_SWITCH || d.lid > lft.max_lid {
             self.resolve_column(g, d, None);
         } else {
             let column: Vec<u8> = (0..g.num_switches() as u32)
@@ -65,9 +65,9 @@ impl DestPaths {
         let ns = g.num_switches();
         self.order.clear();
         let ports = match ports {
-            Some(p) if d.switch != NONE && p.len() == ns => p,
+            Some(p) if d.switch != NO_SWITCH && p.len() == ns => p,
             _ => {
-                self.next.fill(NONE);
+                self.next.fill(NO_CHANNEL);
                 self.end.fill(Err(RouteFault::UnknownLid));
                 self.hops.fill(0);
                 return;
@@ -105,7 +105,7 @@ impl DestPaths {
                     }
                 };
                 if let Some(e) = here {
-                    self.next[u as usize] = NONE;
+                    self.next[u as usize] = NO_CHANNEL;
                     self.end[u as usize] = e;
                     self.hops[u as usize] = 0;
                     self.state[u as usize] = DONE;
@@ -146,7 +146,7 @@ impl DestPaths {
             *c = acc;
             acc += n;
         }
-        self.order.resize(acc as usize, NONE);
+        self.order.resize(acc as usize, NO_SWITCH);
         for u in 0..ns {
             let h = self.hops[u];
             if h != u32::MAX {

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::{find_cdg_cycle, ChannelHop, DependencySlots, VerifyError};
 use crate::fabric::Fabric;
-use crate::graph::{SwitchGraph, NONE};
+use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{walk, Routing};
 
 /// One channel of a credit loop.
@@ -103,7 +103,7 @@ pub fn check_lanes(f: &Fabric, g: &SwitchGraph, r: &Routing) -> DeadlockCheck {
             };
             for s in (k * per).min(ns) as u32..((k + 1) * per).min(ns) as u32 {
                 for d in g.dests() {
-                    if d.switch == NONE || d.lid > r.lft.max_lid {
+                    if d.switch == NO_SWITCH || d.lid > r.lft.max_lid {
                         continue;
                     }
                     let lane = usize::from(r.layer(s, d.lid));
@@ -113,10 +113,10 @@ pub fn check_lanes(f: &Fabric, g: &SwitchGraph, r: &Routing) -> DeadlockCheck {
                     }
                     part.paths[lane] += 1;
                     let bits = part.bits[lane].get_or_insert_with(|| vec![0u64; words]);
-                    let mut prev = NONE;
+                    let mut prev = NO_CHANNEL;
                     // Delivered or not, every channel taken creates dependencies.
                     let _ = walk(g, &r.lft, s, d.lid, |c| {
-                        if prev != NONE {
+                        if prev != NO_CHANNEL {
                             let slot = slots.slot(g, prev, c);
                             bits[(slot / 64) as usize] |= 1u64 << (slot % 64);
                         }

@@ -36,7 +36,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::fabric::Fabric;
-use crate::graph::{Dest, SwitchGraph, NONE};
+use crate::graph::{Dest, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{for_each_column, walk, DestPaths, RouteFault, Routing};
 
 /// How many failing paths an error lists by name (the count covers them all).
@@ -328,7 +328,7 @@ fn verify_with(g: &SwitchGraph, r: &Routing, method: Method) -> Result<VerifyRep
                     let mut res = ChunkResult::new(nl);
                     for s in (k * per).min(ns) as u32..((k + 1) * per).min(ns) as u32 {
                         for d in g.dests() {
-                            if d.switch != NONE {
+                            if d.switch != NO_SWITCH {
                                 check_path(g, r, &slots, words, &comp, s, d, &mut res);
                             }
                         }
@@ -351,7 +351,7 @@ fn verify_with(g: &SwitchGraph, r: &Routing, method: Method) -> Result<VerifyRep
                     let mut mask = vec![0u64; ns];
                     let dests = &g.dests()[(k * per).min(nd)..((k + 1) * per).min(nd)];
                     for_each_column(g, &r.lft, r.layers.as_ref(), dests, |d, ports, layers| {
-                        if d.switch != NONE {
+                        if d.switch != NO_SWITCH {
                             check_dest(
                                 g, r, &slots, words, &comp, d, ports, layers, &mut paths,
                                 &mut mask, &mut res,
@@ -458,10 +458,10 @@ fn check_path(
     // Every channel a packet takes creates dependencies, delivered or not (a packet that dies at
     // a missing entry still held buffers on the way), so record them all; a looping walk is an
     // error anyway.
-    let mut prev = NONE;
+    let mut prev = NO_CHANNEL;
     let end = match bits {
         Some(bits) => walk(g, &r.lft, s, d.lid, |c| {
-            if prev != NONE {
+            if prev != NO_CHANNEL {
                 let slot = slots.slot(g, prev, c);
                 bits[(slot / 64) as usize] |= 1u64 << (slot % 64);
             }
@@ -535,18 +535,18 @@ fn check_dest(
         paths.compute_order();
         for &u in &paths.order {
             let c = paths.next[u as usize];
-            if c != NONE {
+            if c != NO_CHANNEL {
                 let v = g.chan_head()[c as usize] as usize;
                 mask[v] |= mask[u as usize];
             }
         }
     }
     for (&c1, &m) in paths.next.iter().zip(mask.iter()) {
-        if c1 == NONE {
+        if c1 == NO_CHANNEL {
             continue;
         }
         let c2 = paths.next[g.chan_head()[c1 as usize] as usize];
-        if c2 == NONE {
+        if c2 == NO_CHANNEL {
             continue;
         }
         let slot = slots.slot(g, c1, c2);
@@ -932,7 +932,7 @@ mod tests {
                         assert_eq!(got, end, "{spec}: switch {s} LID {}", d.lid);
                         let mut at = s;
                         let mut mine = Vec::new();
-                        while paths.next[at as usize] != NONE {
+                        while paths.next[at as usize] != NO_CHANNEL {
                             mine.push(paths.next[at as usize]);
                             at = g.chan_head()[paths.next[at as usize] as usize];
                         }
@@ -946,7 +946,7 @@ mod tests {
                     }
                     for &u in &paths.order {
                         let c = paths.next[u as usize];
-                        if c != NONE {
+                        if c != NO_CHANNEL {
                             assert!(pos[u as usize] < pos[g.chan_head()[c as usize] as usize]);
                         }
                     }

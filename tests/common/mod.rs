@@ -686,7 +686,7 @@ pub fn assert_all_routes_arrive(g: &SwitchGraph, lft: &Lft) -> usize {
     for d in g
         .dests()
         .iter()
-        .filter(|d| d.switch != dfsssp_rs::graph::NONE)
+        .filter(|d| d.switch != dfsssp_rs::graph::NO_SWITCH)
     {
         for s in 0..g.num_switches() as u32 {
             match walk(g, lft, s, d.lid, |_| {}) {
