@@ -129,6 +129,54 @@ pub struct Fabric {
 }
 
 impl Fabric {
+    /// The fabric with only the nodes and links the predicates keep; a dropped node takes its
+    /// links and LIDs with it. What the fabric looks like after cables or switches fail (a subset
+    /// of a valid fabric is valid).
+    pub fn retain(
+        &self,
+        keep_node: impl Fn(&Node) -> bool,
+        keep_link: impl Fn(&Link) -> bool,
+    ) -> Fabric {
+        let mut index = vec![u32::MAX; self.nodes.len()];
+        let mut nodes = Vec::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if keep_node(n) {
+                index[i] = nodes.len() as u32;
+                nodes.push(n.clone());
+            }
+        }
+        let moved = |p: PortRef| PortRef {
+            node: index[p.node as usize],
+            port: p.port,
+        };
+        let links = self
+            .links
+            .iter()
+            .filter(|l| {
+                index[l.a.node as usize] != u32::MAX && index[l.b.node as usize] != u32::MAX
+            })
+            .filter(|l| keep_link(l))
+            .map(|l| Link {
+                a: moved(l.a),
+                b: moved(l.b),
+            })
+            .collect();
+        let endpoints = self
+            .endpoints
+            .iter()
+            .filter(|e| index[e.node as usize] != u32::MAX)
+            .map(|e| Endpoint {
+                node: index[e.node as usize],
+                ..*e
+            })
+            .collect();
+        Fabric {
+            nodes,
+            links,
+            endpoints,
+        }
+    }
+
     /// Every node; a node's index here is what [`PortRef::node`] and [`Endpoint::node`] hold.
     pub fn nodes(&self) -> &[Node] {
         &self.nodes

@@ -42,6 +42,7 @@ pub mod metrics;
 #[cfg(feature = "opensm")]
 #[allow(unsafe_code)]
 pub mod opensm;
+pub mod reroute;
 pub mod routing;
 pub mod sssp;
 #[cfg(test)]

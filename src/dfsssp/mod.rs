@@ -34,7 +34,7 @@
 
 pub mod breaking;
 pub mod cdg;
-mod dyntopo;
+pub(crate) mod dyntopo;
 mod escape;
 mod switch_dests;
 

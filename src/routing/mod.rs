@@ -109,6 +109,10 @@ impl SwitchLidTable {
         &self.values[s as usize * self.stride..(s as usize + 1) * self.stride]
     }
 
+    pub fn row_mut(&mut self, s: u32) -> &mut [u8] {
+        &mut self.values[s as usize * self.stride..(s as usize + 1) * self.stride]
+    }
+
     pub fn rows_mut(&mut self) -> std::slice::ChunksMut<'_, u8> {
         self.values.chunks_mut(self.stride)
     }

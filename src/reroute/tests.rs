@@ -1,0 +1,249 @@
+use proptest::prelude::*;
+
+use super::*;
+use crate::engine::{self, EngineConfig, EngineKind};
+use crate::fabric::{Link, NodeKind};
+use crate::topo;
+use crate::verify;
+
+/// A full dfsssp-rs routing of `f` with `lanes` lanes.
+fn full(f: &Fabric, lanes: u8, kind: EngineKind) -> (SwitchGraph, Routing) {
+    let mut cfg = EngineConfig::new(kind);
+    cfg.lanes = lanes;
+    let out = engine::run(f, &cfg).expect("full routing");
+    (out.graph, out.routing)
+}
+
+fn opts(lanes: u8, kind: EngineKind) -> RerouteOptions {
+    RerouteOptions {
+        budget: lanes,
+        deadlock_free: kind == EngineKind::Dfsssp,
+    }
+}
+
+/// The links between two switches, by index in `f.links()`.
+fn switch_links(f: &Fabric) -> Vec<usize> {
+    let sw = |p: crate::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
+    (0..f.links().len())
+        .filter(|&i| sw(f.links()[i].a) && sw(f.links()[i].b))
+        .collect()
+}
+
+fn without_links(f: &Fabric, gone: &[Link]) -> Fabric {
+    f.retain(|_| true, |l| !gone.contains(l))
+}
+
+/// Re-routes `after` from the full routing of `before`, checks the result with the independent
+/// verification, and checks stability: no kept path moved or changed SL.
+fn check(
+    before: &Fabric,
+    after: &Fabric,
+    lanes: u8,
+    kind: EngineKind,
+) -> (RerouteStats, RoutingDiff) {
+    let (og, or) = full(before, lanes, kind);
+    let g = SwitchGraph::new(after).unwrap();
+    let prev = RoutedFabric {
+        fabric: before,
+        graph: &og,
+        routing: &or,
+    };
+    let (r, st) = reroute(prev, after, &g, &opts(lanes, kind))
+        .unwrap_or_else(|e| panic!("{lanes} lanes: {e}"));
+    match verify::verify(&g, &r) {
+        Ok(report) => assert_eq!(report.unreachable, 0),
+        // sssp-rs routes may have credit loops; anything else is a fault.
+        Err(verify::VerifyError::CreditLoop { .. }) if kind == EngineKind::Sssp => {}
+        Err(e) => panic!("{e:?}"),
+    }
+    assert!(r.num_layers <= lanes);
+    let d = diff(
+        prev,
+        RoutedFabric {
+            fabric: after,
+            graph: &g,
+            routing: &r,
+        },
+    );
+    assert_eq!(d.ca_pairs_sl_changed_path_kept, 0, "{}", d.summary());
+    // Every path that moved was re-routed (kept ones are copied); re-routed ones may end up on
+    // the same switches again.
+    assert!(
+        d.paths_moved <= st.paths_rerouted,
+        "{} vs {}",
+        d.summary(),
+        st.summary()
+    );
+    assert!(d.paths - d.paths_moved >= st.paths_kept, "{}", d.summary());
+    (st, d)
+}
+
+#[test]
+fn nothing_changed_keeps_everything() {
+    let f = topo::by_name("torus:4x4x4,2").unwrap();
+    let (st, d) = check(&f, &f, 8, EngineKind::Dfsssp);
+    assert_eq!(st.paths_rerouted, 0);
+    assert_eq!(d.paths_moved, 0);
+    assert_eq!(d.lft_blocks_changed, 0);
+    assert_eq!(st.dests_touched, 0);
+}
+
+#[test]
+fn a_failed_link_reroutes_only_the_paths_that_crossed_it() {
+    for (spec, lanes) in [("ktree:4,3", 8), ("torus:4x4x4,2", 8), ("fattree3:6", 8)] {
+        let f = topo::by_name(spec).unwrap();
+        let links = switch_links(&f);
+        let gone = f.links()[links[links.len() / 3]];
+        let after = without_links(&f, &[gone]);
+        let (st, d) = check(&f, &after, lanes, EngineKind::Dfsssp);
+        assert!(st.paths_rerouted > 0, "{spec}: nothing re-routed");
+        assert_eq!(st.channels_gone, 2, "{spec}");
+        assert!(
+            d.ca_pairs_moved > 0 && d.ca_pairs_moved < d.ca_pairs / 4,
+            "{spec}: {}",
+            d.summary()
+        );
+        // A full computation of the changed fabric moves far more.
+        let (og, or) = full(&f, lanes, EngineKind::Dfsssp);
+        let (g, r) = full(&after, lanes, EngineKind::Dfsssp);
+        let whole = diff(
+            RoutedFabric {
+                fabric: &f,
+                graph: &og,
+                routing: &or,
+            },
+            RoutedFabric {
+                fabric: &after,
+                graph: &g,
+                routing: &r,
+            },
+        );
+        assert!(
+            d.lft_blocks_changed * 2 <= whole.lft_blocks_changed
+                && d.ca_pairs_moved * 2 <= whole.ca_pairs_moved,
+            "{spec}: incremental {}; full {}",
+            d.summary(),
+            whole.summary()
+        );
+    }
+}
+
+#[test]
+fn a_failed_switch_and_its_return() {
+    let f = topo::by_name("ktree:4,3").unwrap();
+    // A top-level switch (no CAs) disappears, then comes back.
+    let sw = f
+        .nodes()
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.kind == NodeKind::Switch)
+        .map(|(i, _)| i as u32)
+        .find(|&i| {
+            f.links()
+                .iter()
+                .filter(|l| l.a.node == i || l.b.node == i)
+                .all(|l| {
+                    f.nodes()[l.a.node as usize].kind == NodeKind::Switch
+                        && f.nodes()[l.b.node as usize].kind == NodeKind::Switch
+                })
+        })
+        .unwrap();
+    let guid = f.nodes()[sw as usize].guid;
+    let after = f.retain(|n| n.guid != guid, |_| true);
+    let (st, _) = check(&f, &after, 8, EngineKind::Dfsssp);
+    assert_eq!(st.switches_gone, 1);
+    assert_eq!(st.dests_gone, 1, "the switch's own LID");
+    // Back again: the switch is a new source for every LID and its LID a new destination; every
+    // other path stays.
+    let (st, d) = check(&after, &f, 8, EngineKind::Dfsssp);
+    assert_eq!(st.switches_new, 1);
+    assert_eq!(st.dests_new, 1);
+    assert_eq!(d.paths_moved, 0, "{}", d.summary());
+}
+
+#[test]
+fn sssp_rs_reroutes_without_layers() {
+    let f = topo::by_name("torus:4x4x4,2").unwrap();
+    let links = switch_links(&f);
+    let after = without_links(&f, &[f.links()[links[5]], f.links()[links[40]]]);
+    let (st, _) = check(&f, &after, 1, EngineKind::Sssp);
+    assert!(st.paths_rerouted > 0);
+}
+
+#[test]
+fn a_ring_cut_in_two_leaves_the_halves_apart() {
+    let f = topo::by_name("torus:6,2").unwrap();
+    let links = switch_links(&f);
+    let after = without_links(&f, &[f.links()[links[0]], f.links()[links[3]]]);
+    let (og, or) = full(&f, 8, EngineKind::Dfsssp);
+    let g = SwitchGraph::new(&after).unwrap();
+    let prev = RoutedFabric {
+        fabric: &f,
+        graph: &og,
+        routing: &or,
+    };
+    let (r, _) = reroute(prev, &after, &g, &opts(8, EngineKind::Dfsssp)).unwrap();
+    let report = verify::verify(&g, &r).unwrap();
+    assert!(report.unreachable > 0);
+}
+
+#[test]
+fn a_torus_short_of_lanes_asks_for_a_full_computation() {
+    // Two lanes on a torus: DFSSSP's layer and the Up*/Down* escape are full; the minimal
+    // detour closes a cycle in both, which only a full computation (new escape trees) resolves.
+    let f = topo::by_name("torus:4x4x4,2").unwrap();
+    let links = switch_links(&f);
+    let after = without_links(&f, &[f.links()[links[links.len() / 3]]]);
+    let (og, or) = full(&f, 2, EngineKind::Dfsssp);
+    let g = SwitchGraph::new(&after).unwrap();
+    let prev = RoutedFabric {
+        fabric: &f,
+        graph: &og,
+        routing: &or,
+    };
+    let e = reroute(prev, &after, &g, &opts(2, EngineKind::Dfsssp)).unwrap_err();
+    assert!(matches!(e, FullReason::NoLayer { .. }), "{e}");
+}
+
+#[test]
+fn a_smaller_lane_budget_is_a_full_computation() {
+    let f = topo::by_name("torus:4x4x4,2").unwrap();
+    let (og, or) = full(&f, 8, EngineKind::Dfsssp);
+    let g = SwitchGraph::new(&f).unwrap();
+    let prev = RoutedFabric {
+        fabric: &f,
+        graph: &og,
+        routing: &or,
+    };
+    let e = reroute(prev, &f, &g, &opts(1, EngineKind::Dfsssp)).unwrap_err();
+    assert!(matches!(e, FullReason::Budget { .. }), "{e}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// Random fabrics losing random links: the re-route verifies (complete where connected,
+    /// deadlock-free within the budget) or asks for a full computation; kept paths keep their SL.
+    #[test]
+    fn random_failures(seed in 0u64..1000, cuts in 1usize..6, lanes in 1u8..4) {
+        let f = crate::testkit::random_net(12, 8, 2, seed);
+        let links = switch_links(&f);
+        let gone: Vec<Link> = (0..cuts)
+            .map(|k| f.links()[links[(seed as usize * 7 + k * 13) % links.len()]])
+            .collect();
+        let after = without_links(&f, &gone);
+        let (og, or) = full(&f, lanes, EngineKind::Dfsssp);
+        let g = SwitchGraph::new(&after).unwrap();
+        let prev = RoutedFabric { fabric: &f, graph: &og, routing: &or };
+        match reroute(prev, &after, &g, &opts(lanes, EngineKind::Dfsssp)) {
+            Ok((r, _)) => {
+                prop_assert!(r.num_layers <= lanes);
+                let rep = verify::verify(&g, &r);
+                prop_assert!(rep.is_ok(), "{:?}", rep.err());
+                let d = diff(prev, RoutedFabric { fabric: &after, graph: &g, routing: &r });
+                prop_assert_eq!(d.ca_pairs_sl_changed_path_kept, 0);
+            }
+            Err(FullReason::NoLayer { .. }) => {}
+            Err(e) => prop_assert!(false, "{e}"),
+        }
+    }
+}
