@@ -287,3 +287,48 @@ pub fn fill_row(
         },
     );
 }
+
+/// The load of every channel under a complete routing: routes per channel, every CA/router port
+/// attached to a switch sending one route to every LID, as [`Balancer::load`] counts them while
+/// routing. Destinations in parallel chunks.
+pub fn channel_loads(g: &SwitchGraph, lft: &Lft) -> Vec<u64> {
+    use rayon::prelude::*;
+
+    use crate::routing::{for_each_column, DestPaths};
+    let (ns, nc, nd) = (g.num_switches(), g.num_channels(), g.dests().len());
+    let chunks = (rayon::current_num_threads() * 4).clamp(1, nd.max(1));
+    let per = nd.div_ceil(chunks).max(1);
+    (0..chunks)
+        .into_par_iter()
+        .map(|k| {
+            let mut load = vec![0u64; nc];
+            let mut paths = DestPaths::new(ns);
+            let mut flow = vec![0u64; ns];
+            let dests = &g.dests()[(k * per).min(nd)..((k + 1) * per).min(nd)];
+            for_each_column(g, lft, None, dests, |d, ports, _| {
+                if d.switch == NO_SWITCH {
+                    return;
+                }
+                paths.resolve_column(g, d, ports);
+                paths.compute_order();
+                for &s in &paths.order {
+                    let s = s as usize;
+                    let f = flow[s] + u64::from(g.terminal_count()[s]);
+                    flow[s] = 0;
+                    let c = paths.next[s];
+                    if c != NO_CHANNEL && paths.end[s].is_ok() {
+                        load[c as usize] += f;
+                        flow[g.chan_head()[c as usize] as usize] += f;
+                    }
+                }
+            });
+            load
+        })
+        .reduce(
+            || vec![0u64; nc],
+            |mut a, b| {
+                a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+                a
+            },
+        )
+}

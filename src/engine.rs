@@ -16,6 +16,7 @@ use crate::graph::SwitchDistances;
 use crate::graph::SwitchGraph;
 use crate::lid::multipath;
 use crate::metrics::{self, Metrics, MetricsOptions};
+use crate::reroute::{self, FullReason, RerouteOptions, RerouteStats, RoutedFabric};
 use crate::routing::Routing;
 use crate::sssp::{self};
 use crate::verify::{self, VerifyError, VerifyReport};
@@ -127,6 +128,188 @@ pub struct EngineOutput {
     pub verified: Option<VerifyReport>,
     /// Metrics of the routing, when `bisection_patterns > 0`.
     pub metrics: Option<Metrics>,
+    /// How it was computed: from scratch, or by keeping what survived of the previous routing.
+    pub mode: RouteMode,
+    /// The highest channel load of the last full computation (this one's, if it was full): the
+    /// reference an incremental re-route's balance is judged against.
+    pub full_max_load: u64,
+}
+
+/// How a routing was computed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RouteMode {
+    /// From scratch, and why.
+    Full(String),
+    /// Incrementally from the previous routing.
+    Incremental(RerouteStats),
+}
+
+/// The routing a front uploaded last, to re-route from.
+#[derive(Clone, Copy)]
+pub struct Prior<'a> {
+    pub fabric: &'a Fabric,
+    pub graph: &'a SwitchGraph,
+    pub routing: &'a Routing,
+    /// The configuration it was computed with.
+    pub cfg: &'a EngineConfig,
+    /// [`EngineOutput::full_max_load`] of that run.
+    pub full_max_load: u64,
+}
+
+/// When to re-route incrementally.
+#[derive(Clone, Debug)]
+pub struct RerouteConfig {
+    /// Keep what survives of the previous routing (otherwise always compute from scratch).
+    pub incremental: bool,
+    /// A full re-balance instead, when the incremental result's highest channel load exceeds
+    /// the last full computation's by more than this many percent.
+    pub max_load_growth_pct: u32,
+    /// A full computation was asked for (by the admin), and why.
+    pub force_full: Option<String>,
+}
+
+impl Default for RerouteConfig {
+    fn default() -> Self {
+        RerouteConfig {
+            incremental: true,
+            max_load_growth_pct: DEFAULT_MAX_LOAD_GROWTH_PCT,
+            force_full: None,
+        }
+    }
+}
+
+/// Default of [`RerouteConfig::max_load_growth_pct`].
+pub const DEFAULT_MAX_LOAD_GROWTH_PCT: u32 = 50;
+
+/// Routes `fabric`, keeping what survives of `prior` when the change allows it (see
+/// [`crate::reroute`]); otherwise, or when the balance has degraded too far, or when asked, from
+/// scratch with [`run`]. Either way the result is verified before it is returned.
+pub fn run_from(
+    fabric: &Fabric,
+    cfg: &EngineConfig,
+    prior: Option<Prior<'_>>,
+    rc: &RerouteConfig,
+) -> Result<EngineOutput, EngineError> {
+    let why_full = match (prior, &rc.force_full) {
+        (_, Some(why)) => why.clone(),
+        (None, _) => "no previous routing".to_string(),
+        (Some(_), None) if !rc.incremental => "incremental re-routing is off".to_string(),
+        (Some(p), None) => match incremental(fabric, cfg, p, rc) {
+            Ok(out) => return Ok(out),
+            Err(why) => why,
+        },
+    };
+    let mut out = run(fabric, cfg)?;
+    out.log.push((
+        LogLevel::Info,
+        format!("{}: full computation: {why_full}", cfg.kind),
+    ));
+    out.mode = RouteMode::Full(why_full);
+    Ok(out)
+}
+
+/// The incremental re-route, verified and judged; `Err` says why a full computation is needed.
+fn incremental(
+    fabric: &Fabric,
+    cfg: &EngineConfig,
+    p: Prior<'_>,
+    rc: &RerouteConfig,
+) -> Result<EngineOutput, String> {
+    if p.cfg.kind != cfg.kind || p.cfg.layer_budget() != cfg.layer_budget() {
+        return Err(format!(
+            "the configuration changed ({} with {} layer(s) before, {} with {} now)",
+            p.cfg.kind,
+            p.cfg.layer_budget(),
+            cfg.kind,
+            cfg.layer_budget()
+        ));
+    }
+    let start = Instant::now();
+    let graph = SwitchGraph::new(fabric).map_err(|e| e.to_string())?;
+    let opts = RerouteOptions {
+        budget: cfg.layer_budget().min(dfsssp::MAX_LAYERS),
+        deadlock_free: cfg.kind == EngineKind::Dfsssp,
+    };
+    let prev = RoutedFabric {
+        fabric: p.fabric,
+        graph: p.graph,
+        routing: p.routing,
+    };
+    let (routing, st) = reroute::reroute(prev, fabric, &graph, &opts)
+        .map_err(|e: FullReason| format!("not incremental: {e}"))?;
+    let limit = p
+        .full_max_load
+        .saturating_mul(100 + u64::from(rc.max_load_growth_pct))
+        / 100;
+    if p.full_max_load > 0 && st.max_load > limit {
+        return Err(format!(
+            "re-balancing: the incremental routes' highest channel load {} exceeds the last full              computation's {} by more than {}%",
+            st.max_load, p.full_max_load, rc.max_load_growth_pct
+        ));
+    }
+    let route_time = start.elapsed();
+    let verify_start = Instant::now();
+    let verified = match verify::verify(&graph, &routing) {
+        Ok(report) => Some(report),
+        Err(VerifyError::CreditLoop { .. }) if cfg.kind == EngineKind::Sssp => None,
+        Err(e) => {
+            return Err(format!(
+                "the incremental routes failed verification: {}",
+                e.describe(fabric, &graph)
+            ))
+        }
+    };
+    let stats = EngineStats {
+        switches: graph.num_switches(),
+        ca_ports: graph.terminals().len(),
+        lids: graph.dests().len(),
+        channels: graph.num_channels(),
+        layers: routing.num_layers,
+        unreachable: verified.as_ref().map_or(0, |v| v.unreachable),
+        route_time,
+        verify_time: verify_start.elapsed(),
+    };
+    let mut log = vec![(
+        LogLevel::Info,
+        format!("{}: incremental re-route: {}", cfg.kind, st.summary()),
+    )];
+    if let Some(v) = &verified {
+        log.push((
+            LogLevel::Info,
+            format!("{}: verified: {}", cfg.kind, v.summary()),
+        ));
+    }
+    if stats.unreachable > 0 {
+        log.push((
+            LogLevel::Error,
+            format!(
+                "{}: the fabric is not connected: {} (switch, LID) pairs have no route",
+                cfg.kind, stats.unreachable
+            ),
+        ));
+    }
+    log.push((
+        LogLevel::Info,
+        format!(
+            "{}: re-routed in {:.3} s, verified in {:.3} s, {} layer(s)",
+            cfg.kind,
+            stats.route_time.as_secs_f64(),
+            stats.verify_time.as_secs_f64(),
+            stats.layers
+        ),
+    ));
+    let metrics = metrics_logged(fabric, &graph, &routing, cfg, &mut log);
+    Ok(EngineOutput {
+        graph,
+        routing,
+        log,
+        stats,
+        layer_report: None,
+        verified,
+        metrics,
+        mode: RouteMode::Incremental(st),
+        full_max_load: p.full_max_load,
+    })
 }
 
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -252,14 +435,40 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         ),
     ));
 
-    let metrics = if cfg.bisection_patterns > 0 {
+    let metrics = metrics_logged(fabric, &graph, &routing, cfg, &mut log);
+    let full_max_load = crate::balance::channel_loads(&graph, &routing.lft)
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+    Ok(EngineOutput {
+        graph,
+        routing,
+        log,
+        stats,
+        layer_report,
+        verified,
+        metrics,
+        mode: RouteMode::Full("computed from scratch".into()),
+        full_max_load,
+    })
+}
+
+/// The routing's metrics when `bisection_patterns > 0`, logged.
+fn metrics_logged(
+    fabric: &Fabric,
+    graph: &SwitchGraph,
+    routing: &Routing,
+    cfg: &EngineConfig,
+    log: &mut Vec<(LogLevel, String)>,
+) -> Option<Metrics> {
+    if cfg.bisection_patterns > 0 {
         let opts = MetricsOptions {
             patterns: cfg.bisection_patterns,
             seed: cfg.seed,
             ..MetricsOptions::default()
         };
         // Diagnostics: a routing that verified is not refused because they could not be taken.
-        match metrics::compute_named(fabric, &graph, &routing, &opts) {
+        match metrics::compute_named(fabric, graph, routing, &opts) {
             Ok(m) => {
                 log.push((
                     LogLevel::Info,
@@ -277,14 +486,5 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         }
     } else {
         None
-    };
-    Ok(EngineOutput {
-        graph,
-        routing,
-        log,
-        stats,
-        layer_report,
-        verified,
-        metrics,
-    })
+    }
 }

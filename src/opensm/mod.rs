@@ -81,6 +81,11 @@ pub const ENV_MAX_LANES: &str = "DFSSSP_RS_MAX_LANES";
 /// `ucast_build_fwd_tables` fail after writing half the entries.
 pub const ENV_INJECT_FAILURE: &str = "DFSSSP_RS_INJECT_FAILURE";
 pub const ENV_BISECTION_PATTERNS: &str = "DFSSSP_RS_BISECTION_PATTERNS";
+/// `0` turns incremental re-routing off (every heavy sweep computes from scratch).
+pub const ENV_INCREMENTAL: &str = "DFSSSP_RS_INCREMENTAL";
+/// Percent by which an incremental re-route's highest channel load may exceed the last full
+/// computation's before a full re-balance.
+pub const ENV_REBALANCE_PCT: &str = "DFSSSP_RS_REBALANCE_PCT";
 pub const ENV_SEED: &str = "DFSSSP_RS_SEED";
 
 #[derive(Debug, Error)]
@@ -133,6 +138,9 @@ struct EngineCtx {
     osm: *mut ffi::osm_opensm_t,
     log: OsmLog,
     state: RwLock<State>,
+    /// A heavy sweep started since the last routing run. OpenSM routes without one only when
+    /// the admin asks it to (console `reroute`): that run computes from scratch.
+    heavy_sweep: AtomicBool,
 }
 
 #[derive(Default)]
@@ -151,6 +159,16 @@ struct Pending {
     plan: tables::Plan,
     routing_log: bool,
     started: Instant,
+    full_max_load: u64,
+    /// The routing the switches held before, to log what changed once the new one is up.
+    previous: Option<Previous>,
+}
+
+/// The routing before this run, kept until the change is logged.
+struct Previous {
+    graph: SwitchGraph,
+    routing: Routing,
+    fabric: Fabric,
 }
 
 struct Active {
@@ -165,6 +183,10 @@ struct Active {
     /// Each SL-to-VL problem is logged once per routing, not once per port.
     warned_few_vls: AtomicBool,
     warned_admin_table: AtomicBool,
+    /// The highest channel load of the last full computation (see [`engine::Prior`]).
+    full_max_load: u64,
+    /// What the switches held before, until the change has been logged.
+    previous: std::sync::Mutex<Option<Previous>>,
 }
 
 impl EngineCtx {
@@ -180,7 +202,10 @@ impl EngineCtx {
     fn build(&self) -> Result<(), AdapterError> {
         let started = Instant::now();
         let name = self.kind.name();
-        *self.write() = State::default();
+        // The routing the switches hold now is the one to re-route from; if this run fails,
+        // OpenSM's next engine replaces it, so it is not kept beyond this run.
+        let prior = std::mem::take(&mut *self.write()).active;
+        let heavy_sweep = self.heavy_sweep.swap(false, Ordering::Relaxed);
         match std::env::var(ENV_INJECT_FAILURE).as_deref() {
             Ok("panic") => panic!("{ENV_INJECT_FAILURE}=panic: injected panic (test hook)"),
             Ok("error") => return Err(AdapterError::Injected),
@@ -225,7 +250,19 @@ impl EngineCtx {
         }
 
         let cfg = self.config(&subnet)?;
-        let out = engine::run(&subnet.fabric, &cfg)?;
+        let rc = self.reroute_config(heavy_sweep)?;
+        let out = engine::run_from(
+            &subnet.fabric,
+            &cfg,
+            prior.as_ref().map(|a| engine::Prior {
+                fabric: &a.fabric,
+                graph: &a.graph,
+                routing: &a.routing,
+                cfg: &a.cfg,
+                full_max_load: a.full_max_load,
+            }),
+            &rc,
+        )?;
         for (level, line) in &out.log {
             self.log.log(*level, line);
         }
@@ -247,8 +284,34 @@ impl EngineCtx {
             plan,
             routing_log: self.log.is_active(log::ROUTING),
             started,
+            full_max_load: out.full_max_load,
+            previous: prior.map(|a| Previous {
+                graph: a.graph,
+                routing: a.routing,
+                fabric: a.fabric,
+            }),
         });
         Ok(())
+    }
+
+    /// Incremental re-routing settings for this run, from the environment; a run without a heavy
+    /// sweep before it was asked for by the admin and computes from scratch.
+    fn reroute_config(&self, heavy_sweep: bool) -> Result<engine::RerouteConfig, AdapterError> {
+        let mut rc = engine::RerouteConfig::default();
+        if let Some(n) = env_number(ENV_INCREMENTAL, 1)? {
+            rc.incremental = n == 1;
+        }
+        if let Some(n) = env_number(ENV_REBALANCE_PCT, 100_000)? {
+            rc.max_load_growth_pct = n as u32;
+        }
+        if !heavy_sweep {
+            rc.force_full = Some(
+                "OpenSM re-routes without a heavy sweep (the admin asked: console `reroute`): \
+                 full re-balance"
+                    .into(),
+            );
+        }
+        Ok(rc)
     }
 
     /// The engine configuration for this run: lanes from the ports' operational VLs, capped by
@@ -332,6 +395,8 @@ impl EngineCtx {
             dumps_due: AtomicBool::new(p.routing_log),
             warned_few_vls: AtomicBool::new(false),
             warned_admin_table: AtomicBool::new(false),
+            full_max_load: p.full_max_load,
+            previous: std::sync::Mutex::new(p.previous),
         });
         Ok(())
     }
@@ -341,6 +406,7 @@ impl EngineCtx {
     fn write_due_dumps(&self) {
         let st = self.read();
         let Some(a) = st.active.as_ref() else { return };
+        self.log_change(a);
         if !a.dumps_due.swap(false, Ordering::Relaxed) {
             return;
         }
@@ -386,6 +452,32 @@ impl EngineCtx {
                 .log
                 .error(&format!("{name}: cannot write {}: {e}", path.display())),
         }
+    }
+
+    /// What changed from the routing the switches held before (once per routing run, after the
+    /// upload, so that comparing is not part of the routing phase).
+    fn log_change(&self, a: &Active) {
+        let prev = a.previous.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(prev) = prev else { return };
+        let t = Instant::now();
+        let d = crate::reroute::diff(
+            crate::reroute::RoutedFabric {
+                fabric: &prev.fabric,
+                graph: &prev.graph,
+                routing: &prev.routing,
+            },
+            crate::reroute::RoutedFabric {
+                fabric: &a.fabric,
+                graph: &a.graph,
+                routing: &a.routing,
+            },
+        );
+        self.log.info(&format!(
+            "{}: changes: {} (compared in {:.3} s)",
+            self.kind.name(),
+            d.summary(),
+            t.elapsed().as_secs_f64()
+        ));
     }
 
     /// path_sl: the layer of the path from the switch where SLID's traffic enters to DLID.
@@ -564,6 +656,7 @@ unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
                 osm,
                 log,
                 state: RwLock::new(State::default()),
+                heavy_sweep: AtomicBool::new(false),
             });
             let ctx_ptr = &*ctx as *const EngineCtx as *mut c_void;
             let module = ffi::external_routing_engine_module_t {
@@ -630,13 +723,20 @@ unsafe extern "C" fn plugin_report(
     event_id: ffi::osm_epi_event_id_t,
     _data: *mut c_void,
 ) {
-    if event_id != ffi::osm_epi_event_id_t_OSM_EVENT_ID_UCAST_ROUTING_DONE {
+    let heavy = event_id == ffi::osm_epi_event_id_t_OSM_EVENT_ID_HEAVY_SWEEP_START;
+    if event_id != ffi::osm_epi_event_id_t_OSM_EVENT_ID_UCAST_ROUTING_DONE && !heavy {
         return;
     }
     // SAFETY: plugin_data is what plugin_create returned, alive until plugin_delete.
     let Some(plugin) = (unsafe { (plugin_data as *const Plugin).as_ref() }) else {
         return;
     };
+    if heavy {
+        for c in &plugin.engines {
+            c.heavy_sweep.store(true, Ordering::Relaxed);
+        }
+        return;
+    }
     for c in &plugin.engines {
         guarded(
             c.log,
@@ -794,6 +894,8 @@ mod tests {
                 dumps_due: AtomicBool::new(false),
                 warned_few_vls: AtomicBool::new(false),
                 warned_admin_table: AtomicBool::new(false),
+                full_max_load: 0,
+                previous: std::sync::Mutex::new(None),
             }),
         };
         EngineCtx {
@@ -803,6 +905,7 @@ mod tests {
             // SAFETY: never dereferenced: path_sl does not log.
             log: unsafe { OsmLog::new(std::ptr::null_mut()) },
             state: RwLock::new(state),
+            heavy_sweep: AtomicBool::new(false),
         }
     }
 

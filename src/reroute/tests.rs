@@ -57,6 +57,8 @@ fn check(
         Err(e) => panic!("{e:?}"),
     }
     assert!(r.num_layers <= lanes);
+    let loads = crate::balance::channel_loads(&g, &r.lft);
+    assert_eq!(st.max_load, loads.iter().copied().max().unwrap_or(0));
     let d = diff(
         prev,
         RoutedFabric {

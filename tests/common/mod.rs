@@ -96,6 +96,8 @@ pub struct Sim {
     sock: String,
     child: Child,
     pub fabric: Fabric,
+    /// ibsim's console (started with [`Sim::start_with_console`]): `Unlink`, `ReLink`, ...
+    console: Option<std::process::ChildStdin>,
 }
 
 impl Sim {
@@ -106,6 +108,24 @@ impl Sim {
 
     /// [`Sim::start`] with the net file's text given (e.g. switches with enhanced port 0).
     pub fn start_net(name: &str, fabric: &Fabric, net_text: &str) -> Sim {
+        Self::spawn(name, fabric, net_text, false)
+    }
+
+    /// [`Sim::start`] with ibsim's console on a pipe, to unplug and replug cables
+    /// ([`Sim::console`]) while OpenSM runs.
+    pub fn start_with_console(name: &str, fabric: &Fabric) -> Sim {
+        Self::spawn(name, fabric, &write_net(fabric), true)
+    }
+
+    /// Sends one console command (e.g. `Unlink "S-..."[3]`).
+    pub fn console(&mut self, command: &str) {
+        use std::io::Write;
+        let c = self.console.as_mut().expect("started with a console");
+        writeln!(c, "{command}").expect("write to ibsim's console");
+        c.flush().expect("flush ibsim's console");
+    }
+
+    fn spawn(name: &str, fabric: &Fabric, net_text: &str, console: bool) -> Sim {
         require_tools();
         let dir = tempfile::Builder::new()
             .prefix(&format!("dfsssp-e2e-{name}-"))
@@ -116,21 +136,28 @@ impl Sim {
         let sock = format!("dfsssp-{name}-{}", std::process::id());
         let out = fs::File::create(dir.path().join("ibsim.out")).expect("ibsim.out");
         let mut cmd = Command::new("ibsim");
-        cmd.arg("-s")
-            .arg("-n")
-            .args(IbsimCaps::of(fabric).args())
-            .arg(&net);
+        cmd.arg("-s");
+        if !console {
+            cmd.arg("-n");
+        }
+        cmd.args(IbsimCaps::of(fabric).args()).arg(&net);
         cmd.env("IBSIM_SOCKNAME", &sock)
             .current_dir(dir.path())
-            .stdin(Stdio::null())
+            .stdin(if console {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(out.try_clone().unwrap())
             .stderr(out);
-        let child = cmd.spawn().expect("start ibsim");
+        let mut child = cmd.spawn().expect("start ibsim");
+        let console = child.stdin.take();
         let mut sim = Sim {
             dir: Some(dir),
             sock,
             child,
             fabric: fabric.clone(),
+            console,
         };
         sim.wait_ready(Duration::from_secs(30));
         sim
@@ -347,6 +374,35 @@ impl RunningSm {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// How many log lines contain `needle`.
+    pub fn count(&self, needle: &str) -> usize {
+        self.log().lines().filter(|l| l.contains(needle)).count()
+    }
+
+    /// Waits until at least `n` log lines contain `needle`.
+    pub fn wait_count(&self, needle: &str, n: usize, limit: Duration) {
+        let t = Instant::now();
+        while self.count(needle) < n {
+            assert!(
+                t.elapsed() < limit,
+                "opensm did not log {needle:?} {n} times within {limit:?}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The opensm process's resident set size, in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status = fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("opensm's /proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .expect("VmRSS")
+    }
+
     /// Waits until the log contains `needle`.
     pub fn wait_for(&self, needle: &str, limit: Duration) {
         let t = Instant::now();
@@ -557,6 +613,13 @@ impl OsmRun {
     /// Runs ibdmchk over OpenSM's dumps, optionally with our path-SL dump (`-c`) and OpenSM's
     /// SL-to-VL dump (`-d`).
     pub fn ibdmchk(&self, path_sl: bool, sl2vl: bool, lmc: u8) -> IbdmReport {
+        ibdmchk_in(&self.dir, path_sl, sl2vl, lmc)
+    }
+}
+
+/// [`OsmRun::ibdmchk`] over the dumps in `dir` (of a running OpenSM too).
+pub fn ibdmchk_in(dir: &Path, path_sl: bool, sl2vl: bool, lmc: u8) -> IbdmReport {
+    {
         let mut cmd = Command::new("ibdmchk");
         cmd.args([
             "-s",
@@ -575,7 +638,7 @@ impl OsmRun {
         if sl2vl {
             cmd.args(["-d", "opensm-sl2vl.dump"]);
         }
-        cmd.current_dir(&self.dir)
+        cmd.current_dir(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -1,0 +1,307 @@
+//! A running OpenSM (not `--once`) with dfsssp-rs and QoS on, while cables and switches fail and
+//! come back in ibsim (its console's `Unlink` and `ReLink`). After every sweep, from OpenSM's own
+//! dumps and SA: every CA pair routed, no credit loop (ibdmchk with our path-SL dump), the SA's
+//! SLs equal to the dump, and, when dfsssp-rs re-routed incrementally, every CA pair whose path
+//! survived keeps its SL (paths walked independently over OpenSM's LFT dump).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use common::*;
+use dfsssp_rs::fabric::{Fabric, Link, NodeKind, PortRef};
+use dfsssp_rs::graph::{SwitchGraph, NO_SWITCH};
+use dfsssp_rs::io::ibsim::node_id;
+use dfsssp_rs::routing::walk;
+
+const SWEEP: Duration = Duration::from_secs(120);
+/// Logged once per routing run, after the upload, when there was a routing before.
+const CHANGES: &str = "dfsssp-rs: changes:";
+const INCREMENTAL: &str = "dfsssp-rs: incremental re-route:";
+const FULL: &str = "dfsssp-rs: full computation:";
+
+/// (source CA node GUID, DLID) -> SL, from opensm-path-sl.dump.
+fn path_sls(text: &str) -> BTreeMap<(u64, u16), u8> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let guid = u64::from_str_radix(it.next()?.strip_prefix("0x")?, 16).ok()?;
+            Some(((guid, it.next()?.parse().ok()?), it.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// What OpenSM holds after a sweep, with the fabric the test expects it to see.
+struct Snapshot {
+    fabric: Fabric,
+    graph: SwitchGraph,
+    lfts: BTreeMap<u64, BTreeMap<u16, u8>>,
+    sls: BTreeMap<(u64, u16), u8>,
+}
+
+impl Snapshot {
+    fn take(sim: &Sim, fabric: &Fabric) -> Snapshot {
+        Snapshot {
+            fabric: fabric.clone(),
+            graph: SwitchGraph::new(fabric).unwrap(),
+            lfts: parse_lfts_dump(&sim.read("opensm-lfts.dump")),
+            sls: path_sls(&sim.read("opensm-path-sl.dump")),
+        }
+    }
+
+    /// The path from CA `guid` to `dlid` as (switch GUID, exit port) hops, walked over the LFT
+    /// dump; `None` if it does not arrive.
+    fn path(&self, guid: u64, dlid: u16) -> Option<Vec<(u64, u8)>> {
+        let f = &self.fabric;
+        let g = &self.graph;
+        let node = f.nodes().iter().position(|n| n.guid == guid)? as u32;
+        let e = f.endpoints().iter().find(|e| e.node == node)?;
+        let src = g.dest_of_lid(e.base_lid)?.switch;
+        if src == NO_SWITCH {
+            return None;
+        }
+        let lft = lft_from_dump(f, g, &self.lfts);
+        let mut hops = Vec::new();
+        walk(g, &lft, src, dlid, |c| {
+            let s = g.chan_tail()[c as usize];
+            hops.push((g.switch_guid(s), g.chan_port()[c as usize]));
+        })
+        .ok()?;
+        let d = g.dest_of_lid(dlid)?;
+        hops.push((g.switch_guid(d.switch), d.exit_port));
+        Some(hops)
+    }
+}
+
+/// Pairs in both snapshots whose path is the same but whose SL changed, out of the pairs whose
+/// path survived.
+fn sl_changes_on_kept_paths(before: &Snapshot, after: &Snapshot) -> (usize, usize) {
+    let mut kept = 0;
+    let mut changed = Vec::new();
+    for (&(guid, dlid), &sl) in &after.sls {
+        let Some(&old_sl) = before.sls.get(&(guid, dlid)) else {
+            continue;
+        };
+        let (Some(p0), Some(p1)) = (before.path(guid, dlid), after.path(guid, dlid)) else {
+            continue;
+        };
+        if p0 == p1 {
+            kept += 1;
+            if sl != old_sl {
+                changed.push((guid, dlid, old_sl, sl));
+            }
+        }
+    }
+    assert!(
+        changed.is_empty(),
+        "{} pairs with surviving paths changed SL, e.g. {:x?}",
+        changed.len(),
+        &changed[..changed.len().min(5)]
+    );
+    (kept, changed.len())
+}
+
+/// The CA GUIDs (and base LIDs) of the model fabric.
+fn cas(f: &Fabric) -> Vec<(u64, u16)> {
+    f.endpoints()
+        .iter()
+        .filter(|e| f.nodes()[e.node as usize].kind == NodeKind::Ca)
+        .map(|e| (f.nodes()[e.node as usize].guid, e.base_lid))
+        .collect()
+}
+
+/// The fabric without the links of `gone` and without nodes that lost all their links (OpenSM
+/// no longer discovers them).
+fn model(f: &Fabric, gone_links: &[Link], gone_switches: &[u64]) -> Fabric {
+    let cut = f.retain(
+        |_| true,
+        |l| {
+            !gone_links.contains(l)
+                && !gone_switches.contains(&f.nodes()[l.a.node as usize].guid)
+                && !gone_switches.contains(&f.nodes()[l.b.node as usize].guid)
+        },
+    );
+    let linked: BTreeSet<u32> = cut
+        .links()
+        .iter()
+        .flat_map(|l| [l.a.node, l.b.node])
+        .collect();
+    let keep: BTreeSet<u64> = linked
+        .iter()
+        .map(|&n| cut.nodes()[n as usize].guid)
+        .collect();
+    cut.retain(|n| keep.contains(&n.guid), |_| true)
+}
+
+fn port_name(f: &Fabric, p: PortRef) -> String {
+    let n = &f.nodes()[p.node as usize];
+    format!("\"{}\"[{}]", node_id(n.kind, n.guid), p.port)
+}
+
+/// A step: what to tell ibsim, and the fabric OpenSM should see afterwards.
+struct Step {
+    console: String,
+    gone_links: Vec<Link>,
+    gone_switches: Vec<u64>,
+}
+
+/// Runs `steps` one after the other against a running OpenSM; returns how many were incremental.
+fn run_steps(name: &str, f: &Fabric, steps: &[Step]) -> usize {
+    let mut sim = Sim::start_with_console(name, f);
+    let osm = OpenSm::new("dfsssp-rs").qos(true).conf("sweep_interval 1");
+    let sm = sim.start_opensm(&osm);
+    sm.wait_count("dfsssp-rs: wrote", 2, SWEEP);
+    sm.wait_count(FULL, 1, SWEEP);
+    let mut before = Snapshot::take(&sim, f);
+    let mut incremental = 0;
+    for (i, step) in steps.iter().enumerate() {
+        let (changes, wrote, incr) = (
+            sm.count(CHANGES),
+            sm.count("dfsssp-rs: wrote"),
+            sm.count(INCREMENTAL),
+        );
+        sim.console(&step.console);
+        sm.wait_count(CHANGES, changes + 1, SWEEP);
+        sm.wait_count("dfsssp-rs: wrote", wrote + 2, SWEEP);
+        settle(&sm);
+        let was_incremental = sm.count(INCREMENTAL) > incr;
+        incremental += usize::from(was_incremental);
+        let fabric = model(f, &step.gone_links, &step.gone_switches);
+        let after = Snapshot::take(&sim, &fabric);
+
+        // Every CA pair OpenSM sees is routed and free of credit loops.
+        let n = cas(&fabric).len() as u64;
+        let report = ibdmchk_in(sim.dir(), true, true, 0);
+        report.assert_connected(n * (n - 1));
+        assert_eq!(
+            report.credit_loops,
+            Some(false),
+            "step {i} ({}): {}",
+            step.console,
+            report.errors()
+        );
+        // The SA hands out the dump's SLs.
+        let sample = cas(&fabric);
+        for (k, &(guid, slid)) in sample.iter().enumerate().step_by(sample.len() / 3 + 1) {
+            let (_, dlid) = sample[(k + sample.len() / 2) % sample.len()];
+            if dlid != slid {
+                assert_eq!(
+                    sim.path_record_sl(slid, dlid),
+                    after.sls[&(guid, dlid)],
+                    "step {i}: SA path record {slid} -> {dlid}"
+                );
+            }
+        }
+        if was_incremental {
+            let (kept, _) = sl_changes_on_kept_paths(&before, &after);
+            assert!(kept > 0, "step {i}: no path survived?");
+        }
+        eprintln!(
+            "step {i} ({}): {}; {}",
+            step.console,
+            if was_incremental {
+                "incremental"
+            } else {
+                "full"
+            },
+            sm.log()
+                .lines()
+                .rfind(|l| l.contains(CHANGES))
+                .map(strip_prefix)
+                .unwrap_or("")
+        );
+        before = after;
+    }
+    incremental
+}
+
+/// Waits until OpenSM has finished sweeping (the dumps are written before "SUBNET UP") and
+/// no further sweep follows within a few sweep intervals.
+fn settle(sm: &RunningSm) {
+    let t = std::time::Instant::now();
+    loop {
+        let (up, changes) = (sm.count("SUBNET UP"), sm.count(CHANGES));
+        std::thread::sleep(Duration::from_millis(3000));
+        if sm.count("SUBNET UP") == up && sm.count(CHANGES) == changes && up > 0 {
+            return;
+        }
+        assert!(t.elapsed() < SWEEP, "OpenSM keeps sweeping:\n{}", sm.log());
+    }
+}
+
+/// Switch-to-switch links of `f`.
+fn switch_links(f: &Fabric) -> Vec<Link> {
+    let sw = |p: PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
+    f.links()
+        .iter()
+        .filter(|l| sw(l.a) && sw(l.b))
+        .copied()
+        .collect()
+}
+
+#[test]
+fn torus_links_and_a_switch_fail_and_return() {
+    let f = dfsssp_rs::topo::by_name("torus:4x4x4,2").unwrap();
+    let links = switch_links(&f);
+    let (a, b) = (links[links.len() / 3], links[2 * links.len() / 3]);
+    // A switch away from the two links and from the SM's (the SM runs on the first CA of the
+    // net file, the first CA with a link).
+    let sm_switch = f
+        .links()
+        .iter()
+        .filter(|l| f.nodes()[l.a.node as usize].kind == NodeKind::Ca)
+        .map(|l| (l.a.node, l.b.node))
+        .chain(
+            f.links()
+                .iter()
+                .filter(|l| f.nodes()[l.b.node as usize].kind == NodeKind::Ca)
+                .map(|l| (l.b.node, l.a.node)),
+        )
+        .min()
+        .unwrap()
+        .1;
+    let busy = [a.a.node, a.b.node, b.a.node, b.b.node, sm_switch];
+    let sw_node = (0..f.nodes().len() as u32)
+        .find(|&n| f.nodes()[n as usize].kind == NodeKind::Switch && !busy.contains(&n))
+        .unwrap();
+    let sw = f.nodes()[sw_node as usize].guid;
+    let swn = node_id(NodeKind::Switch, sw);
+    let steps = [
+        Step {
+            console: format!("Unlink {}", port_name(&f, a.a)),
+            gone_links: vec![a],
+            gone_switches: vec![],
+        },
+        Step {
+            console: format!("Unlink {}", port_name(&f, b.a)),
+            gone_links: vec![a, b],
+            gone_switches: vec![],
+        },
+        Step {
+            console: format!("Unlink \"{swn}\""),
+            gone_links: vec![a, b],
+            gone_switches: vec![sw],
+        },
+        Step {
+            console: format!("ReLink \"{swn}\""),
+            gone_links: vec![a, b],
+            gone_switches: vec![],
+        },
+        Step {
+            console: format!("ReLink {}", port_name(&f, a.a)),
+            gone_links: vec![b],
+            gone_switches: vec![],
+        },
+        Step {
+            console: format!("ReLink {}", port_name(&f, b.a)),
+            gone_links: vec![],
+            gone_switches: vec![],
+        },
+    ];
+    let incremental = run_steps("reroute-torus", &f, &steps);
+    assert!(
+        incremental >= 4,
+        "only {incremental} of 6 steps incremental"
+    );
+}
