@@ -332,3 +332,41 @@ pub fn channel_loads(g: &SwitchGraph, lft: &Lft) -> Vec<u64> {
             },
         )
 }
+
+/// A lower bound on the highest channel load of any routing of `g` (loads as
+/// [`channel_loads`] counts them): every switch must send its CA ports' routes to the LIDs
+/// elsewhere out over its channels, and receive everybody else's routes to its own LIDs over
+/// them. Cheap (one pass over the switches); used to scale a full computation's load to a
+/// changed fabric.
+pub fn load_bound(g: &SwitchGraph) -> u64 {
+    let ns = g.num_switches();
+    let mut lids_at = vec![0u64; ns];
+    let mut all_lids = 0u64;
+    for d in g.dests() {
+        if d.switch != NO_SWITCH {
+            lids_at[d.switch as usize] += 1;
+            all_lids += 1;
+        }
+    }
+    let sources: u64 = g.terminal_count().iter().map(|&t| u64::from(t)).sum();
+    (0..ns as u32)
+        .map(|s| {
+            let t = u64::from(g.terminal_count()[s as usize]);
+            let here = lids_at[s as usize];
+            let out = g.out_channels(s).len() as u64;
+            let inn = g.in_channels(s).len() as u64;
+            let send = if out > 0 {
+                (t * (all_lids - here)).div_ceil(out)
+            } else {
+                0
+            };
+            let recv = if inn > 0 {
+                ((sources - t) * here).div_ceil(inn)
+            } else {
+                0
+            };
+            send.max(recv)
+        })
+        .max()
+        .unwrap_or(0)
+}

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
+use crate::balance::load_bound;
 use crate::dfsssp::{self, DfssspError, DfssspOptions, LayerReport};
 use crate::fabric::{Fabric, FabricError};
 use crate::graph::SwitchDistances;
@@ -237,14 +238,21 @@ fn incremental(
     };
     let (routing, st) = reroute::reroute(prev, fabric, &graph, &opts)
         .map_err(|e: FullReason| format!("not incremental: {e}"))?;
-    let limit = p
-        .full_max_load
-        .saturating_mul(100 + u64::from(rc.max_load_growth_pct))
-        / 100;
-    if p.full_max_load > 0 && st.max_load > limit {
+    // What a full computation would reach on the changed fabric: the last one's load, scaled by
+    // how much the fabric's lower bound moved (a leaf that lost one of two uplinks doubles it).
+    let (was, now) = (load_bound(p.graph), load_bound(&graph));
+    let estimate = if was > 0 {
+        (u128::from(p.full_max_load) * u128::from(now) / u128::from(was)) as u64
+    } else {
+        p.full_max_load
+    };
+    let limit = u128::from(estimate) * (100 + u128::from(rc.max_load_growth_pct)) / 100;
+    if estimate > 0 && u128::from(st.max_load) > limit {
         return Err(format!(
-            "re-balancing: the incremental routes' highest channel load {} exceeds the last full              computation's {} by more than {}%",
-            st.max_load, p.full_max_load, rc.max_load_growth_pct
+            "re-balancing: the incremental routes' highest channel load {} exceeds a full \
+             computation's estimate {estimate} by more than {}% (the last full computation's \
+             {}, scaled by the fabric's lower bound {was} -> {now})",
+            st.max_load, rc.max_load_growth_pct, p.full_max_load
         ));
     }
     let route_time = start.elapsed();

@@ -305,3 +305,90 @@ fn torus_links_and_a_switch_fail_and_return() {
         "only {incremental} of 6 steps incremental"
     );
 }
+
+#[test]
+fn fat_tree_link_and_spine_switch_fail_and_return() {
+    let f = dfsssp_rs::topo::by_name("ktree:4,3").unwrap();
+    // A top-level switch: only switches on its ports.
+    let is_switch = |n: u32| f.nodes()[n as usize].kind == NodeKind::Switch;
+    let top = (0..f.nodes().len() as u32)
+        .filter(|&n| is_switch(n))
+        .find(|&n| {
+            f.links()
+                .iter()
+                .filter(|l| l.a.node == n || l.b.node == n)
+                .all(|l| is_switch(l.a.node) && is_switch(l.b.node))
+        })
+        .unwrap();
+    let spine = f.nodes()[top as usize].guid;
+    let spine_name = node_id(NodeKind::Switch, spine);
+    // A link between the two lower levels (neither end on the spine).
+    let link = *switch_links(&f)
+        .iter()
+        .find(|l| l.a.node != top && l.b.node != top)
+        .unwrap();
+    let steps = [
+        Step {
+            console: format!("Unlink {}", port_name(&f, link.a)),
+            gone_links: vec![link],
+            gone_switches: vec![],
+        },
+        Step {
+            console: format!("Unlink \"{spine_name}\""),
+            gone_links: vec![link],
+            gone_switches: vec![spine],
+        },
+        Step {
+            console: format!("ReLink \"{spine_name}\""),
+            gone_links: vec![link],
+            gone_switches: vec![],
+        },
+        Step {
+            console: format!("ReLink {}", port_name(&f, link.a)),
+            gone_links: vec![],
+            gone_switches: vec![],
+        },
+    ];
+    let incremental = run_steps("reroute-ktree", &f, &steps);
+    assert!(
+        incremental >= 3,
+        "only {incremental} of 4 steps incremental"
+    );
+}
+
+/// 100 re-routes (a cable pulled and plugged back 50 times): opensm's memory stays flat.
+#[test]
+fn a_hundred_sweeps_keep_opensm_rss_flat() {
+    let f = dfsssp_rs::topo::by_name("torus:4x4,2").unwrap();
+    let links = switch_links(&f);
+    let port = port_name(&f, links[links.len() / 2].a);
+    let mut sim = Sim::start_with_console("reroute-soak", &f);
+    let osm = OpenSm::new("dfsssp-rs").qos(true).conf("sweep_interval 1");
+    let sm = sim.start_opensm(&osm);
+    sm.wait_count(FULL, 1, SWEEP);
+    let mut rss = Vec::new();
+    for i in 0..100 {
+        let n = sm.count(CHANGES);
+        sim.console(&format!(
+            "{} {port}",
+            if i % 2 == 0 { "Unlink" } else { "ReLink" }
+        ));
+        sm.wait_count(CHANGES, n + 1, SWEEP);
+        if i == 9 || i == 99 {
+            // Let the sweep finish before reading.
+            std::thread::sleep(Duration::from_millis(1500));
+            rss.push(sm.rss_kib());
+        }
+    }
+    let (early, late) = (rss[0], rss[1]);
+    eprintln!(
+        "opensm RSS after 10 re-routes {early} KiB, after 100 {late} KiB; {} incremental, {} full",
+        sm.count(INCREMENTAL),
+        sm.count(FULL)
+    );
+    assert!(
+        late <= early + early / 10 + 2048,
+        "opensm grew from {early} KiB to {late} KiB over 90 re-routes"
+    );
+    assert!(sm.count(INCREMENTAL) >= 90, "{}", sm.log());
+}
