@@ -35,7 +35,9 @@ use crate::dfsssp::cdg::{topological_order, EdgeIndex};
 use crate::dfsssp::dyntopo::{DynTopo, TopoScratch};
 use crate::fabric::Fabric;
 use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
-use crate::routing::{Columns, DestPaths, Lft, Routing, SwitchLidTable, NO_PATH};
+use rayon::prelude::*;
+
+use crate::routing::{for_each_column, DestPaths, Lft, Routing, SwitchLidTable, NO_PATH};
 
 pub use diff::{diff, RoutedFabric, RoutingDiff};
 
@@ -120,7 +122,7 @@ pub struct RerouteOptions {
 
 /// Cap on the channels one incremental cycle check may visit before it refuses (refusing is safe:
 /// the path tries the next layer).
-const SEARCH_LIMIT: usize = 1024;
+const SEARCH_LIMIT: usize = 256;
 
 /// Routes `fabric` (switch graph `g`) by keeping what survives of `prev` (see the module
 /// documentation).
@@ -225,115 +227,45 @@ pub fn reroute(
     } else {
         Vec::new()
     };
-    let mut load = vec![0u64; nc];
-    let mut kept_old = vec![false; og.num_switches()];
-    let mut kept = vec![false; ns];
-    let mut mask = vec![0u64; og.num_switches()];
-    let mut flow = vec![0u64; og.num_switches()];
-    // Destinations to route again, in LID order: (new dest index, kept switches' hop counts).
-    let mut work: Vec<(usize, Vec<u32>)> = Vec::new();
-    let mut old_paths = DestPaths::new(og.num_switches());
-
-    // Pass 1: per old destination, which paths are kept; their loads and dependency edges.
-    let mut ocols = Columns::new(og.num_switches());
-    let mut olays = Columns::new(og.num_switches());
-    let mut seen_new = vec![false; g.dests().len()];
-    let end = usize::from(or.lft.max_lid) + 1;
+    // Pass 1, destinations in parallel chunks: which paths are kept; their loads and dependency
+    // edges.
     let odests = og.dests();
-    let mut i = 0;
-    while i < odests.len() && usize::from(odests[i].lid) < end {
-        let lo = usize::from(odests[i].lid);
-        let hi = (lo + Columns::WIDTH).min(end);
-        let j = i + odests[i..].partition_point(|d| usize::from(d.lid) < hi);
-        ocols.fill(lo, hi - lo, |s| or.lft.table(s));
-        if let Some(l) = &or.layers {
-            olays.fill(lo, hi - lo, |s| l.row(s));
+    let ctx = Pass1 {
+        prev,
+        fabric,
+        g,
+        comp: &comp,
+        new_of_old: &new_of_old,
+        old_of_new: &old_of_new,
+        chan_new: &chan_new,
+        ei: &ei,
+        words: if opts.deadlock_free { words } else { 0 },
+        layers: usize::from(or.num_layers.max(1)),
+        layered,
+    };
+    let chunks = (rayon::current_num_threads() * 4).clamp(1, odests.len().max(1));
+    let per = odests.len().div_ceil(chunks).max(1);
+    let parts: Vec<Pass1Out> = (0..chunks)
+        .into_par_iter()
+        .map(|k| ctx.run(&odests[(k * per).min(odests.len())..((k + 1) * per).min(odests.len())]))
+        .collect();
+    let mut load = vec![0u64; nc];
+    let mut work: Vec<(usize, Vec<u32>)> = Vec::new();
+    let mut seen_new = vec![false; g.dests().len()];
+    for part in parts {
+        load.iter_mut().zip(&part.load).for_each(|(a, b)| *a += b);
+        for (acc, b) in bits.iter_mut().zip(&part.bits) {
+            acc.iter_mut().zip(b).for_each(|(a, b)| *a |= b);
         }
-        for od in &odests[i..j] {
-            let Some(nd) = diff::same_dest((prev.fabric, og), (fabric, g), od) else {
-                continue;
-            };
-            let di = g.lid_dest()[usize::from(nd.lid)] as usize;
+        st.paths_kept += part.paths_kept;
+        for &di in &part.seen {
             seen_new[di] = true;
-            let col = ocols.column(od.lid);
-            old_paths.resolve_column(og, od, Some(col));
-            old_paths.compute_order();
-            // Root first: kept when delivering and the channel and the rest of the path remain.
-            kept_old.fill(false);
-            for &o in old_paths.order.iter().rev() {
-                if old_paths.end[o as usize].is_err() || new_of_old[o as usize] == NO_SWITCH {
-                    continue;
-                }
-                let c = old_paths.next[o as usize];
-                kept_old[o as usize] = c == NO_CHANNEL
-                    || chan_new[c as usize] != NO_CHANNEL
-                        && kept_old[og.chan_head()[c as usize] as usize];
-            }
-            // Loads of the kept routes and, per layer, their dependency edges: leaves first,
-            // each kept switch passes on its sources and the layers of the paths through it.
-            for &o in &old_paths.order {
-                let (o, s) = (o as usize, new_of_old[o as usize]);
-                if !kept_old[o] {
-                    continue;
-                }
-                flow[o] += u64::from(g.terminal_count()[s as usize]);
-                mask[o] |= 1u64 << if layered { olays.column(od.lid)[o] } else { 0 };
-                let c = old_paths.next[o];
-                if c != NO_CHANNEL {
-                    let h = og.chan_head()[c as usize] as usize;
-                    let cn = chan_new[c as usize];
-                    load[cn as usize] += flow[o];
-                    flow[h] += flow[o];
-                    mask[h] |= mask[o];
-                    let c2 = old_paths.next[h];
-                    if c2 != NO_CHANNEL && !bits.is_empty() {
-                        let e = ei.edge(g, cn, chan_new[c2 as usize]) as usize;
-                        let mut m = mask[o];
-                        while m != 0 {
-                            bits[m.trailing_zeros() as usize][e / 64] |= 1 << (e % 64);
-                            m &= m - 1;
-                        }
-                    }
-                }
-            }
-            for &o in &old_paths.order {
-                flow[o as usize] = 0;
-                mask[o as usize] = 0;
-            }
-            // Switches of the destination's part of the fabric whose path is not kept.
-            let root_comp = comp[nd.switch as usize];
-            let mut to_route = false;
-            kept.fill(false);
-            for (o, &k) in kept_old.iter().enumerate() {
-                if k {
-                    kept[new_of_old[o] as usize] = true;
-                }
-            }
-            for s in 0..ns {
-                if kept[s] {
-                    st.paths_kept += 1;
-                } else if comp[s] == root_comp {
-                    to_route = true;
-                } else {
-                    lft.set(s as u32, nd.lid, NO_PATH);
-                    hops.set(s as u32, nd.lid, NO_PATH);
-                }
-            }
-            if to_route {
-                // Switch hops of the kept paths, for the shortest-path search; u32::MAX elsewhere.
-                let dist: Vec<u32> = (0..ns)
-                    .map(|s| {
-                        if kept[s] {
-                            old_paths.hops[old_of_new[s] as usize]
-                        } else {
-                            u32::MAX
-                        }
-                    })
-                    .collect();
-                work.push((di, dist));
-            }
         }
-        i = j;
+        work.extend(part.work);
+        for (s, lid) in part.unreachable {
+            lft.set(s, lid, NO_PATH);
+            hops.set(s, lid, NO_PATH);
+        }
     }
     // Destinations routed from scratch: new LIDs, moved ones.
     for (di, d) in g.dests().iter().enumerate() {
@@ -399,6 +331,143 @@ pub fn reroute(
     ))
 }
 
+/// What pass 1 reads.
+struct Pass1<'a> {
+    prev: RoutedFabric<'a>,
+    fabric: &'a Fabric,
+    g: &'a SwitchGraph,
+    comp: &'a [u32],
+    new_of_old: &'a [u32],
+    old_of_new: &'a [u32],
+    chan_new: &'a [u32],
+    ei: &'a EdgeIndex,
+    /// Words of a layer's edge bits; 0 when the layers need no checking.
+    words: usize,
+    layers: usize,
+    layered: bool,
+}
+
+/// What pass 1 finds for a chunk of destinations.
+struct Pass1Out {
+    load: Vec<u64>,
+    bits: Vec<Vec<u64>>,
+    paths_kept: u64,
+    /// New destinations (indices) that are the same as an old one.
+    seen: Vec<usize>,
+    /// Destinations to route again: (new destination index, kept switches' hop counts).
+    work: Vec<(usize, Vec<u32>)>,
+    /// (switch, LID) entries to clear: the switch is in another part of the fabric.
+    unreachable: Vec<(u32, u16)>,
+}
+
+impl Pass1<'_> {
+    fn run(&self, odests: &[crate::graph::Dest]) -> Pass1Out {
+        let (og, or, g) = (self.prev.graph, self.prev.routing, self.g);
+        let (ons, ns) = (og.num_switches(), g.num_switches());
+        let mut out = Pass1Out {
+            load: vec![0; g.num_channels()],
+            bits: (0..if self.words > 0 { self.layers } else { 0 })
+                .map(|_| vec![0; self.words])
+                .collect(),
+            paths_kept: 0,
+            seen: Vec::new(),
+            work: Vec::new(),
+            unreachable: Vec::new(),
+        };
+        let mut kept_old = vec![false; ons];
+        let mut kept = vec![false; ns];
+        let mut mask = vec![0u64; ons];
+        let mut flow = vec![0u64; ons];
+        let mut old_paths = DestPaths::new(ons);
+        let (new_of_old, chan_new) = (self.new_of_old, self.chan_new);
+        let layers = or.layers.as_ref().filter(|_| self.layered);
+        for_each_column(og, &or.lft, layers, odests, |od, col, lay| {
+            let Some(col) = col else { return };
+            let Some(nd) = diff::same_dest((self.prev.fabric, og), (self.fabric, g), od) else {
+                return;
+            };
+            let di = g.lid_dest()[usize::from(nd.lid)] as usize;
+            out.seen.push(di);
+            old_paths.resolve_column(og, od, Some(col));
+            old_paths.compute_order();
+            // Root first: kept when delivering and the channel and the rest of the path remain.
+            kept_old.fill(false);
+            for &o in old_paths.order.iter().rev() {
+                if old_paths.end[o as usize].is_err() || new_of_old[o as usize] == NO_SWITCH {
+                    continue;
+                }
+                let c = old_paths.next[o as usize];
+                kept_old[o as usize] = c == NO_CHANNEL
+                    || chan_new[c as usize] != NO_CHANNEL
+                        && kept_old[og.chan_head()[c as usize] as usize];
+            }
+            // Loads of the kept routes and, per layer, their dependency edges: leaves first,
+            // each kept switch passes on its sources and the layers of the paths through it.
+            for &o in &old_paths.order {
+                let (o, s) = (o as usize, new_of_old[o as usize]);
+                if !kept_old[o] {
+                    continue;
+                }
+                flow[o] += u64::from(g.terminal_count()[s as usize]);
+                mask[o] |= 1u64 << lay.map_or(0, |l| l[o]);
+                let c = old_paths.next[o];
+                if c != NO_CHANNEL {
+                    let h = og.chan_head()[c as usize] as usize;
+                    let cn = chan_new[c as usize];
+                    out.load[cn as usize] += flow[o];
+                    flow[h] += flow[o];
+                    mask[h] |= mask[o];
+                    let c2 = old_paths.next[h];
+                    if c2 != NO_CHANNEL && !out.bits.is_empty() {
+                        let e = self.ei.edge(g, cn, chan_new[c2 as usize]) as usize;
+                        let mut m = mask[o];
+                        while m != 0 {
+                            out.bits[m.trailing_zeros() as usize][e / 64] |= 1 << (e % 64);
+                            m &= m - 1;
+                        }
+                    }
+                }
+            }
+            for &o in &old_paths.order {
+                flow[o as usize] = 0;
+                mask[o as usize] = 0;
+            }
+            // Switches of the destination's part of the fabric whose path is not kept.
+            let root_comp = self.comp[nd.switch as usize];
+            let mut to_route = false;
+            kept.fill(false);
+            for (o, &k) in kept_old.iter().enumerate() {
+                if k {
+                    kept[new_of_old[o] as usize] = true;
+                }
+            }
+            for (s, &k) in kept.iter().enumerate() {
+                if k {
+                    out.paths_kept += 1;
+                } else if self.comp[s] == root_comp {
+                    to_route = true;
+                } else {
+                    out.unreachable.push((s as u32, nd.lid));
+                }
+            }
+            if to_route {
+                // Switch hops of the kept paths, for the shortest-path search; u32::MAX elsewhere.
+                let dist: Vec<u32> = (0..ns)
+                    .map(|s| {
+                        if kept[s] {
+                            old_paths.hops[self.old_of_new[s] as usize]
+                        } else {
+                            u32::MAX
+                        }
+                    })
+                    .collect();
+                out.work.push((di, dist));
+            }
+        });
+        out
+    }
+}
+
 /// The tables being written.
 struct Tables {
     lft: Lft,
@@ -429,7 +498,7 @@ fn pass2(
     let mut dist = vec![u32::MAX; ns];
     let mut hop = vec![u32::MAX; ns];
     let mut f = vec![0u64; ns];
-    let mut cands: Vec<(u32, u64, u32)> = Vec::new();
+    let mut cands: Vec<Candidate> = Vec::new();
     st.paths_rerouted = 0;
     st.layer_moves = 0;
     for (di, kept_dist) in work {
@@ -488,12 +557,22 @@ fn pass2(
                         }
                         _ => 0,
                     };
-                    cands.push((h + 1, other_layer << 63 | load[c as usize], c));
+                    let joins = t.layers.as_ref().map(|lt| lt.get(v, d.lid));
+                    cands.push((h + 1, other_layer << 63 | load[c as usize], c, joins));
                 }
             }
             cands.sort_unstable();
+            let sa_visible = g.terminal_count()[s as usize] > 0;
             let (c, l) = layering
-                .place(&t.lft, d.lid, d.switch, &cands, old_layer, &mut num_layers)
+                .place(
+                    &t.lft,
+                    d.lid,
+                    d.switch,
+                    &cands,
+                    old_layer,
+                    sa_visible,
+                    &mut num_layers,
+                )
                 .ok_or(FullReason::NoLayer {
                     switch: g.switch_guid(s),
                     lid: d.lid,
@@ -613,13 +692,17 @@ impl<'a> Layering<'a> {
     /// mode, adding the path's dependency edges to a layer only when they close no cycle: the
     /// best candidate that fits in any layer, in its old layer if it fits there, else the first
     /// layer that takes it; failing all, the best candidate in a new layer within the budget.
+    /// A switch without CAs (`sa_visible` false: no SA client sees its SL) tries the layer of the
+    /// switch the path joins first: all its edges but the first turn are there already.
+    #[allow(clippy::too_many_arguments)]
     fn place(
         &mut self,
         lft: &Lft,
         lid: u16,
         root: u32,
-        cands: &[(u32, u64, u32)],
+        cands: &[Candidate],
         old_layer: Option<u8>,
+        sa_visible: bool,
         num_layers: &mut u8,
     ) -> Option<(u32, u8)> {
         cands.first()?;
@@ -639,10 +722,18 @@ impl<'a> Layering<'a> {
         }
         // The path first (the best candidate that fits anywhere), then its layer (the old one
         // if the path fits there).
-        let layers: Vec<u8> = std::iter::once(first)
-            .chain((0..*num_layers).filter(|&l| l != first))
-            .collect();
-        for &(_, _, c) in cands {
+        for &(_, _, c, joins) in cands {
+            let lead = match joins {
+                Some(j) if !sa_visible && j < *num_layers => j,
+                _ => first,
+            };
+            let layers: Vec<u8> = [lead, first]
+                .into_iter()
+                .chain(0..*num_layers)
+                .enumerate()
+                .filter(|&(i, l)| !(i > 0 && l == lead || i > 1 && l == first))
+                .map(|(_, l)| l)
+                .collect();
             self.trace(lft, lid, root, c);
             for &l in &layers {
                 if self.insert(usize::from(l)) {
@@ -700,6 +791,10 @@ impl<'a> Layering<'a> {
         true
     }
 }
+
+/// A next hop for a re-routed switch: (hops to the destination through it, sort key (layer
+/// preference, load), channel, layer of the path it joins).
+type Candidate = (u32, u64, u32, Option<u8>);
 
 /// One count per set bit.
 fn counts_of(ei: &EdgeIndex, bits: &[u64]) -> Vec<u32> {
