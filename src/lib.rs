@@ -12,6 +12,8 @@
 //!   deadlock check that judges any routing
 //! - [`metrics`]: connectivity, hops, edge forwarding index, effective bisection bandwidth
 //! - [`lid`]: LID assignment for multipath with LMC (Nienaber et al.)
+//! - [`reroute`]: incremental re-routing after a fabric change, keeping every surviving path and
+//!   its SL (Bermúdez et al.), and what changed between two routings
 //! - [`engine`]: the routing engines `sssp-rs` and `dfsssp-rs` as used by every front
 //!
 //! Fronts: [`opensm`] (the plug-in, feature `opensm`; the only module allowed `unsafe`), [`io`]

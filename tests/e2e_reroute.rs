@@ -154,6 +154,7 @@ fn run_steps(name: &str, f: &Fabric, steps: &[Step]) -> usize {
     sm.wait_count("dfsssp-rs: wrote", 2, SWEEP);
     sm.wait_count(FULL, 1, SWEEP);
     let mut before = Snapshot::take(&sim, f);
+    let mut before_dir = keep_dumps(&sim, "step-start");
     let mut incremental = 0;
     for (i, step) in steps.iter().enumerate() {
         let (changes, wrote, incr) = (
@@ -197,6 +198,27 @@ fn run_steps(name: &str, f: &Fabric, steps: &[Step]) -> usize {
             let (kept, _) = sl_changes_on_kept_paths(&before, &after);
             assert!(kept > 0, "step {i}: no path survived?");
         }
+        // The offline judge sees the same from the two dump directories.
+        let after_dir = keep_dumps(&sim, &format!("step-{i}"));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_dfsssp-rs"))
+            .args(["eval", "--patterns", "0", "--json", "--quiet", "--dumps"])
+            .arg(&after_dir)
+            .arg("--before")
+            .arg(&before_dir)
+            .output()
+            .expect("dfsssp-rs eval");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("eval JSON");
+        let diff = &v["changes"]["diff"];
+        assert!(diff["ca_pairs"].as_u64().unwrap() > 0, "{diff}");
+        if was_incremental {
+            assert_eq!(diff["ca_pairs_sl_changed_path_kept"], 0, "step {i}: {diff}");
+        }
+        before_dir = after_dir;
         eprintln!(
             "step {i} ({}): {}; {}",
             step.console,
@@ -228,6 +250,20 @@ fn settle(sm: &RunningSm) {
         }
         assert!(t.elapsed() < SWEEP, "OpenSM keeps sweeping:\n{}", sm.log());
     }
+}
+
+/// Copies OpenSM's dumps (and ours) into a directory of their own, for `eval --before`.
+fn keep_dumps(sim: &Sim, name: &str) -> std::path::PathBuf {
+    let d = sim.dir().join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    for f in [
+        "opensm-subnet.lst",
+        "opensm-lfts.dump",
+        "opensm-path-sl.dump",
+    ] {
+        std::fs::copy(sim.dir().join(f), d.join(f)).unwrap();
+    }
+    d
 }
 
 /// Switch-to-switch links of `f`.

@@ -7,6 +7,7 @@ use clap::{ArgGroup, Args};
 
 use dfsssp_rs::engine::{EngineConfig, EngineKind};
 use dfsssp_rs::metrics::{Counts, PairTraffic};
+use dfsssp_rs::reroute::RoutedFabric;
 
 use super::judge::{self, Evaluation, Source};
 use super::progress::Progress;
@@ -52,6 +53,10 @@ pub struct EvalArgs {
     /// JSON on standard output instead of the table
     #[arg(long)]
     json: bool,
+    /// Another dump directory, of the routing before (e.g. before a cable failed): also report
+    /// what changed (CA pairs re-routed, SLs changed, LFT blocks changed) and Λ before and after
+    #[arg(long, requires = "dumps")]
+    before: Option<PathBuf>,
     #[command(flatten)]
     measure: MeasureArgs,
 }
@@ -77,11 +82,57 @@ pub fn run(a: &EvalArgs) -> CliResult<()> {
             eprintln!("{l}");
         }
     }
+    // The routing before, and what changed from it.
+    let before = match &a.before {
+        Some(dir) => {
+            let old = judge::load_dumps(&dir.display().to_string(), dir, a.lmc, &p)?;
+            let changes = dfsssp_rs::reroute::diff(
+                RoutedFabric {
+                    fabric: &old.fabric,
+                    graph: &old.graph,
+                    routing: &old.routing,
+                },
+                RoutedFabric {
+                    fabric: &subject.fabric,
+                    graph: &subject.graph,
+                    routing: &subject.routing,
+                },
+            );
+            let old_ev = judge::evaluate(old, &a.measure.options(), &p)?;
+            Some((changes, old_ev.metrics.bisection.map(|b| b.lambda)))
+        }
+        None => None,
+    };
     let ev = judge::evaluate(subject, &a.measure.options(), &p)?;
+    let lambda = ev.metrics.bisection.as_ref().map(|b| b.lambda);
     if a.json {
-        let text = serde_json::to_string_pretty(&ev).map_err(|e| format!("JSON: {e}"))?;
+        let mut value = serde_json::to_value(&ev).map_err(|e| format!("JSON: {e}"))?;
+        if let (Some((changes, old_lambda)), Some(obj)) = (&before, value.as_object_mut()) {
+            obj.insert(
+                "changes".into(),
+                serde_json::json!({
+                    "before": a.before.as_ref().map(|d| d.display().to_string()),
+                    "diff": changes,
+                    "lambda_before": old_lambda,
+                    "lambda_after": lambda,
+                }),
+            );
+        }
+        let text = serde_json::to_string_pretty(&value).map_err(|e| format!("JSON: {e}"))?;
         println!("{text}");
     } else {
+        if let Some((changes, old_lambda)) = &before {
+            let fmt = |l: Option<f64>| l.map_or("-".to_string(), |l| format!("{l:.4}"));
+            println!(
+                "changes since {}: {}; Λ {} -> {}",
+                a.before
+                    .as_ref()
+                    .map_or(String::new(), |d| d.display().to_string()),
+                changes.summary(),
+                fmt(*old_lambda),
+                fmt(lambda)
+            );
+        }
         for w in &ev.warnings {
             eprintln!("dfsssp-rs: warning: {w}");
         }

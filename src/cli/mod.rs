@@ -68,6 +68,8 @@ enum Command {
         /// Write the path-SL dump here (`ibdmchk -c FILE`)
         #[arg(long)]
         path_sl_out: Option<PathBuf>,
+        #[command(flatten)]
+        previous: PreviousArgs,
     },
     /// Judge one routing: connectivity, forwarding loops, hops, edge forwarding index, link load,
     /// effective bisection bandwidth, lanes and a deadlock check of every lane's channel
@@ -114,6 +116,29 @@ struct EngineArgs {
     /// Route as OpenSM does with QoS off: a single lane
     #[arg(long)]
     no_qos: bool,
+}
+
+/// A previous routing to re-route from (`route`): the fabric it was computed for, its LFTs and
+/// its path-SL dump, as `route --lfts-out/--path-sl-out` or OpenSM (`opensm-lfts.dump`,
+/// `opensm-path-sl.dump`) write them.
+#[derive(Args)]
+struct PreviousArgs {
+    /// The fabric the previous routing was computed for (any fabric format)
+    #[arg(long, requires = "previous_lfts")]
+    previous_fabric: Option<PathBuf>,
+    /// Its LFTs (OpenSM's lfts dump format)
+    #[arg(long, requires = "previous_fabric")]
+    previous_lfts: Option<PathBuf>,
+    /// Its path-SL dump (without it, every previous path is taken to be in layer 0)
+    #[arg(long, requires = "previous_lfts")]
+    previous_path_sl: Option<PathBuf>,
+    /// Compute from scratch anyway, and report what moved
+    #[arg(long, requires = "previous_lfts")]
+    full: bool,
+    /// Full re-balance when the incremental routes' highest channel load exceeds a full
+    /// computation's estimate by more than this many percent
+    #[arg(long, default_value_t = engine::DEFAULT_MAX_LOAD_GROWTH_PCT)]
+    rebalance_pct: u32,
 }
 
 impl EngineArgs {
@@ -219,9 +244,14 @@ fn run(cli: Cli) -> CliResult<()> {
             engine: eargs,
             lfts_out,
             path_sl_out,
+            previous,
         } => {
             let f = load_fabric(fabric.fabric.as_deref(), fabric.topo.as_deref(), fabric.lmc)?;
-            let out = engine::run(&f, &eargs.config()).map_err(|e| e.to_string())?;
+            let cfg = eargs.config();
+            let out = match load_previous(&previous, fabric.lmc)? {
+                None => engine::run(&f, &cfg).map_err(|e| e.to_string())?,
+                Some(prev) => reroute_from(&f, &cfg, &prev, &previous)?,
+            };
             for (_, line) in &out.log {
                 eprintln!("{line}");
             }
@@ -240,6 +270,89 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Eval(args) => eval::run(&args),
         Command::Compare(args) => compare::run(&args),
     }
+}
+
+/// The previous routing of `route --previous-*`.
+struct PreviousRouting {
+    fabric: Fabric,
+    graph: dfsssp_rs::graph::SwitchGraph,
+    routing: dfsssp_rs::routing::Routing,
+}
+
+fn load_previous(a: &PreviousArgs, lmc: u8) -> CliResult<Option<PreviousRouting>> {
+    let (Some(fp), Some(lp)) = (&a.previous_fabric, &a.previous_lfts) else {
+        return Ok(None);
+    };
+    let fabric = load_fabric(Some(fp), None, lmc)?;
+    let graph = dfsssp_rs::graph::SwitchGraph::new(&fabric)
+        .map_err(|e| format!("{}: {e}", fp.display()))?;
+    let name = lp.display().to_string();
+    let lfts = io::read_text(lp).map_err(|e| e.to_string())?;
+    let lft = osm_dump::parse_lfts(&lfts, &name, &fabric, &graph)
+        .map_err(|e| e.to_string())?
+        .lft;
+    let psl = match &a.previous_path_sl {
+        Some(pp) => {
+            let text = io::read_text(pp).map_err(|e| e.to_string())?;
+            Some(
+                osm_dump::parse_path_sl(&text, &pp.display().to_string(), &fabric, &graph)
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+        None => None,
+    };
+    let mut routing = osm_dump::routing_from_dumps(&graph, lft, psl);
+    dfsssp_rs::reroute::infer_switch_layers(&graph, &mut routing);
+    Ok(Some(PreviousRouting {
+        fabric,
+        graph,
+        routing,
+    }))
+}
+
+/// Routes `f` from the previous routing and prints what moved.
+fn reroute_from(
+    f: &Fabric,
+    cfg: &EngineConfig,
+    prev: &PreviousRouting,
+    a: &PreviousArgs,
+) -> CliResult<engine::EngineOutput> {
+    use dfsssp_rs::reroute::{diff, RoutedFabric};
+    let full_max_load = dfsssp_rs::balance::channel_loads(&prev.graph, &prev.routing.lft)
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+    let prior = engine::Prior {
+        fabric: &prev.fabric,
+        graph: &prev.graph,
+        routing: &prev.routing,
+        cfg,
+        full_max_load,
+    };
+    let rc = engine::RerouteConfig {
+        incremental: true,
+        max_load_growth_pct: a.rebalance_pct,
+        force_full: a.full.then(|| "asked for (--full)".to_string()),
+    };
+    let out = engine::run_from(f, cfg, Some(prior), &rc).map_err(|e| e.to_string())?;
+    let d = diff(
+        RoutedFabric {
+            fabric: &prev.fabric,
+            graph: &prev.graph,
+            routing: &prev.routing,
+        },
+        RoutedFabric {
+            fabric: f,
+            graph: &out.graph,
+            routing: &out.routing,
+        },
+    );
+    match &out.mode {
+        engine::RouteMode::Incremental(st) => println!("re-routed incrementally: {}", st.summary()),
+        engine::RouteMode::Full(why) => println!("computed from scratch: {why}"),
+    }
+    println!("changes: {}", d.summary());
+    Ok(out)
 }
 
 /// Reads the fabric named on the command line (a file, format detected from its content, or a

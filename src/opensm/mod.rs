@@ -16,6 +16,17 @@
 //!    routing log flag (0x40), the engine's dump files (`crate::io::path_sl`,
 //!    `crate::io::run_record`), once OpenSM reports the unicast routing done.
 //!
+//! Across runs the context keeps the routing it uploaded last; the next `build_lid_matrices`
+//! re-routes from it ([`crate::engine::run_from`], [`crate::reroute`]): only the paths that
+//! crossed a vanished link or switch, or lead to a new LID, are routed again, and every other
+//! path keeps its LFT entries and SL. A full computation happens when there is no previous
+//! routing, the lanes or the engine changed, the change cannot be made incrementally, the
+//! balance degraded too far, or OpenSM routes without a heavy sweep before it (the admin's
+//! console `reroute`, seen as a routing run with no `HEAVY_SWEEP_START` event since the last).
+//! Each run logs why. After the upload (at `UCAST_ROUTING_DONE`) the context logs what changed
+//! from the previous routing: CA pairs re-routed, SLs changed, LFT blocks changed. If a run fails,
+//! OpenSM's next engine replaces the tables, so the previous routing is dropped.
+//!
 //! A negative return makes OpenSM try its next engine, then minhop. dfsssp-rs also answers
 //! `path_sl` (the path's layer is its SL) and `update_sl2vl` (SL i -> VL i for every layer; OpenSM
 //! calls it only with QoS on). `mcast_build_stree` is left unset: OpenSM's default multicast
@@ -40,6 +51,10 @@
 //! - `DFSSSP_RS_MAX_LANES=N`: dfsssp-rs uses at most N virtual lanes (below what the ports offer).
 //! - `DFSSSP_RS_BISECTION_PATTERNS=N`, `DFSSSP_RS_SEED=S`: effective bisection bandwidth over N
 //!   random patterns logged after routing (default 0: skipped).
+//! - `DFSSSP_RS_INCREMENTAL=0`: compute every routing from scratch (default 1: re-route
+//!   incrementally).
+//! - `DFSSSP_RS_REBALANCE_PCT=N`: full re-balance when the incremental routes' highest channel
+//!   load exceeds a full computation's estimate by more than N% (default 50).
 //! - `DFSSSP_RS_INJECT_FAILURE=panic|error|write`: **test hook**, makes `build_lid_matrices`
 //!   panic or fail, or `ucast_build_fwd_tables` fail halfway through writing (as if OpenSM ran out
 //!   of memory), to check that OpenSM falls back and no half-written table survives.

@@ -803,6 +803,31 @@ fn counts_of(ei: &EdgeIndex, bits: &[u64]) -> Vec<u32> {
         .collect()
 }
 
+/// Gives the paths of switches without CAs the layer of the switch they lead to, for a routing
+/// read back from dumps: a path-SL dump lists CA sources only, so the layers of paths that start
+/// at other switches are unknown (no SA client ever sees them). Following the next switch adds
+/// no dependency edge that the path it joins does not already have in that layer.
+pub fn infer_switch_layers(g: &SwitchGraph, r: &mut Routing) {
+    let Some(layers) = r.layers.as_mut() else {
+        return;
+    };
+    let mut paths = DestPaths::new(g.num_switches());
+    for d in g.dests() {
+        if d.switch == NO_SWITCH || d.lid > r.lft.max_lid {
+            continue;
+        }
+        paths.resolve(g, &r.lft, d);
+        paths.compute_order();
+        for &s in paths.order.iter().rev() {
+            let c = paths.next[s as usize];
+            if g.terminal_count()[s as usize] == 0 && c != NO_CHANNEL {
+                let v = g.chan_head()[c as usize];
+                layers.set(s, d.lid, layers.get(v, d.lid));
+            }
+        }
+    }
+}
+
 /// A port whose LMC changed has all its LIDs moved: a full computation is simpler and no less
 /// stable.
 fn check_lmc(old: &Fabric, new: &Fabric) -> Result<(), FullReason> {
