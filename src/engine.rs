@@ -134,6 +134,8 @@ pub struct EngineOutput {
     /// The highest channel load of the last full computation (this one's, if it was full): the
     /// reference an incremental re-route's balance is judged against.
     pub full_max_load: u64,
+    /// This routing's highest channel load (as [`crate::balance::channel_loads`] counts).
+    pub max_load: u64,
 }
 
 /// How a routing was computed.
@@ -155,6 +157,8 @@ pub struct Prior<'a> {
     pub cfg: &'a EngineConfig,
     /// [`EngineOutput::full_max_load`] of that run.
     pub full_max_load: u64,
+    /// [`EngineOutput::max_load`] of that run.
+    pub max_load: u64,
 }
 
 /// When to re-route incrementally.
@@ -247,7 +251,9 @@ fn incremental(
         p.full_max_load
     };
     let limit = u128::from(estimate) * (100 + u128::from(rc.max_load_growth_pct)) / 100;
-    if estimate > 0 && u128::from(st.max_load) > limit {
+    // Only a change that made the balance worse triggers a re-balance: a repaired cable leaves
+    // the routes (and their load) as they were, so a flapping cable never re-routes everything.
+    if estimate > 0 && st.max_load > p.max_load && u128::from(st.max_load) > limit {
         return Err(format!(
             "re-balancing: the incremental routes' highest channel load {} exceeds a full \
              computation's estimate {estimate} by more than {}% (the last full computation's \
@@ -315,6 +321,7 @@ fn incremental(
         layer_report: None,
         verified,
         metrics,
+        max_load: st.max_load,
         mode: RouteMode::Incremental(st),
         full_max_load: p.full_max_load,
     })
@@ -458,6 +465,7 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         metrics,
         mode: RouteMode::Full("computed from scratch".into()),
         full_max_load,
+        max_load: full_max_load,
     })
 }
 

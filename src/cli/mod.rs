@@ -328,6 +328,7 @@ fn reroute_from(
         routing: &prev.routing,
         cfg,
         full_max_load,
+        max_load: full_max_load,
     };
     let rc = engine::RerouteConfig {
         incremental: true,

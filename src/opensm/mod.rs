@@ -53,8 +53,8 @@
 //!   random patterns logged after routing (default 0: skipped).
 //! - `DFSSSP_RS_INCREMENTAL=0`: compute every routing from scratch (default 1: re-route
 //!   incrementally).
-//! - `DFSSSP_RS_REBALANCE_PCT=N`: full re-balance when the incremental routes' highest channel
-//!   load exceeds a full computation's estimate by more than N% (default 50).
+//! - `DFSSSP_RS_REBALANCE_PCT=N`: full re-balance when a change raised the incremental routes'
+//!   highest channel load to more than N% above a full computation's estimate (default 50).
 //! - `DFSSSP_RS_INJECT_FAILURE=panic|error|write`: **test hook**, makes `build_lid_matrices`
 //!   panic or fail, or `ucast_build_fwd_tables` fail halfway through writing (as if OpenSM ran out
 //!   of memory), to check that OpenSM falls back and no half-written table survives.
@@ -175,6 +175,7 @@ struct Pending {
     routing_log: bool,
     started: Instant,
     full_max_load: u64,
+    max_load: u64,
     /// The routing the switches held before, to log what changed once the new one is up.
     previous: Option<Previous>,
 }
@@ -198,8 +199,10 @@ struct Active {
     /// Each SL-to-VL problem is logged once per routing, not once per port.
     warned_few_vls: AtomicBool,
     warned_admin_table: AtomicBool,
-    /// The highest channel load of the last full computation (see [`engine::Prior`]).
+    /// The highest channel load of the last full computation, and of this routing (see
+    /// [`engine::Prior`]).
     full_max_load: u64,
+    max_load: u64,
     /// What the switches held before, until the change has been logged.
     previous: std::sync::Mutex<Option<Previous>>,
 }
@@ -275,6 +278,7 @@ impl EngineCtx {
                 routing: &a.routing,
                 cfg: &a.cfg,
                 full_max_load: a.full_max_load,
+                max_load: a.max_load,
             }),
             &rc,
         )?;
@@ -300,6 +304,7 @@ impl EngineCtx {
             routing_log: self.log.is_active(log::ROUTING),
             started,
             full_max_load: out.full_max_load,
+            max_load: out.max_load,
             previous: prior.map(|a| Previous {
                 graph: a.graph,
                 routing: a.routing,
@@ -411,6 +416,7 @@ impl EngineCtx {
             warned_few_vls: AtomicBool::new(false),
             warned_admin_table: AtomicBool::new(false),
             full_max_load: p.full_max_load,
+            max_load: p.max_load,
             previous: std::sync::Mutex::new(p.previous),
         });
         Ok(())
@@ -910,6 +916,7 @@ mod tests {
                 warned_few_vls: AtomicBool::new(false),
                 warned_admin_table: AtomicBool::new(false),
                 full_max_load: 0,
+                max_load: 0,
                 previous: std::sync::Mutex::new(None),
             }),
         };
