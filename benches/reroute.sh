@@ -140,22 +140,7 @@ for e in "${ENGINES[@]}"; do
     if [ "$e" = dfsssp-rs-full ]; then engine=dfsssp-rs; extra=(DFSSSP_RS_INCREMENTAL=0); fi
     echo "== $e: fresh ibsim, running opensm -Q, then Unlink $LINK" >&2
     mkfifo "$dir/console"
-    ibsim_start_console() {
-        local switches cas ports
-        switches=$(grep -c -E '^Switch' "$NET" || true)
-        cas=$(grep -c -E '^(Hca|Ca|Rt)' "$NET" || true)
-        ports=$(awk '/^(Switch|Hca|Ca|Rt)[ \t]/ { n += $2 + ($1 == "Switch") } END { print n + 0 }' "$NET")
-        ibsim -s -N $((switches + cas + 16)) -S $((switches + 16)) -P $((ports + 64)) -L 49152 "$NET" \
-            <"$dir/console" >"$dir/ibsim.out" 2>&1 &
-        IBSIM_PID=$!
-        exec 3>"$dir/console"
-        for _ in $(seq 1 600); do
-            grep -q "Network simulator ready" "$dir/ibsim.out" 2>/dev/null && return 0
-            sleep 0.1
-        done
-        return 1
-    }
-    ibsim_start_console
+    ibsim_start "$NET" "$dir" "$dir/console"
     cat >"$dir/osm.conf" <<CONF
 event_plugin_name dfsssp_rs
 routing_engine $engine

@@ -6,18 +6,27 @@ UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PLUGIN_DIR="$REPO_ROOT/target/release"
 
-# ibsim_start NETFILE WORKDIR: starts ibsim on the net file (socket name: $IBSIM_SOCKNAME, set by
-# the caller) with node/switch/port caps large enough for it, and waits until it is ready.
+# ibsim_start NETFILE WORKDIR [CONSOLE_FIFO]: starts ibsim on the net file (socket name:
+# $IBSIM_SOCKNAME, set by the caller) with node/switch/port caps large enough for it, and waits
+# until it is ready. With a fifo, ibsim reads its console (Unlink, ReLink, ...) from it; the
+# caller keeps it open for writing on fd 3 (`exec 3>FIFO` after this returns is too late: ibsim
+# blocks opening the fifo, so this opens fd 3 itself).
 ibsim_start() {
-    local net=$1 dir=$2
+    local net=$1 dir=$2 fifo=${3:-}
     local switches cas ports
     switches=$(grep -c -E '^Switch' "$net" || true)
     cas=$(grep -c -E '^(Hca|Ca|Rt)' "$net" || true)
     # ibsim allocates one more port per switch (port 0)
     ports=$(awk '/^(Switch|Hca|Ca|Rt)[ \t]/ { n += $2 + ($1 == "Switch") } END { print n + 0 }' "$net")
-    ibsim -s -N $((switches + cas + 16)) -S $((switches + 16)) -P $((ports + 64)) -L 49152 -n "$net" \
-        >"$dir/ibsim.out" 2>&1 &
-    IBSIM_PID=$!
+    local caps=(-N $((switches + cas + 16)) -S $((switches + 16)) -P $((ports + 64)) -L 49152)
+    if [ -n "$fifo" ]; then
+        ibsim -s "${caps[@]}" "$net" <"$fifo" >"$dir/ibsim.out" 2>&1 &
+        IBSIM_PID=$!
+        exec 3>"$fifo"
+    else
+        ibsim -s "${caps[@]}" -n "$net" >"$dir/ibsim.out" 2>&1 &
+        IBSIM_PID=$!
+    fi
     local i
     for i in $(seq 1 600); do
         grep -q "Network simulator ready" "$dir/ibsim.out" 2>/dev/null && return 0

@@ -287,31 +287,7 @@ fn incremental(
         LogLevel::Info,
         format!("{}: incremental re-route: {}", cfg.kind, st.summary()),
     )];
-    if let Some(v) = &verified {
-        log.push((
-            LogLevel::Info,
-            format!("{}: verified: {}", cfg.kind, v.summary()),
-        ));
-    }
-    if stats.unreachable > 0 {
-        log.push((
-            LogLevel::Error,
-            format!(
-                "{}: the fabric is not connected: {} (switch, LID) pairs have no route",
-                cfg.kind, stats.unreachable
-            ),
-        ));
-    }
-    log.push((
-        LogLevel::Info,
-        format!(
-            "{}: re-routed in {:.3} s, verified in {:.3} s, {} layer(s)",
-            cfg.kind,
-            stats.route_time.as_secs_f64(),
-            stats.verify_time.as_secs_f64(),
-            stats.layers
-        ),
-    ));
+    log_verified(cfg, verified.as_ref(), &stats, "re-routed", &mut log);
     let metrics = metrics_logged(fabric, &graph, &routing, cfg, &mut log);
     Ok(EngineOutput {
         graph,
@@ -425,30 +401,8 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     stats.verify_time = verify_start.elapsed();
     if let Some(v) = &verified {
         stats.unreachable = v.unreachable;
-        log.push((
-            LogLevel::Info,
-            format!("{}: verified: {}", cfg.kind, v.summary()),
-        ));
     }
-    if stats.unreachable > 0 {
-        log.push((
-            LogLevel::Error,
-            format!(
-                "{}: the fabric is not connected: {} (switch, LID) pairs have no route",
-                cfg.kind, stats.unreachable
-            ),
-        ));
-    }
-    log.push((
-        LogLevel::Info,
-        format!(
-            "{}: routed in {:.3} s, verified in {:.3} s, {} layer(s)",
-            cfg.kind,
-            stats.route_time.as_secs_f64(),
-            stats.verify_time.as_secs_f64(),
-            stats.layers
-        ),
-    ));
+    log_verified(cfg, verified.as_ref(), &stats, "routed", &mut log);
 
     let metrics = metrics_logged(fabric, &graph, &routing, cfg, &mut log);
     let full_max_load = crate::balance::channel_loads(&graph, &routing.lft)
@@ -503,4 +457,39 @@ fn metrics_logged(
     } else {
         None
     }
+}
+
+/// The verification's summary, a disconnected fabric, and the times.
+fn log_verified(
+    cfg: &EngineConfig,
+    verified: Option<&VerifyReport>,
+    stats: &EngineStats,
+    how: &str,
+    log: &mut Vec<(LogLevel, String)>,
+) {
+    if let Some(v) = verified {
+        log.push((
+            LogLevel::Info,
+            format!("{}: verified: {}", cfg.kind, v.summary()),
+        ));
+    }
+    if stats.unreachable > 0 {
+        log.push((
+            LogLevel::Error,
+            format!(
+                "{}: the fabric is not connected: {} (switch, LID) pairs have no route",
+                cfg.kind, stats.unreachable
+            ),
+        ));
+    }
+    log.push((
+        LogLevel::Info,
+        format!(
+            "{}: {how} in {:.3} s, verified in {:.3} s, {} layer(s)",
+            cfg.kind,
+            stats.route_time.as_secs_f64(),
+            stats.verify_time.as_secs_f64(),
+            stats.layers
+        ),
+    ));
 }
