@@ -667,10 +667,17 @@ impl<'a> Layering<'a> {
         if l.mode == Some(false) {
             l.bits = kept.to_vec();
         } else if l.mode == Some(true) {
-            for (k, b) in kept.iter().enumerate() {
-                let counts = counts_of(ei, b);
-                let order = topological_order(g, ei, &counts)
-                    .ok_or(FullReason::KeptCycle { layer: k as u8 })?;
+            // Layers in parallel.
+            let built: Vec<(Vec<u32>, Option<Vec<u32>>)> = kept
+                .par_iter()
+                .map(|b| {
+                    let counts = counts_of(ei, b);
+                    let order = topological_order(g, ei, &counts);
+                    (counts, order)
+                })
+                .collect();
+            for (k, (counts, order)) in built.into_iter().enumerate() {
+                let order = order.ok_or(FullReason::KeptCycle { layer: k as u8 })?;
                 l.topo.push(DynTopo::from_order(&order));
                 l.counts.push(counts);
             }
@@ -683,7 +690,7 @@ impl<'a> Layering<'a> {
         self.mode != Some(false)
             || self
                 .bits
-                .iter()
+                .par_iter()
                 .all(|b| topological_order(self.g, self.ei, &counts_of(self.ei, b)).is_some())
     }
 
