@@ -17,7 +17,9 @@ use crate::graph::SwitchDistances;
 use crate::graph::SwitchGraph;
 use crate::lid::multipath;
 use crate::metrics::{self, Metrics, MetricsOptions};
-use crate::reroute::{self, FullReason, RerouteOptions, RerouteStats, RoutedFabric};
+use crate::reroute::{
+    self, FullReason, RerouteOptions, RerouteStats, RoutedFabric, RoutingSummary,
+};
 use crate::routing::Routing;
 use crate::sssp::{self};
 use crate::verify::{self, VerifyError, VerifyReport};
@@ -136,6 +138,8 @@ pub struct EngineOutput {
     pub full_max_load: u64,
     /// This routing's highest channel load (as [`crate::balance::channel_loads`] counts).
     pub max_load: u64,
+    /// Its channel loads and per-layer CDG edges, for the next incremental re-route.
+    pub summary: RoutingSummary,
 }
 
 /// How a routing was computed.
@@ -159,6 +163,8 @@ pub struct Prior<'a> {
     pub full_max_load: u64,
     /// [`EngineOutput::max_load`] of that run.
     pub max_load: u64,
+    /// [`EngineOutput::summary`] of that run, if kept.
+    pub summary: Option<&'a RoutingSummary>,
 }
 
 /// When to re-route incrementally.
@@ -240,7 +246,7 @@ fn incremental(
         graph: p.graph,
         routing: p.routing,
     };
-    let (routing, st) = reroute::reroute(prev, fabric, &graph, &opts)
+    let (routing, st, loads) = reroute::reroute_with(prev, p.summary, fabric, &graph, &opts)
         .map_err(|e: FullReason| format!("not incremental: {e}"))?;
     // What a full computation would reach on the changed fabric: the last one's load, scaled by
     // how much the fabric's lower bound moved (a leaf that lost one of two uplinks doubles it).
@@ -289,6 +295,14 @@ fn incremental(
     )];
     log_verified(cfg, verified.as_ref(), &stats, "re-routed", &mut log);
     let metrics = metrics_logged(fabric, &graph, &routing, cfg, &mut log);
+    let mut verified = verified;
+    let summary = RoutingSummary {
+        loads,
+        layer_edges: verified
+            .as_mut()
+            .map(|v| std::mem::take(&mut v.layer_edges))
+            .unwrap_or_default(),
+    };
     Ok(EngineOutput {
         graph,
         routing,
@@ -298,6 +312,7 @@ fn incremental(
         verified,
         metrics,
         max_load: st.max_load,
+        summary,
         mode: RouteMode::Incremental(st),
         full_max_load: p.full_max_load,
     })
@@ -405,10 +420,16 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     log_verified(cfg, verified.as_ref(), &stats, "routed", &mut log);
 
     let metrics = metrics_logged(fabric, &graph, &routing, cfg, &mut log);
-    let full_max_load = crate::balance::channel_loads(&graph, &routing.lft)
-        .into_iter()
-        .max()
-        .unwrap_or(0);
+    let loads = crate::balance::channel_loads(&graph, &routing.lft);
+    let full_max_load = loads.iter().copied().max().unwrap_or(0);
+    let mut verified = verified;
+    let summary = RoutingSummary {
+        loads,
+        layer_edges: verified
+            .as_mut()
+            .map(|v| std::mem::take(&mut v.layer_edges))
+            .unwrap_or_default(),
+    };
     Ok(EngineOutput {
         graph,
         routing,
@@ -420,6 +441,7 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         mode: RouteMode::Full("computed from scratch".into()),
         full_max_load,
         max_load: full_max_load,
+        summary,
     })
 }
 

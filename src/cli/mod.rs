@@ -329,6 +329,7 @@ fn reroute_from(
         cfg,
         full_max_load,
         max_load: full_max_load,
+        summary: None,
     };
     let rc = engine::RerouteConfig {
         incremental: true,

@@ -176,6 +176,7 @@ struct Pending {
     started: Instant,
     full_max_load: u64,
     max_load: u64,
+    summary: crate::reroute::RoutingSummary,
     /// The routing the switches held before, to log what changed once the new one is up.
     previous: Option<Previous>,
 }
@@ -203,6 +204,8 @@ struct Active {
     /// [`engine::Prior`]).
     full_max_load: u64,
     max_load: u64,
+    /// Its channel loads and CDG edges, for the next re-route.
+    summary: crate::reroute::RoutingSummary,
     /// What the switches held before, until the change has been logged.
     previous: std::sync::Mutex<Option<Previous>>,
 }
@@ -279,6 +282,7 @@ impl EngineCtx {
                 cfg: &a.cfg,
                 full_max_load: a.full_max_load,
                 max_load: a.max_load,
+                summary: Some(&a.summary),
             }),
             &rc,
         )?;
@@ -305,6 +309,7 @@ impl EngineCtx {
             started,
             full_max_load: out.full_max_load,
             max_load: out.max_load,
+            summary: out.summary,
             previous: prior.map(|a| Previous {
                 graph: a.graph,
                 routing: a.routing,
@@ -417,6 +422,7 @@ impl EngineCtx {
             warned_admin_table: AtomicBool::new(false),
             full_max_load: p.full_max_load,
             max_load: p.max_load,
+            summary: p.summary,
             previous: std::sync::Mutex::new(p.previous),
         });
         Ok(())
@@ -917,6 +923,7 @@ mod tests {
                 warned_admin_table: AtomicBool::new(false),
                 full_max_load: 0,
                 max_load: 0,
+                summary: Default::default(),
                 previous: std::sync::Mutex::new(None),
             }),
         };

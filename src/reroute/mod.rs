@@ -120,6 +120,16 @@ pub struct RerouteOptions {
     pub deadlock_free: bool,
 }
 
+/// What a re-route can start from besides the tables: the previous routing's channel loads (as
+/// [`crate::balance::channel_loads`] counts them) and its per-layer CDG edges (as
+/// [`crate::verify::VerifyReport::layer_edges`] gives them). With it, only the destinations whose
+/// trees used a vanished channel are traversed when nothing but links changed.
+#[derive(Clone, Debug, Default)]
+pub struct RoutingSummary {
+    pub loads: Vec<u64>,
+    pub layer_edges: Vec<Vec<u64>>,
+}
+
 /// Cap on the channels one incremental cycle check may visit before it refuses (refusing is safe:
 /// the path tries the next layer).
 const SEARCH_LIMIT: usize = 256;
@@ -132,6 +142,18 @@ pub fn reroute(
     g: &SwitchGraph,
     opts: &RerouteOptions,
 ) -> Result<(Routing, RerouteStats), FullReason> {
+    reroute_with(prev, None, fabric, g, opts).map(|(r, st, _)| (r, st))
+}
+
+/// [`reroute`], starting from `prev`'s summary when one is given; also returns the new
+/// routing's channel loads.
+pub fn reroute_with(
+    prev: RoutedFabric<'_>,
+    summary: Option<&RoutingSummary>,
+    fabric: &Fabric,
+    g: &SwitchGraph,
+    opts: &RerouteOptions,
+) -> Result<(Routing, RerouteStats, Vec<u64>), FullReason> {
     let ns = g.num_switches();
     if ns == 0 {
         return Err(FullReason::NoSwitches);
@@ -228,8 +250,38 @@ pub fn reroute(
         Vec::new()
     };
     // Pass 1, destinations in parallel chunks: which paths are kept; their loads and dependency
-    // edges.
-    let odests = og.dests();
+    // edges. With a summary and only links changed, only the destinations whose trees used a
+    // vanished channel: every other path is kept, and its loads and edges are in the summary.
+    let old_words = EdgeIndex::new(og).num_edges().div_ceil(64);
+    let summary = summary.filter(|sm| {
+        links_only(prev, fabric, g, &new_of_old, &comp)
+            && sm.loads.len() == og.num_channels()
+            && (bits.is_empty() || sm.layer_edges.len() == bits.len())
+            && sm.layer_edges.iter().all(|b| b.len() == old_words)
+    });
+    let touched: Vec<crate::graph::Dest>;
+    let odests: &[crate::graph::Dest] = match summary {
+        Some(_) => {
+            let mut hit = vec![false; usize::from(or.lft.max_lid) + 1];
+            for (oc, &c) in chan_new.iter().enumerate() {
+                if c != NO_CHANNEL {
+                    continue;
+                }
+                let (t, port) = (og.chan_tail()[oc], og.chan_port()[oc]);
+                for (lid, &p) in or.lft.table(t).iter().enumerate() {
+                    hit[lid] |= p == port;
+                }
+            }
+            touched = og
+                .dests()
+                .iter()
+                .filter(|d| hit.get(usize::from(d.lid)).copied().unwrap_or(false))
+                .copied()
+                .collect();
+            &touched
+        }
+        None => og.dests(),
+    };
     let ctx = Pass1 {
         prev,
         fabric,
@@ -242,6 +294,7 @@ pub fn reroute(
         words: if opts.deadlock_free { words } else { 0 },
         layers: usize::from(or.num_layers.max(1)),
         layered,
+        subtract: summary.is_some(),
     };
     let chunks = (rayon::current_num_threads() * 4).clamp(1, odests.len().max(1));
     let per = odests.len().div_ceil(chunks).max(1);
@@ -252,6 +305,40 @@ pub fn reroute(
     let mut load = vec![0u64; nc];
     let mut work: Vec<(usize, Vec<u32>)> = Vec::new();
     let mut seen_new = vec![false; g.dests().len()];
+    if let Some(sm) = summary {
+        // Everything the traversed destinations had, off the summary's loads; the rest is kept.
+        let mut old_load = sm.loads.clone();
+        for part in &parts {
+            for (a, b) in old_load.iter_mut().zip(&part.sub) {
+                *a = a.saturating_sub(*b);
+            }
+        }
+        for (oc, &c) in chan_new.iter().enumerate() {
+            if c != NO_CHANNEL {
+                load[c as usize] += old_load[oc];
+            }
+        }
+        remap_edges(og, g, &chan_new, &sm.layer_edges, &mut bits);
+        let mut traversed = vec![false; g.dests().len()];
+        for part in &parts {
+            for &di in &part.seen {
+                traversed[di] = true;
+            }
+        }
+        let root_comp_size = {
+            let mut size = vec![0u64; ns];
+            for &c in &comp {
+                size[c as usize] += 1;
+            }
+            size
+        };
+        for (di, d) in g.dests().iter().enumerate() {
+            if !traversed[di] && d.switch != NO_SWITCH {
+                seen_new[di] = true;
+                st.paths_kept += root_comp_size[comp[d.switch as usize] as usize];
+            }
+        }
+    }
     for part in parts {
         load.iter_mut().zip(&part.load).for_each(|(a, b)| *a += b);
         for (acc, b) in bits.iter_mut().zip(&part.bits) {
@@ -315,11 +402,11 @@ pub fn reroute(
         if careful || !opts.deadlock_free || layering.acyclic() {
             stats.max_load = load.iter().copied().max().unwrap_or(0);
             stats.layers = num_layers;
-            done = Some((num_layers, stats));
+            done = Some((num_layers, stats, load));
             break;
         }
     }
-    let (num_layers, st) = done.ok_or(FullReason::Internal("no pass 2 result"))?;
+    let (num_layers, st, load) = done.ok_or(FullReason::Internal("no pass 2 result"))?;
     Ok((
         Routing {
             lft: tables.lft,
@@ -328,7 +415,75 @@ pub fn reroute(
             num_layers,
         },
         st,
+        load,
     ))
+}
+
+/// Whether only links changed: the same switches, the same CA/router ports on each, the same
+/// destinations, and the same parts of the fabric (a summary then still counts right).
+fn links_only(
+    prev: RoutedFabric<'_>,
+    fabric: &Fabric,
+    g: &SwitchGraph,
+    new_of_old: &[u32],
+    comp: &[u32],
+) -> bool {
+    let og = prev.graph;
+    if og.num_switches() != g.num_switches()
+        || og.dests().len() != g.dests().len()
+        || new_of_old.contains(&NO_SWITCH)
+    {
+        return false;
+    }
+    let old_comp = og.components();
+    let mut map = std::collections::HashMap::new();
+    for (o, &s) in new_of_old.iter().enumerate() {
+        if og.terminal_count()[o] != g.terminal_count()[s as usize] {
+            return false;
+        }
+        // The partition into parts must be the same: old part -> new part, one to one.
+        if *map.entry(old_comp[o]).or_insert(comp[s as usize]) != comp[s as usize] {
+            return false;
+        }
+    }
+    let distinct: std::collections::HashSet<_> = map.values().collect();
+    distinct.len() == map.len()
+        && og
+            .dests()
+            .iter()
+            .all(|d| diff::same_dest((prev.fabric, og), (fabric, g), d).is_some())
+}
+
+/// ORs the summary's per-layer edges (old ids) into `bits` (new ids), leaving out edges on
+/// channels that vanished.
+fn remap_edges(
+    og: &SwitchGraph,
+    g: &SwitchGraph,
+    chan_new: &[u32],
+    old_bits: &[Vec<u64>],
+    bits: &mut [Vec<u64>],
+) {
+    let (oei, ei) = (EdgeIndex::new(og), EdgeIndex::new(g));
+    for (ob, nb) in old_bits.iter().zip(bits.iter_mut()) {
+        // Set bits come in increasing order, and so do the channels whose slots hold them.
+        let mut c1 = 0usize;
+        for (w, &word) in ob.iter().enumerate() {
+            let mut m = word;
+            while m != 0 {
+                let e = (w * 64 + m.trailing_zeros() as usize) as u32;
+                m &= m - 1;
+                while oei.base[c1 + 1] <= e {
+                    c1 += 1;
+                }
+                let c2 = og.out_start()[og.chan_head()[c1] as usize] + (e - oei.base[c1]);
+                let (n1, n2) = (chan_new[c1], chan_new[c2 as usize]);
+                if n1 != NO_CHANNEL && n2 != NO_CHANNEL {
+                    let ne = ei.edge(g, n1, n2) as usize;
+                    nb[ne / 64] |= 1 << (ne % 64);
+                }
+            }
+        }
+    }
 }
 
 /// What pass 1 reads.
@@ -345,11 +500,16 @@ struct Pass1<'a> {
     words: usize,
     layers: usize,
     layered: bool,
+    /// Also sum each traversed destination's whole old tree per old channel (`Pass1Out::sub`),
+    /// to take it off a summary's loads.
+    subtract: bool,
 }
 
 /// What pass 1 finds for a chunk of destinations.
 struct Pass1Out {
     load: Vec<u64>,
+    /// Per old channel, the loads of the traversed destinations' old trees (with `subtract`).
+    sub: Vec<u64>,
     bits: Vec<Vec<u64>>,
     paths_kept: u64,
     /// New destinations (indices) that are the same as an old one.
@@ -366,6 +526,7 @@ impl Pass1<'_> {
         let (ons, ns) = (og.num_switches(), g.num_switches());
         let mut out = Pass1Out {
             load: vec![0; g.num_channels()],
+            sub: vec![0; if self.subtract { og.num_channels() } else { 0 }],
             bits: (0..if self.words > 0 { self.layers } else { 0 })
                 .map(|_| vec![0; self.words])
                 .collect(),
@@ -431,6 +592,24 @@ impl Pass1<'_> {
             for &o in &old_paths.order {
                 flow[o as usize] = 0;
                 mask[o as usize] = 0;
+            }
+            if self.subtract {
+                // The whole old tree, as the summary counted it (same terminals: links only).
+                for &o in &old_paths.order {
+                    let o = o as usize;
+                    if old_paths.end[o].is_err() {
+                        continue;
+                    }
+                    flow[o] += u64::from(og.terminal_count()[o]);
+                    let c = old_paths.next[o];
+                    if c != NO_CHANNEL {
+                        out.sub[c as usize] += flow[o];
+                        flow[og.chan_head()[c as usize] as usize] += flow[o];
+                    }
+                }
+                for &o in &old_paths.order {
+                    flow[o as usize] = 0;
+                }
             }
             // Switches of the destination's part of the fabric whose path is not kept.
             let root_comp = self.comp[nd.switch as usize];

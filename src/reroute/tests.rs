@@ -249,3 +249,47 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_summary_of_the_previous_routing_spares_the_untouched_destinations() {
+    for spec in ["ktree:4,3", "torus:4x4x4,2", "fattree3:6"] {
+        let f = topo::by_name(spec).unwrap();
+        let out = engine::run(&f, &EngineConfig::new(EngineKind::Dfsssp)).unwrap();
+        let links = switch_links(&f);
+        let after = without_links(&f, &[f.links()[links[links.len() / 3]]]);
+        let g = SwitchGraph::new(&after).unwrap();
+        let prev = RoutedFabric {
+            fabric: &f,
+            graph: &out.graph,
+            routing: &out.routing,
+        };
+        let o = opts(8, EngineKind::Dfsssp);
+        let (r0, st0, _) = reroute_with(prev, None, &after, &g, &o).unwrap();
+        let (r1, st1, loads) = reroute_with(prev, Some(&out.summary), &after, &g, &o).unwrap();
+        verify::verify(&g, &r1).unwrap_or_else(|e| panic!("{spec}: {e:?}"));
+        // The loads it reports are the routing's, exactly.
+        assert_eq!(loads, crate::balance::channel_loads(&g, &r1.lft), "{spec}");
+        // The same paths move (the summary's edges may hold a few more, which can only change
+        // a re-routed path's layer).
+        assert_eq!(r0.lft, r1.lft, "{spec}");
+        assert_eq!(
+            (st0.paths_kept, st0.paths_rerouted),
+            (st1.paths_kept, st1.paths_rerouted),
+            "{spec}"
+        );
+        let d = diff(
+            prev,
+            RoutedFabric {
+                fabric: &after,
+                graph: &g,
+                routing: &r1,
+            },
+        );
+        assert_eq!(
+            d.ca_pairs_sl_changed_path_kept,
+            0,
+            "{spec}: {}",
+            d.summary()
+        );
+    }
+}

@@ -59,6 +59,11 @@ pub struct VerifyReport {
     /// (switch, LID) pairs not checked because the LID hangs off a switch in another connected
     /// component (a partitioned fabric); their tables must not loop, nothing more.
     pub unreachable: u64,
+    /// Per layer, the CDG edges as bits: edge `c1 -> c2` (c2 leaving head(c1)) is bit
+    /// `c1`'s first slot + (c2 - first channel of head(c1)), the layout of
+    /// `dfsssp::cdg::EdgeIndex`. What an incremental re-route starts from next time.
+    #[serde(skip)]
+    pub layer_edges: Vec<Vec<u64>>,
 }
 
 impl VerifyReport {
@@ -424,6 +429,10 @@ fn verify_with(g: &SwitchGraph, r: &Routing, method: Method) -> Result<VerifyRep
             });
         }
     }
+    report.layer_edges = bits
+        .into_iter()
+        .map(|b| b.unwrap_or_else(|| vec![0; words]))
+        .collect();
     Ok(report)
 }
 
