@@ -162,8 +162,11 @@ for _ in range(int(sys.argv[1])):
     a, b = r.sample(lids, 2)
     print(int(a, 16), int(b, 16))' "$SAMPLE" >"$dir/pairs"
     sls "$dir" "$dir/pairs" >"$dir/before.sls"
-    ups=$(count "$dir/osm.log" "SUBNET UP")
+    routed=$(count "$dir/osm.log" "tables configured on all switches")
     echo "Unlink $LINK" >&3
+    wait_count "$dir/osm.log" "tables configured on all switches" $((routed + 1)) 900
+    # OpenSM writes its dumps before "SUBNET UP" of that sweep: wait for the first one after.
+    ups=$(count "$dir/osm.log" "SUBNET UP")
     wait_count "$dir/osm.log" "SUBNET UP" $((ups + 1)) 900
     sleep 3
     cp "$dir/opensm-lfts.dump" "$dir/after.lfts"

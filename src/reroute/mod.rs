@@ -896,13 +896,18 @@ impl<'a> Layering<'a> {
         match self.mode {
             None => return Some((cands[0].2, 0)),
             Some(false) => {
-                self.trace(lft, lid, root, cands[0].2);
-                let b = &mut self.bits[usize::from(first)];
+                let (_, _, c, joins) = cands[0];
+                let l = match joins {
+                    Some(j) if !sa_visible && j < *num_layers => j,
+                    _ => first,
+                };
+                self.trace(lft, lid, root, c);
+                let b = &mut self.bits[usize::from(l)];
                 for w in self.path.windows(2) {
                     let e = self.ei.edge(self.g, w[0], w[1]) as usize;
                     b[e / 64] |= 1 << (e % 64);
                 }
-                return Some((cands[0].2, first));
+                return Some((c, l));
             }
             Some(true) => {}
         }
