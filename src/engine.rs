@@ -296,13 +296,7 @@ fn incremental(
     log_verified(cfg, verified.as_ref(), &stats, "re-routed", &mut log);
     let metrics = metrics_logged(fabric, &graph, &routing, cfg, &mut log);
     let mut verified = verified;
-    let summary = RoutingSummary {
-        loads,
-        layer_edges: verified
-            .as_mut()
-            .map(|v| std::mem::take(&mut v.layer_edges))
-            .unwrap_or_default(),
-    };
+    let summary = summary_of(loads, verified.as_mut());
     Ok(EngineOutput {
         graph,
         routing,
@@ -423,13 +417,7 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     let loads = crate::balance::channel_loads(&graph, &routing.lft);
     let full_max_load = loads.iter().copied().max().unwrap_or(0);
     let mut verified = verified;
-    let summary = RoutingSummary {
-        loads,
-        layer_edges: verified
-            .as_mut()
-            .map(|v| std::mem::take(&mut v.layer_edges))
-            .unwrap_or_default(),
-    };
+    let summary = summary_of(loads, verified.as_mut());
     Ok(EngineOutput {
         graph,
         routing,
@@ -514,4 +502,15 @@ fn log_verified(
             stats.layers
         ),
     ));
+}
+
+/// What the next incremental re-route starts from: the loads, and the verification's CDG edges
+/// (moved out of the report; they are not part of what it reports).
+fn summary_of(loads: Vec<u64>, verified: Option<&mut VerifyReport>) -> RoutingSummary {
+    RoutingSummary {
+        loads,
+        layer_edges: verified
+            .map(|v| std::mem::take(&mut v.layer_edges))
+            .unwrap_or_default(),
+    }
 }
