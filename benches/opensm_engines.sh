@@ -26,12 +26,7 @@ QOS_ARGS=(-Q)
 BIN=./target/release/dfsssp-rs
 
 WORK=$(mktemp -d /tmp/dfsssp-bench.XXXXXX)
-if [ -f "$FABRIC" ]; then
-    NET=$(realpath "$FABRIC")
-else
-    NET="$WORK/fabric.net"
-    "$BIN" generate "$FABRIC" -o "$NET"
-fi
+NET=$(fabric_net "$FABRIC" "$WORK" "$BIN")
 export IBSIM_SOCKNAME="dfsssp-bench-$$"
 trap 'ibsim_stop; [ "${KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
 

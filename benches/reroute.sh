@@ -27,12 +27,7 @@ SAMPLE=${SAMPLE:-60}
 BIN=./target/release/dfsssp-rs
 
 WORK=$(mktemp -d /tmp/dfsssp-reroute.XXXXXX)
-if [ -f "$FABRIC" ]; then
-    NET=$(realpath "$FABRIC")
-else
-    NET="$WORK/fabric.net"
-    "$BIN" generate "$FABRIC" -o "$NET"
-fi
+NET=$(fabric_net "$FABRIC" "$WORK" "$BIN")
 export IBSIM_SOCKNAME="dfsssp-reroute-$$"
 OSM_PID=
 stop_all() {
@@ -162,12 +157,13 @@ for _ in range(int(sys.argv[1])):
     a, b = r.sample(lids, 2)
     print(int(a, 16), int(b, 16))' "$SAMPLE" >"$dir/pairs"
     sls "$dir" "$dir/pairs" >"$dir/before.sls"
+    # The re-route's own dumps: OpenSM writes them after routing and before that sweep's
+    # "SUBNET UP" (counted without the message box's line).
     routed=$(count "$dir/osm.log" "tables configured on all switches")
+    ups=$(count "$dir/osm.log" "-> SUBNET UP")
     echo "Unlink $LINK" >&3
     wait_count "$dir/osm.log" "tables configured on all switches" $((routed + 1)) 900
-    # OpenSM writes its dumps before "SUBNET UP" of that sweep: wait for the first one after.
-    ups=$(count "$dir/osm.log" "SUBNET UP")
-    wait_count "$dir/osm.log" "SUBNET UP" $((ups + 1)) 900
+    wait_count "$dir/osm.log" "-> SUBNET UP" $((ups + 1)) 900
     sleep 3
     cp "$dir/opensm-lfts.dump" "$dir/after.lfts"
     sls "$dir" "$dir/pairs" >"$dir/after.sls"

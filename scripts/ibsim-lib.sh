@@ -37,6 +37,17 @@ ibsim_start() {
     return 1
 }
 
+# fabric_net FABRIC WORKDIR BIN: the ibsim net file for FABRIC (a net file, or a generator spec
+# written into WORKDIR with BIN, the dfsssp-rs command), printed.
+fabric_net() {
+    if [ -f "$1" ]; then
+        realpath "$1"
+    else
+        "$3" generate "$1" -o "$2/fabric.net" >&2
+        echo "$2/fabric.net"
+    fi
+}
+
 ibsim_stop() {
     if [ -n "${IBSIM_PID:-}" ]; then
         kill "$IBSIM_PID" 2>/dev/null || true

@@ -311,16 +311,7 @@ pub fn channel_loads(g: &SwitchGraph, lft: &Lft) -> Vec<u64> {
                 }
                 paths.resolve_column(g, d, ports);
                 paths.compute_order();
-                for &s in &paths.order {
-                    let s = s as usize;
-                    let f = flow[s] + u64::from(g.terminal_count()[s]);
-                    flow[s] = 0;
-                    let c = paths.next[s];
-                    if c != NO_CHANNEL && paths.end[s].is_ok() {
-                        load[c as usize] += f;
-                        flow[g.chan_head()[c as usize] as usize] += f;
-                    }
-                }
+                add_dest_loads(g, &paths, &mut flow, &mut load);
             });
             load
         })
@@ -331,6 +322,27 @@ pub fn channel_loads(g: &SwitchGraph, lft: &Lft) -> Vec<u64> {
                 a
             },
         )
+}
+
+/// Adds one destination's routes to `load`: every CA/router port on a switch sends one route
+/// along its switch's path, as resolved in `paths` (with its order computed); paths that do not
+/// deliver carry nothing. `flow` is per-switch scratch, all zero before and after.
+pub(crate) fn add_dest_loads(
+    g: &SwitchGraph,
+    paths: &crate::routing::DestPaths,
+    flow: &mut [u64],
+    load: &mut [u64],
+) {
+    for &s in &paths.order {
+        let s = s as usize;
+        let f = flow[s] + u64::from(g.terminal_count()[s]);
+        flow[s] = 0;
+        let c = paths.next[s];
+        if c != NO_CHANNEL && paths.end[s].is_ok() {
+            load[c as usize] += f;
+            flow[g.chan_head()[c as usize] as usize] += f;
+        }
+    }
 }
 
 /// A lower bound on the highest channel load of any routing of `g` (loads as

@@ -595,21 +595,7 @@ impl Pass1<'_> {
             }
             if self.subtract {
                 // The whole old tree, as the summary counted it (same terminals: links only).
-                for &o in &old_paths.order {
-                    let o = o as usize;
-                    if old_paths.end[o].is_err() {
-                        continue;
-                    }
-                    flow[o] += u64::from(og.terminal_count()[o]);
-                    let c = old_paths.next[o];
-                    if c != NO_CHANNEL {
-                        out.sub[c as usize] += flow[o];
-                        flow[og.chan_head()[c as usize] as usize] += flow[o];
-                    }
-                }
-                for &o in &old_paths.order {
-                    flow[o as usize] = 0;
-                }
+                crate::balance::add_dest_loads(og, &old_paths, &mut flow, &mut out.sub);
             }
             // Switches of the destination's part of the fabric whose path is not kept.
             let root_comp = self.comp[nd.switch as usize];
@@ -817,6 +803,8 @@ struct Layering<'a> {
     topo: Vec<DynTopo>,
     sc: TopoScratch,
     path: Vec<u32>,
+    /// The order in which layers are tried for one candidate.
+    tries: Vec<u8>,
     /// Whether a layer may be added (the routing has layer tables and checks them).
     can_grow: bool,
     budget: u8,
@@ -840,6 +828,7 @@ impl<'a> Layering<'a> {
             topo: Vec::new(),
             sc: TopoScratch::default(),
             path: Vec::new(),
+            tries: Vec::new(),
             can_grow: layered && opts.deadlock_free,
             budget: opts.budget.max(1),
         };
@@ -918,15 +907,16 @@ impl<'a> Layering<'a> {
                 Some(j) if !sa_visible && j < *num_layers => j,
                 _ => first,
             };
-            let layers: Vec<u8> = [lead, first]
-                .into_iter()
-                .chain(0..*num_layers)
-                .enumerate()
-                .filter(|&(i, l)| !(i > 0 && l == lead || i > 1 && l == first))
-                .map(|(_, l)| l)
-                .collect();
+            self.tries.clear();
+            self.tries.push(lead);
+            if first != lead {
+                self.tries.push(first);
+            }
+            self.tries
+                .extend((0..*num_layers).filter(|&l| l != lead && l != first));
             self.trace(lft, lid, root, c);
-            for &l in &layers {
+            for k in 0..self.tries.len() {
+                let l = self.tries[k];
                 if self.insert(usize::from(l)) {
                     return Some((c, l));
                 }
