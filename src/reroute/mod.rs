@@ -709,13 +709,20 @@ fn pass2(
                 }
                 _ => None,
             };
-            // Shortest first; among those, switches whose own path is in this path's layer (its
-            // edges are already there: only the first turn is new), then the least loaded.
+            // Shortest first; among those, the port the switch used before (its LFT entry
+            // stays: no block to send, Vishnu et al.), then switches whose own path is in this
+            // path's layer (its edges are already there: only the first turn is new), then the
+            // least loaded.
+            let old_port = match o {
+                o if o != NO_SWITCH && d.lid <= or.lft.max_lid => or.lft.port(o, d.lid),
+                _ => NO_PATH,
+            };
             cands.clear();
             for c in g.out_channels(s) {
                 let v = g.chan_head()[c as usize];
                 let h = hop[v as usize];
                 if h != u32::MAX {
+                    let moved = u64::from(g.chan_port()[c as usize] != old_port);
                     let other_layer = match (&t.layers, old_layer) {
                         (Some(lt), Some(l)) if g.terminal_count()[s as usize] > 0 => {
                             u64::from(lt.get(v, d.lid) != l)
@@ -723,7 +730,8 @@ fn pass2(
                         _ => 0,
                     };
                     let joins = t.layers.as_ref().map(|lt| lt.get(v, d.lid));
-                    cands.push((h + 1, other_layer << 63 | load[c as usize], c, joins));
+                    let key = moved << 63 | other_layer << 62 | load[c as usize];
+                    cands.push((h + 1, key, c, joins));
                 }
             }
             cands.sort_unstable();
@@ -973,8 +981,9 @@ impl<'a> Layering<'a> {
     }
 }
 
-/// A next hop for a re-routed switch: (hops to the destination through it, sort key (layer
-/// preference, load), channel, layer of the path it joins).
+/// A next hop for a re-routed switch: (hops to the destination through it, sort key (a
+/// different port than before, a layer other than the path's, load), channel, layer of the path
+/// it joins).
 type Candidate = (u32, u64, u32, Option<u8>);
 
 /// One count per set bit.
