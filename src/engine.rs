@@ -22,7 +22,7 @@ use crate::reroute::{
 };
 use crate::routing::Routing;
 use crate::sssp::{self};
-use crate::verify::{self, VerifyError, VerifyReport};
+use crate::verify::{self, VerifiedBefore, VerifyError, VerifyReport, VerifyScope};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum EngineKind {
@@ -268,9 +268,26 @@ fn incremental(
         ));
     }
     let route_time = start.elapsed();
+    let mut scope_note = None;
     let verify_start = Instant::now();
-    let verified = match verify::verify(&graph, &routing) {
-        Ok(report) => Some(report),
+    // Only the destinations whose paths changed, when the previous routing was verified.
+    let before = p
+        .summary
+        .filter(|sm| !sm.paths_per_layer.is_empty())
+        .map(|sm| VerifiedBefore {
+            graph: p.graph,
+            routing: p.routing,
+            layer_edges: &sm.layer_edges,
+            paths_per_layer: &sm.paths_per_layer,
+            unreachable: sm.unreachable,
+        });
+    let verified = match verify::verify_since(before, &graph, &routing) {
+        Ok((report, scope)) => {
+            if let VerifyScope::Full(why) = scope {
+                scope_note = Some(why);
+            }
+            Some(report)
+        }
         Err(VerifyError::CreditLoop { .. }) if cfg.kind == EngineKind::Sssp => None,
         Err(e) => {
             return Err(format!(
@@ -294,6 +311,12 @@ fn incremental(
         format!("{}: incremental re-route: {}", cfg.kind, st.summary()),
     )];
     log_verified(cfg, verified.as_ref(), &stats, "re-routed", &mut log);
+    if let Some(why) = scope_note {
+        log.push((
+            LogLevel::Verbose,
+            format!("{}: verified every LID: {why}", cfg.kind),
+        ));
+    }
     let metrics = metrics_logged(fabric, &graph, &routing, cfg, &mut log);
     let mut verified = verified;
     let summary = summary_of(loads, verified.as_mut());
@@ -507,10 +530,16 @@ fn log_verified(
 /// What the next incremental re-route starts from: the loads, and the verification's CDG edges
 /// (moved out of the report; they are not part of what it reports).
 fn summary_of(loads: Vec<u64>, verified: Option<&mut VerifyReport>) -> RoutingSummary {
-    RoutingSummary {
-        loads,
-        layer_edges: verified
-            .map(|v| std::mem::take(&mut v.layer_edges))
-            .unwrap_or_default(),
+    match verified {
+        Some(v) => RoutingSummary {
+            loads,
+            layer_edges: std::mem::take(&mut v.layer_edges),
+            paths_per_layer: v.paths_per_layer.clone(),
+            unreachable: v.unreachable,
+        },
+        None => RoutingSummary {
+            loads,
+            ..Default::default()
+        },
     }
 }

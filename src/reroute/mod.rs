@@ -128,6 +128,10 @@ pub struct RerouteOptions {
 pub struct RoutingSummary {
     pub loads: Vec<u64>,
     pub layer_edges: Vec<Vec<u64>>,
+    /// The verification's paths per layer and unreachable pairs: with `layer_edges`, what
+    /// [`crate::verify::verify_since`] starts from (empty when the routing was not verified).
+    pub paths_per_layer: Vec<u64>,
+    pub unreachable: u64,
 }
 
 /// Cap on the channels one incremental cycle check may visit before it refuses (refusing is safe:

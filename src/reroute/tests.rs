@@ -168,7 +168,10 @@ fn a_torus_cable_moves_few_lft_blocks() {
             d.lft_blocks
         );
     }
-    assert!(incremental >= 3, "only {incremental} of 6 cables re-routed incrementally");
+    assert!(
+        incremental >= 3,
+        "only {incremental} of 6 cables re-routed incrementally"
+    );
 }
 
 #[test]

@@ -23,7 +23,10 @@
 //! bit-or, and petgraph's topological sort gets each edge once. The straightforward version,
 //! one [`walk`] per path, is kept (used beyond 64 layers) and the tests check both agree.
 
+mod incremental;
 mod lanes;
+
+pub use incremental::{verify_since, VerifiedBefore, VerifyScope};
 
 pub use lanes::{
     check_lanes, lid_owner, switch_guid, switch_name, CycleHop, DeadlockCheck, LaneCheck,
@@ -64,17 +67,33 @@ pub struct VerifyReport {
     /// `dfsssp::cdg::EdgeIndex`. What an incremental re-route starts from next time.
     #[serde(skip)]
     pub layer_edges: Vec<Vec<u64>>,
+    /// Destinations whose paths were taken over from the previous verification unchanged
+    /// ([`verify_since`]); 0 when every destination was checked.
+    pub dests_reused: u64,
+    /// Whether `cdg_edges_per_layer` and `layer_edges` may include edges of paths that no longer
+    /// exist (an incremental check keeps the previous edges of changed destinations): an upper
+    /// bound whose acyclicity implies the exact CDG's.
+    pub edges_upper_bound: bool,
 }
 
 impl VerifyReport {
     /// One line for logs.
     pub fn summary(&self) -> String {
         format!(
-            "verified {} paths, {} of {} layer(s) used, paths per layer {:?}, CDG edges per layer {:?}, acyclic{}",
+            "verified {} paths{}, {} of {} layer(s) used, paths per layer {:?}, CDG edges per layer {}{:?}, acyclic{}",
             self.paths,
+            if self.dests_reused > 0 {
+                format!(
+                    " ({} LIDs unchanged since the last verification)",
+                    self.dests_reused
+                )
+            } else {
+                String::new()
+            },
             self.layers_used,
             self.num_layers,
             self.paths_per_layer,
+            if self.edges_upper_bound { "at most " } else { "" },
             self.cdg_edges_per_layer,
             if self.unreachable > 0 {
                 format!(", {} (switch, LID) pairs in other components", self.unreachable)
@@ -298,25 +317,8 @@ enum Method {
 }
 
 fn verify_with(g: &SwitchGraph, r: &Routing, method: Method) -> Result<VerifyReport, VerifyError> {
+    check_shape(g, r)?;
     let ns = g.num_switches();
-    if r.lft.num_switches() != ns {
-        return Err(VerifyError::Shape(format!(
-            "forwarding tables for {} switches, fabric has {ns}",
-            r.lft.num_switches()
-        )));
-    }
-    if let Some(l) = &r.layers {
-        let (rows, stride) = l.shape();
-        if rows != ns || stride != r.lft.stride() {
-            return Err(VerifyError::Shape(format!(
-                "layer table is {rows} x {stride}, forwarding tables are {ns} x {}",
-                r.lft.stride()
-            )));
-        }
-    }
-    if r.num_layers == 0 {
-        return Err(VerifyError::NoLayers);
-    }
     let nl = usize::from(r.num_layers);
     let slots = DependencySlots::new(g);
     let words = slots.len().div_ceil(64) as usize;
@@ -342,38 +344,83 @@ fn verify_with(g: &SwitchGraph, r: &Routing, method: Method) -> Result<VerifyRep
                 })
                 .collect()
         }
-        Method::Trees => {
-            // Destination-major, in LID order: consecutive LIDs share the cache lines of the
-            // table columns they read.
-            let nd = g.dests().len();
-            let chunks = (rayon::current_num_threads() * 8).clamp(1, nd.max(1));
-            let per = nd.div_ceil(chunks).max(1);
-            (0..chunks)
-                .into_par_iter()
-                .map(|k| {
-                    let mut res = ChunkResult::new(nl);
-                    let mut paths = DestPaths::new(ns);
-                    let mut mask = vec![0u64; ns];
-                    let dests = &g.dests()[(k * per).min(nd)..((k + 1) * per).min(nd)];
-                    for_each_column(g, &r.lft, r.layers.as_ref(), dests, |d, ports, layers| {
-                        if d.switch != NO_SWITCH {
-                            check_dest(
-                                g, r, &slots, words, &comp, d, ports, layers, &mut paths,
-                                &mut mask, &mut res,
-                            );
-                        }
-                    });
-                    res
-                })
-                .collect()
-        }
+        Method::Trees => check_dests(g, r, &slots, words, &comp, g.dests()),
     };
 
-    // Merge in chunk order, so the faults listed are the first (by LID then switch for trees, by
-    // switch then LID for walks) whatever the thread count.
-    let mut bits: Vec<Option<Vec<u64>>> = vec![None; nl];
+    let (report, bits) = merge(r.num_layers, results)?;
+    finish(g, &slots, words, report, bits)
+}
+
+/// The tables' shapes agree with the fabric, and there is at least one layer.
+fn check_shape(g: &SwitchGraph, r: &Routing) -> Result<(), VerifyError> {
+    let ns = g.num_switches();
+    if r.lft.num_switches() != ns {
+        return Err(VerifyError::Shape(format!(
+            "forwarding tables for {} switches, fabric has {ns}",
+            r.lft.num_switches()
+        )));
+    }
+    if let Some(l) = &r.layers {
+        let (rows, stride) = l.shape();
+        if rows != ns || stride != r.lft.stride() {
+            return Err(VerifyError::Shape(format!(
+                "layer table is {rows} x {stride}, forwarding tables are {ns} x {}",
+                r.lft.stride()
+            )));
+        }
+    }
+    if r.num_layers == 0 {
+        return Err(VerifyError::NoLayers);
+    }
+    Ok(())
+}
+
+/// The trees check of `dests` (sorted by LID) in parallel chunks, destination-major in LID
+/// order: consecutive LIDs share the cache lines of the table columns they read.
+fn check_dests(
+    g: &SwitchGraph,
+    r: &Routing,
+    slots: &DependencySlots,
+    words: usize,
+    comp: &[u32],
+    dests: &[Dest],
+) -> Vec<ChunkResult> {
+    let (ns, nl, nd) = (g.num_switches(), usize::from(r.num_layers), dests.len());
+    let chunks = (rayon::current_num_threads() * 8).clamp(1, nd.max(1));
+    let per = nd.div_ceil(chunks).max(1);
+    (0..chunks)
+        .into_par_iter()
+        .map(|k| {
+            let mut res = ChunkResult::new(nl);
+            let mut paths = DestPaths::new(ns);
+            let mut mask = vec![0u64; ns];
+            let dests = &dests[(k * per).min(nd)..((k + 1) * per).min(nd)];
+            for_each_column(g, &r.lft, r.layers.as_ref(), dests, |d, ports, layers| {
+                if d.switch != NO_SWITCH {
+                    check_dest(
+                        g, r, slots, words, comp, d, ports, layers, &mut paths, &mut mask, &mut res,
+                    );
+                }
+            });
+            res
+        })
+        .collect()
+}
+
+/// Per layer, CDG edges as bits over dependency slots (`None`: no edge).
+type LayerBits = Vec<Option<Vec<u64>>>;
+
+/// Merges chunk results in chunk order, so the faults listed are the first (by LID then switch
+/// for trees, by switch then LID for walks) whatever the thread count: the report without its
+/// CDG, and per layer the CDG edges found (`None`: none).
+fn merge(
+    num_layers: u8,
+    results: Vec<ChunkResult>,
+) -> Result<(VerifyReport, LayerBits), VerifyError> {
+    let nl = usize::from(num_layers);
+    let mut bits: LayerBits = vec![None; nl];
     let mut report = VerifyReport {
-        num_layers: r.num_layers,
+        num_layers,
         paths_per_layer: vec![0; nl],
         ..Default::default()
     };
@@ -409,25 +456,41 @@ fn verify_with(g: &SwitchGraph, r: &Routing, method: Method) -> Result<VerifyRep
             switch,
             lid,
             layer,
-            num_layers: r.num_layers,
+            num_layers,
         });
     }
+    Ok((report, bits))
+}
+
+/// Completes `report` with the layers' CDGs `bits`: their edge counts, and the first layer
+/// whose CDG has a cycle as the error (the layers are checked in parallel).
+fn finish(
+    g: &SwitchGraph,
+    slots: &DependencySlots,
+    words: usize,
+    mut report: VerifyReport,
+    bits: LayerBits,
+) -> Result<VerifyReport, VerifyError> {
     report.paths = report.paths_per_layer.iter().sum();
     report.layers_used = report.paths_per_layer.iter().filter(|&&p| p > 0).count() as u8;
-
-    let mut edges: Vec<(u32, u32)> = Vec::new();
-    for (layer, b) in bits.iter().enumerate() {
-        edges.clear();
-        if let Some(b) = b {
-            slots.for_each_edge(g, b, |c1, c2| edges.push((c1, c2)));
-        }
-        report.cdg_edges_per_layer.push(edges.len() as u64);
-        if let Some(cycle) = find_cdg_cycle(g.num_channels(), &edges) {
+    let checked: Vec<(u64, Option<Vec<u32>>)> = bits
+        .par_iter()
+        .map(|b| {
+            let mut edges: Vec<(u32, u32)> = Vec::new();
+            if let Some(b) = b {
+                slots.for_each_edge(g, b, |c1, c2| edges.push((c1, c2)));
+            }
+            (edges.len() as u64, find_cdg_cycle(g.num_channels(), &edges))
+        })
+        .collect();
+    for (layer, (edges, cycle)) in checked.into_iter().enumerate() {
+        if let Some(cycle) = cycle {
             return Err(VerifyError::CreditLoop {
                 layer: layer as u8,
                 cycle: channel_hops(g, &cycle),
             });
         }
+        report.cdg_edges_per_layer.push(edges);
     }
     report.layer_edges = bits
         .into_iter()
