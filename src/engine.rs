@@ -536,10 +536,101 @@ fn summary_of(loads: Vec<u64>, verified: Option<&mut VerifyReport>) -> RoutingSu
             layer_edges: std::mem::take(&mut v.layer_edges),
             paths_per_layer: v.paths_per_layer.clone(),
             unreachable: v.unreachable,
+            edges_upper_bound: v.edges_upper_bound,
         },
         None => RoutingSummary {
             loads,
             ..Default::default()
         },
+    }
+}
+
+/// After an upload checked incrementally ([`crate::verify::verify_since`]), the complete check,
+/// off the routing phase: it confirms the routing once more and makes the summary's CDG edges
+/// exact again, so that edges of vanished paths do not pile up over a long run of re-routes.
+/// `Ok(None)` when the summary is exact already. On failure the summary keeps only its loads
+/// (the next re-route then traverses every destination and the next check is complete) and
+/// the error describes the fault.
+pub fn settle_summary(
+    fabric: &Fabric,
+    graph: &SwitchGraph,
+    routing: &Routing,
+    summary: &mut RoutingSummary,
+) -> Result<Option<VerifyReport>, String> {
+    if !summary.edges_upper_bound {
+        return Ok(None);
+    }
+    summary.edges_upper_bound = false;
+    match verify::verify(graph, routing) {
+        Ok(mut rep) => {
+            summary.layer_edges = std::mem::take(&mut rep.layer_edges);
+            summary.paths_per_layer = rep.paths_per_layer.clone();
+            summary.unreachable = rep.unreachable;
+            Ok(Some(rep))
+        }
+        Err(e) => {
+            summary.layer_edges.clear();
+            summary.paths_per_layer.clear();
+            Err(e.describe(fabric, graph))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::NodeKind;
+
+    /// A full routing, then a cable fault re-routed from it as the plug-in does (with the
+    /// summary): the check before the upload is incremental, the one after it exact.
+    #[test]
+    fn an_incremental_check_is_settled_after_the_upload() {
+        let f = crate::topo::by_name("torus:4x4x4,2").unwrap();
+        let cfg = EngineConfig::new(EngineKind::Dfsssp);
+        let first = run(&f, &cfg).unwrap();
+        assert!(!first.summary.edges_upper_bound);
+        let sw = |p: crate::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
+        let cable = *f.links().iter().find(|l| sw(l.a) && sw(l.b)).unwrap();
+        let after = f.retain(|_| true, |l| *l != cable);
+        let prior = Prior {
+            fabric: &f,
+            graph: &first.graph,
+            routing: &first.routing,
+            cfg: &cfg,
+            full_max_load: first.full_max_load,
+            max_load: first.max_load,
+            summary: Some(&first.summary),
+        };
+        let mut out = run_from(&after, &cfg, Some(prior), &RerouteConfig::default()).unwrap();
+        assert!(
+            matches!(out.mode, RouteMode::Incremental(_)),
+            "{:?}",
+            out.mode
+        );
+        let checked = out.verified.as_ref().unwrap();
+        assert!(checked.dests_reused > 0 && checked.edges_upper_bound);
+        assert!(out.summary.edges_upper_bound);
+
+        let exact = verify::verify(&out.graph, &out.routing).unwrap();
+        let rep = settle_summary(&after, &out.graph, &out.routing, &mut out.summary)
+            .unwrap()
+            .expect("a complete check");
+        assert_eq!(rep.paths_per_layer, exact.paths_per_layer);
+        assert_eq!(out.summary.layer_edges, exact.layer_edges);
+        assert!(!out.summary.edges_upper_bound);
+        assert_eq!(
+            settle_summary(&after, &out.graph, &out.routing, &mut out.summary).unwrap(),
+            None
+        );
+
+        // A routing that does not verify: reported, and the summary no longer vouches for it.
+        out.summary.edges_upper_bound = true;
+        let mut broken = out.routing.clone();
+        let d = out.graph.dests()[0];
+        let s = (d.switch + 1) % out.graph.num_switches() as u32;
+        broken.lft.set(s, d.lid, crate::routing::NO_PATH);
+        let e = settle_summary(&after, &out.graph, &broken, &mut out.summary).unwrap_err();
+        assert!(e.contains("LID"), "{e}");
+        assert!(out.summary.layer_edges.is_empty() && out.summary.paths_per_layer.is_empty());
     }
 }

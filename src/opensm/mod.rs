@@ -204,8 +204,9 @@ struct Active {
     /// [`engine::Prior`]).
     full_max_load: u64,
     max_load: u64,
-    /// Its channel loads and CDG edges, for the next re-route.
-    summary: crate::reroute::RoutingSummary,
+    /// Its channel loads and CDG edges, for the next re-route (made exact after the upload:
+    /// [`engine::settle_summary`]).
+    summary: std::sync::Mutex<crate::reroute::RoutingSummary>,
     /// What the switches held before, until the change has been logged.
     previous: std::sync::Mutex<Option<Previous>>,
 }
@@ -225,7 +226,7 @@ impl EngineCtx {
         let name = self.kind.name();
         // The routing the switches hold now is the one to re-route from; if this run fails,
         // OpenSM's next engine replaces it, so it is not kept beyond this run.
-        let prior = std::mem::take(&mut *self.write()).active;
+        let mut prior = std::mem::take(&mut *self.write()).active;
         let heavy_sweep = self.heavy_sweep.swap(false, Ordering::Relaxed);
         match std::env::var(ENV_INJECT_FAILURE).as_deref() {
             Ok("panic") => panic!("{ENV_INJECT_FAILURE}=panic: injected panic (test hook)"),
@@ -272,6 +273,9 @@ impl EngineCtx {
 
         let cfg = self.config(&subnet)?;
         let rc = self.reroute_config(heavy_sweep)?;
+        let prior_summary = prior
+            .as_mut()
+            .map(|a| std::mem::take(a.summary.get_mut().unwrap_or_else(|e| e.into_inner())));
         let out = engine::run_from(
             &subnet.fabric,
             &cfg,
@@ -282,7 +286,7 @@ impl EngineCtx {
                 cfg: &a.cfg,
                 full_max_load: a.full_max_load,
                 max_load: a.max_load,
-                summary: Some(&a.summary),
+                summary: prior_summary.as_ref(),
             }),
             &rc,
         )?;
@@ -422,7 +426,7 @@ impl EngineCtx {
             warned_admin_table: AtomicBool::new(false),
             full_max_load: p.full_max_load,
             max_load: p.max_load,
-            summary: p.summary,
+            summary: std::sync::Mutex::new(p.summary),
             previous: std::sync::Mutex::new(p.previous),
         });
         Ok(())
@@ -434,6 +438,7 @@ impl EngineCtx {
         let st = self.read();
         let Some(a) = st.active.as_ref() else { return };
         self.log_change(a);
+        self.settle_summary(a);
         if !a.dumps_due.swap(false, Ordering::Relaxed) {
             return;
         }
@@ -505,6 +510,27 @@ impl EngineCtx {
             d.summary(),
             t.elapsed().as_secs_f64()
         ));
+    }
+
+    /// The complete verification of a routing that was checked incrementally before its upload
+    /// (see [`engine::settle_summary`]), once OpenSM has it in place.
+    fn settle_summary(&self, a: &Active) {
+        let name = self.kind.name();
+        let t = Instant::now();
+        let mut summary = a.summary.lock().unwrap_or_else(|e| e.into_inner());
+        match engine::settle_summary(&a.fabric, &a.graph, &a.routing, &mut summary) {
+            Ok(None) => {}
+            Ok(Some(rep)) => self.log.verbose(&format!(
+                "{name}: complete check after the upload: {} ({:.3} s)",
+                rep.summary(),
+                t.elapsed().as_secs_f64()
+            )),
+            Err(e) => self.log.error(&format!(
+                "{name}: ERR DF04: the routing in place failed the complete check after its \
+                 incremental check passed: {e}; the next routing run starts from a complete \
+                 traversal"
+            )),
+        }
     }
 
     /// path_sl: the layer of the path from the switch where SLID's traffic enters to DLID.

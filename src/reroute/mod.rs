@@ -132,6 +132,10 @@ pub struct RoutingSummary {
     /// [`crate::verify::verify_since`] starts from (empty when the routing was not verified).
     pub paths_per_layer: Vec<u64>,
     pub unreachable: u64,
+    /// `layer_edges` may hold edges of paths that are gone (from an incremental check,
+    /// [`crate::verify::VerifyReport::edges_upper_bound`]); [`crate::engine::settle_summary`]
+    /// makes them exact again.
+    pub edges_upper_bound: bool,
 }
 
 /// Cap on the channels one incremental cycle check may visit before it refuses (refusing is safe:
