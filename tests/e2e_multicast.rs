@@ -428,3 +428,84 @@ fn mcfdbs_parser_reads_opensm_format() {
         vec![3]
     );
 }
+
+/// The tree check fails on broken masks: a member's port missing, a one-way link, a loop, a
+/// cut tree. Masks of a breadth-first spanning tree over all switches of a small torus.
+#[test]
+fn tree_check_catches_broken_masks() {
+    let f = dfsssp_rs::topo::by_name("torus:3x3,1").unwrap();
+    let ports = f.port_table();
+    let guid_node: BTreeMap<u64, u32> = f
+        .nodes()
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.guid, i as u32))
+        .collect();
+    let kind = |n: u32| f.nodes()[n as usize].kind;
+    let guid = |n: u32| f.nodes()[n as usize].guid;
+    let cas: Vec<u32> = (0..f.nodes().len() as u32)
+        .filter(|&n| kind(n) == NodeKind::Ca)
+        .collect();
+    let group = Group {
+        name: "test".into(),
+        full: cas[1..].iter().copied().collect(),
+        send_only: [cas[0]].into(),
+    };
+    let mut masks: BTreeMap<u64, BTreeSet<u8>> = BTreeMap::new();
+    let root = (0..f.nodes().len() as u32)
+        .find(|&n| kind(n) == NodeKind::Switch)
+        .unwrap();
+    let mut seen = BTreeSet::from([root]);
+    let mut queue = std::collections::VecDeque::from([root]);
+    let mut tree_links = Vec::new();
+    let mut other_links = Vec::new();
+    while let Some(s) = queue.pop_front() {
+        masks.entry(guid(s)).or_default();
+        for p in 1..=f.nodes()[s as usize].num_ports {
+            let Some(r) = ports.remote(s as usize, p) else {
+                continue;
+            };
+            match kind(r.node) {
+                NodeKind::Switch if seen.insert(r.node) => {
+                    masks.entry(guid(s)).or_default().insert(p);
+                    masks.entry(guid(r.node)).or_default().insert(r.port);
+                    tree_links.push((s, p, r));
+                    queue.push_back(r.node);
+                }
+                NodeKind::Switch => other_links.push((s, p, r)),
+                _ if group.full.contains(&r.node) => {
+                    masks.entry(guid(s)).or_default().insert(p);
+                }
+                _ => {}
+            }
+        }
+    }
+    let check = |m: &BTreeMap<u64, BTreeSet<u8>>| -> Result<usize, String> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            check_tree(&f, &ports, &guid_node, 0xC000, &group, m)
+        }))
+        .map_err(|e| e.downcast_ref::<String>().cloned().unwrap_or_default())
+    };
+    assert_eq!(check(&masks), Ok(9), "a spanning tree over the 9 switches");
+
+    let member = attachment(&f, &ports, cas[3]);
+    let mut m = masks.clone();
+    m.get_mut(&guid(member.node)).unwrap().remove(&member.port);
+    assert!(check(&m).unwrap_err().contains("not in that switch's mask"));
+
+    let (s, p, r) = tree_links[2];
+    let mut m = masks.clone();
+    m.get_mut(&guid(r.node)).unwrap().remove(&r.port);
+    assert!(check(&m).unwrap_err().contains("does not forward back"));
+
+    let mut m = masks.clone();
+    m.get_mut(&guid(s)).unwrap().remove(&p);
+    m.get_mut(&guid(r.node)).unwrap().remove(&r.port);
+    assert!(check(&m).unwrap_err().contains("0 times"));
+
+    let (s, p, r) = other_links[0];
+    let mut m = masks.clone();
+    m.get_mut(&guid(s)).unwrap().insert(p);
+    m.get_mut(&guid(r.node)).unwrap().insert(r.port);
+    assert!(check(&m).unwrap_err().contains("twice"));
+}
