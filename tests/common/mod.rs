@@ -351,6 +351,207 @@ impl Sim {
     }
 }
 
+/// How a port joins a multicast group (the MCMemberRecord's JoinState).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinState {
+    /// FullMember (JoinState 1): receives and sends; creates the group if it does not exist.
+    Full,
+    /// SendOnlyNonMember (JoinState 4): sends only; the group must exist.
+    SendOnly,
+}
+
+/// Which group a join names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mgid {
+    /// The IPoIB broadcast group of the default partition, ff12:401b:ffff::ffff:ffff, which
+    /// OpenSM creates itself (joined as a full member).
+    IpoibBroadcast,
+    /// A new group whose MGID the SA assigns (an all-zero MGID; full member only).
+    SaAssigned,
+    /// An MGID in IPv6 notation, e.g. "ff12:e017::1".
+    Gid(String),
+}
+
+/// One join as the SA answered it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Joined {
+    /// The group's MGID (inet_ntop form; the assigned one for [`Mgid::SaAssigned`]).
+    pub mgid: String,
+    pub mlid: u16,
+    /// The JoinState in the SA's answer.
+    pub join_state: u8,
+}
+
+/// The `mcjoin` client (tests/tools/mcjoin.c), compiled with gcc once per test process into
+/// the cargo target directory (`target/<profile>/mcjoin`, written atomically, so test binaries
+/// running at once do not trip over each other).
+pub fn mcjoin_bin() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let missing: Vec<&str> = [
+            ("gcc", on_path("gcc")),
+            (
+                "libibumad-dev",
+                Path::new("/usr/include/infiniband/umad.h").exists(),
+            ),
+        ]
+        .iter()
+        .filter(|x| !x.1)
+        .map(|x| x.0)
+        .collect();
+        assert!(
+            missing.is_empty(),
+            "building mcjoin needs {}; scripts/setup.sh installs them",
+            missing.join(", ")
+        );
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/mcjoin.c");
+        let exe = std::env::current_exe().expect("test executable path");
+        let deps = exe.parent().expect("deps dir");
+        let out_dir = deps.parent().unwrap_or(deps);
+        let out = out_dir.join("mcjoin");
+        let tmp = out_dir.join(format!("mcjoin.{}.tmp", std::process::id()));
+        let mut cmd = Command::new("gcc");
+        cmd.args(["-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .arg("-libumad")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let (status, so, se) = run_with_timeout(cmd, Duration::from_secs(120));
+        assert!(
+            status.success(),
+            "gcc mcjoin.c failed ({status}):\n{so}\n{se}"
+        );
+        fs::rename(&tmp, &out).expect("move mcjoin into place");
+        out
+    })
+    .clone()
+}
+
+/// The ibsim node name of node `node` of `f` (what `SIM_HOST` takes).
+pub fn sim_host(f: &Fabric, node: u32) -> String {
+    let n = &f.nodes()[node as usize];
+    dfsssp_rs::io::ibsim::node_id(n.kind, n.guid)
+}
+
+impl Sim {
+    /// Runs `mcjoin` as the CA `host` (its ibsim node name, see [`sim_host`]) with `joins`, in
+    /// order, against the running SM. Returns exit status, stdout and stderr.
+    pub fn mcjoin_raw(
+        &self,
+        host: &str,
+        joins: &[(Mgid, JoinState)],
+    ) -> (ExitStatus, String, String) {
+        let mut cmd = Command::new(mcjoin_bin());
+        cmd.args(["-t", "3000", "-r", "4"]);
+        for (mgid, state) in joins {
+            match (mgid, state) {
+                (Mgid::IpoibBroadcast, JoinState::Full) => {
+                    cmd.arg("-b");
+                }
+                (Mgid::SaAssigned, JoinState::Full) => {
+                    cmd.args(["-f", "0"]);
+                }
+                (Mgid::Gid(g), JoinState::Full) => {
+                    cmd.args(["-f", g]);
+                }
+                (Mgid::Gid(g), JoinState::SendOnly) => {
+                    cmd.args(["-s", g]);
+                }
+                (m, s) => panic!("mcjoin cannot join {m:?} as {s:?}"),
+            }
+        }
+        // In the simulator's directory: the umad2sim shim writes sys-PID/ where it runs.
+        cmd.current_dir(self.dir())
+            .env("LD_PRELOAD", UMAD2SIM)
+            .env("IBSIM_SOCKNAME", &self.sock)
+            .env("SIM_HOST", host)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        run_with_timeout(cmd, Duration::from_secs(120))
+    }
+
+    /// [`Sim::mcjoin_raw`] that must succeed: one [`Joined`] per join, in order.
+    pub fn mcjoin(&self, host: &str, joins: &[(Mgid, JoinState)]) -> Vec<Joined> {
+        let (status, out, err) = self.mcjoin_raw(host, joins);
+        assert!(
+            status.success(),
+            "mcjoin as {host} ({joins:?}) failed ({status}):\n{err}{out}"
+        );
+        let joined: Vec<Joined> = out
+            .lines()
+            .map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                let parsed = match w[..] {
+                    [mgid, "mlid", mlid, "join", state] => Some(Joined {
+                        mgid: mgid.to_string(),
+                        mlid: mlid
+                            .strip_prefix("0x")
+                            .and_then(|h| u16::from_str_radix(h, 16).ok())
+                            .unwrap_or(0),
+                        join_state: state.parse().unwrap_or(0),
+                    }),
+                    _ => None,
+                };
+                parsed.unwrap_or_else(|| panic!("mcjoin as {host}: unexpected line {l:?}"))
+            })
+            .collect();
+        assert_eq!(
+            joined.len(),
+            joins.len(),
+            "mcjoin as {host}: one line per join expected:\n{out}"
+        );
+        joined
+    }
+
+    /// Runs the joins of every CA in `plan` (ibsim node name, joins), one CA after the other
+    /// (ibsim serves a few clients at once; one at a time keeps it predictable). Returns each
+    /// CA's answers, in the plan's order.
+    pub fn mcjoin_all(&self, plan: &[(String, Vec<(Mgid, JoinState)>)]) -> Vec<Vec<Joined>> {
+        plan.iter()
+            .map(|(host, joins)| {
+                if joins.is_empty() {
+                    Vec::new()
+                } else {
+                    self.mcjoin(host, joins)
+                }
+            })
+            .collect()
+    }
+
+    /// Waits until `file` in the simulator's directory satisfies `ready` and then stays the
+    /// same for `quiet` (OpenSM rewrites opensm.mcfdbs after every multicast update). Returns
+    /// its text.
+    pub fn wait_file_settled(
+        &self,
+        file: &str,
+        ready: impl Fn(&str) -> bool,
+        quiet: Duration,
+        limit: Duration,
+    ) -> String {
+        let t = Instant::now();
+        let mut last = String::new();
+        let mut since = Instant::now();
+        loop {
+            let now = self.read(file);
+            if now != last {
+                last = now;
+                since = Instant::now();
+            } else if ready(&last) && since.elapsed() >= quiet {
+                return last;
+            }
+            assert!(
+                t.elapsed() < limit,
+                "{file} did not settle within {limit:?}; last text:\n{}",
+                last.chars().take(4000).collect::<String>()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
 impl Drop for Sim {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -619,8 +820,18 @@ impl OsmRun {
 
 /// [`OsmRun::ibdmchk`] over the dumps in `dir` (of a running OpenSM too).
 pub fn ibdmchk_in(dir: &Path, path_sl: bool, sl2vl: bool, lmc: u8) -> IbdmReport {
+    ibdmchk_with(dir, path_sl, sl2vl, lmc, &[])
+}
+
+/// [`ibdmchk_in`] with `-M`: the multicast forwarding tables join the credit-loop analysis.
+pub fn ibdmchk_mcast(dir: &Path, path_sl: bool, sl2vl: bool) -> IbdmReport {
+    ibdmchk_with(dir, path_sl, sl2vl, 0, &["-M"])
+}
+
+fn ibdmchk_with(dir: &Path, path_sl: bool, sl2vl: bool, lmc: u8, extra: &[&str]) -> IbdmReport {
     {
         let mut cmd = Command::new("ibdmchk");
+        cmd.args(extra);
         cmd.args([
             "-s",
             "opensm-subnet.lst",
@@ -659,6 +870,8 @@ pub struct IbdmReport {
     pub missing: u64,
     /// `Some(true)` if it found credit loops, `Some(false)` if it found none.
     pub credit_loops: Option<bool>,
+    /// Multicast groups it scanned (`-m`): MLID -> (switches, CAs) in the group's tree.
+    pub mcast_groups: BTreeMap<u16, (u32, u32)>,
 }
 
 impl IbdmReport {
@@ -669,9 +882,20 @@ impl IbdmReport {
             paths: None,
             missing: 0,
             credit_loops: None,
+            mcast_groups: BTreeMap::new(),
         };
         for l in text.lines() {
-            if let Some(rest) = l.strip_prefix("-I- Scanned:") {
+            if let Some(rest) = l.strip_prefix("-I- Multicast Group:0x") {
+                // "-I- Multicast Group:0xC000 has:2 switches and:4 HCAs"
+                let mut w = rest.split_whitespace();
+                let mlid = w.next().and_then(|h| u16::from_str_radix(h, 16).ok());
+                let num = |t: Option<&str>, tag: &str| t?.strip_prefix(tag)?.parse::<u32>().ok();
+                let sw = num(w.next(), "has:");
+                let ca = num(w.nth(1), "and:");
+                if let (Some(m), Some(sw), Some(ca)) = (mlid, sw, ca) {
+                    r.mcast_groups.insert(m, (sw, ca));
+                }
+            } else if let Some(rest) = l.strip_prefix("-I- Scanned:") {
                 r.paths = rest.split_whitespace().next().and_then(|n| n.parse().ok());
             } else if let Some(rest) = l.strip_prefix("-E- Found ") {
                 // "-E- Found 2 missing paths out of:12 paths"
@@ -852,6 +1076,13 @@ mod tests {
             vec![(1, 0), (3, 2)]
         );
         assert_eq!(l[&0x200001][&2], 0);
+        let r = IbdmReport::parse(
+            "-I- Multicast Group:0xC000 has:2 switches and:4 HCAs\n\
+             -I- Multicast Group:0xC00A has:12 switches and:31 HCAs\n",
+            std::process::ExitStatus::default(),
+        );
+        assert_eq!(r.mcast_groups[&0xC000], (2, 4));
+        assert_eq!(r.mcast_groups[&0xC00A], (12, 31));
         assert_eq!(
             log_time("Nov 22 02:30:55 580780 [17E886C0] 0x04 -> x"),
             Some(2.0 * 3600.0 + 30.0 * 60.0 + 55.580780)

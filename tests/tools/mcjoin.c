@@ -1,0 +1,453 @@
+/*
+ * mcjoin: join (and create) InfiniBand multicast groups through the SA, the way a host's IPoIB
+ * driver or an MPI library does: one SubnAdmSet(MCMemberRecord) per group, sent from this port
+ * to the SM's LID, answered by SubnAdmGetResp with the group's record (its MLID).
+ *
+ * Built by the end-to-end tests (tests/common/mod.rs) with `gcc ... -libumad` and run under the
+ * umad2sim shim with SIM_HOST=<ibsim node name> choosing the simulated CA. It works the same
+ * over a real HCA (the kernel's umad then handles the send timeout; see send_and_wait).
+ *
+ * usage: mcjoin [-C ca] [-P port] [-t timeout_ms] [-r retries] [-q qkey] [-v]
+ *               [-b] [-f MGID]... [-s MGID]...
+ *   -b        join the IPoIB broadcast group of the default partition as a full member
+ *             (ff12:401b:ffff::ffff:ffff, which OpenSM creates itself)
+ *   -f MGID   join MGID as a full member (JoinState 1), creating the group if it does not
+ *             exist; MGID "0" (or "::") asks the SA to assign a new MGID
+ *   -s MGID   join MGID as a send-only non-member (JoinState 4); the group must exist
+ * Prints one line per join, in order: "<MGID> mlid 0x<MLID> join <state>".
+ * Exits 0 when every join succeeded, 1 on the first failure (with the reason on stderr),
+ * 2 on bad usage.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <infiniband/umad.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* MAD header (IBA 13.4.2) and SA header (IBA 15.2.1.1): byte offsets in the 256-byte MAD */
+enum {
+	MAD_SIZE = 256,
+	MAD_BASE_VERSION = 0,
+	MAD_MGMT_CLASS = 1,
+	MAD_CLASS_VERSION = 2,
+	MAD_METHOD = 3,
+	MAD_STATUS = 4,		/* 16 bits */
+	MAD_TID = 8,		/* 64 bits */
+	MAD_ATTR_ID = 16,	/* 16 bits */
+	MAD_ATTR_MOD = 20,	/* 32 bits */
+	SA_SM_KEY = 36,		/* 64 bits, after the 12-byte RMPP header at 24 */
+	SA_ATTR_OFFSET = 44,	/* 16 bits */
+	SA_COMP_MASK = 48,	/* 64 bits */
+	SA_DATA = 56,		/* the record */
+};
+
+enum {
+	CLASS_SA = 0x03,
+	SA_CLASS_VERSION = 2,
+	METHOD_SET = 0x02,
+	METHOD_GET_RESP = 0x81,
+	ATTR_MCMEMBER_RECORD = 0x0038,
+	GSI_QP = 1,
+	GSI_QKEY = 0x80010000,
+};
+
+/* MCMemberRecord (IBA 15.2.5.17): byte offsets inside the record, 52 bytes used */
+enum {
+	MCR_MGID = 0,		/* 16 bytes */
+	MCR_PORT_GID = 16,	/* 16 bytes */
+	MCR_QKEY = 32,		/* 32 bits */
+	MCR_MLID = 36,		/* 16 bits */
+	MCR_MTU = 38,		/* selector:2 MTU:6 */
+	MCR_TCLASS = 39,
+	MCR_PKEY = 40,		/* 16 bits */
+	MCR_RATE = 42,		/* selector:2 rate:6 */
+	MCR_LIFE = 43,		/* selector:2 packet lifetime:6 */
+	MCR_SL_FLOW_HOP = 44,	/* SL:4 FlowLabel:20 HopLimit:8 */
+	MCR_SCOPE_STATE = 48,	/* Scope:4 JoinState:4 */
+	MCR_PROXY = 49,		/* ProxyJoin:1 reserved:7 */
+};
+
+/* MCMemberRecord component mask bits (IBA table 201; OpenSM's IB_MCR_COMPMASK_*) */
+#define CM_MGID (1ULL << 0)
+#define CM_PORT_GID (1ULL << 1)
+#define CM_QKEY (1ULL << 2)
+#define CM_MLID (1ULL << 3)
+#define CM_MTU_SEL (1ULL << 4)
+#define CM_MTU (1ULL << 5)
+#define CM_TCLASS (1ULL << 6)
+#define CM_PKEY (1ULL << 7)
+#define CM_RATE_SEL (1ULL << 8)
+#define CM_RATE (1ULL << 9)
+#define CM_SL (1ULL << 12)
+#define CM_FLOW (1ULL << 13)
+#define CM_SCOPE (1ULL << 15)
+#define CM_JOIN_STATE (1ULL << 16)
+
+/* JoinState bits */
+#define JOIN_FULL 1
+#define JOIN_SEND_ONLY_NON 4
+
+/* PathRecord-style selectors in the MTU and rate bytes */
+#define SEL_GREATER_THAN 0
+
+/* Encodings: MTU 1 = 256 bytes, rate 2 = 2.5 Gb/s (the smallest of each) */
+#define MTU_256 1
+#define RATE_2_5 2
+
+#define DEFAULT_PKEY 0xffff
+
+static const char *prog = "mcjoin";
+static int verbose;
+
+struct join {
+	uint8_t mgid[16];
+	int state;		/* JOIN_FULL or JOIN_SEND_ONLY_NON */
+	int ipoib;		/* the broadcast group OpenSM owns: join without creation fields */
+};
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, v >> 16);
+	put16(p + 2, v);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, v >> 32);
+	put32(p + 4, v);
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void die(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: ", prog);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: %s [-C ca] [-P port] [-t timeout_ms] [-r retries] [-q qkey] [-v]\n"
+		"       [-b] [-f MGID]... [-s MGID]...\n"
+		"  -b       join the IPoIB broadcast group ff12:401b:ffff::ffff:ffff (full member)\n"
+		"  -f MGID  join as full member, creating the group if needed (\"0\": SA assigns one)\n"
+		"  -s MGID  join as send-only non-member (the group must exist)\n",
+		prog);
+	exit(2);
+}
+
+static void parse_mgid(const char *text, uint8_t mgid[16])
+{
+	if (!strcmp(text, "0")) {
+		memset(mgid, 0, 16);
+		return;
+	}
+	if (inet_pton(AF_INET6, text, mgid) != 1)
+		die("bad MGID \"%s\" (want IPv6 notation, e.g. ff12:1234::1, or 0)", text);
+	if (mgid[0] != 0xff && memcmp(mgid, (uint8_t[16]){0}, 16))
+		die("MGID \"%s\" is not a multicast GID (must start with ff)", text);
+}
+
+static const char *mgid_str(const uint8_t mgid[16], char buf[INET6_ADDRSTRLEN])
+{
+	return inet_ntop(AF_INET6, mgid, buf, INET6_ADDRSTRLEN);
+}
+
+/* Human-readable MAD status (IBA 13.4.7 generic bits, 15.2.1.1 SA-specific codes). */
+static const char *status_str(uint16_t status)
+{
+	static char buf[160];
+	static const char *sa[] = {
+		"success", "ERR_NO_RESOURCES", "ERR_REQ_INVALID", "ERR_NO_RECORDS",
+		"ERR_TOO_MANY_RECORDS", "ERR_REQ_INVALID_GID", "ERR_REQ_INSUFFICIENT_COMPONENTS",
+		"ERR_REQ_DENIED", "ERR_STATUS_PRIO_SUGGESTED",
+	};
+	unsigned code = status >> 8;
+	const char *generic;
+	switch (status & 0x1f) {
+	case 0:
+		generic = "";
+		break;
+	case 1:
+		generic = "busy ";
+		break;
+	case 2:
+		generic = "redirect ";
+		break;
+	case 4:
+		generic = "bad version ";
+		break;
+	case 8:
+		generic = "method not supported ";
+		break;
+	case 0xc:
+		generic = "method/attribute not supported ";
+		break;
+	case 0x1c:
+		generic = "invalid attribute value ";
+		break;
+	default:
+		generic = "generic error ";
+	}
+	snprintf(buf, sizeof buf, "0x%04x (%s%s)", status, generic,
+		 code < sizeof sa / sizeof sa[0] ? sa[code] : "SA status unknown");
+	return buf;
+}
+
+/* Fills the SubnAdmSet(MCMemberRecord) for one join; returns the component mask. */
+static uint64_t build_request(uint8_t *mad, const struct join *j, const uint8_t port_gid[16],
+			      uint32_t qkey, uint64_t tid)
+{
+	uint8_t *r = mad + SA_DATA;
+	uint64_t mask = CM_MGID | CM_PORT_GID | CM_JOIN_STATE;
+
+	memset(mad, 0, MAD_SIZE);
+	mad[MAD_BASE_VERSION] = 1;
+	mad[MAD_MGMT_CLASS] = CLASS_SA;
+	mad[MAD_CLASS_VERSION] = SA_CLASS_VERSION;
+	mad[MAD_METHOD] = METHOD_SET;
+	put64(mad + MAD_TID, tid);
+	put16(mad + MAD_ATTR_ID, ATTR_MCMEMBER_RECORD);
+	put32(mad + MAD_ATTR_MOD, 0);
+	put64(mad + SA_SM_KEY, 0);
+	put16(mad + SA_ATTR_OFFSET, 0);
+
+	memcpy(r + MCR_MGID, j->mgid, 16);
+	memcpy(r + MCR_PORT_GID, port_gid, 16);
+	/* scope from the MGID (its flags/scope byte), join state in the low nibble */
+	r[MCR_SCOPE_STATE] = (uint8_t)((j->mgid[1] & 0x0f) << 4 | j->state);
+	r[MCR_PKEY] = 0xff;
+	r[MCR_PKEY + 1] = 0xff;
+	mask |= CM_PKEY;
+
+	if (!j->ipoib && j->state == JOIN_FULL) {
+		/*
+		 * What OpenSM needs to create the group (osm_sa_mcmember_record.c,
+		 * REQUIRED_MC_CREATE_COMP_MASK: Q_Key, TClass, P_Key, FlowLabel, SL), the same values
+		 * from every member so that joins of an existing group validate too. MTU and rate
+		 * "greater than the smallest": the SA gives the group the creating port's own MTU and
+		 * rate, and later members are checked against those.
+		 */
+		put32(r + MCR_QKEY, qkey);
+		r[MCR_TCLASS] = 0;
+		put32(r + MCR_SL_FLOW_HOP, 0); /* SL 0, flow label 0, hop limit 0 */
+		r[MCR_MTU] = SEL_GREATER_THAN << 6 | MTU_256;
+		r[MCR_RATE] = SEL_GREATER_THAN << 6 | RATE_2_5;
+		mask |= CM_QKEY | CM_TCLASS | CM_SL | CM_FLOW | CM_MTU_SEL | CM_MTU |
+			CM_RATE_SEL | CM_RATE;
+	}
+	put64(mad + SA_COMP_MASK, mask);
+	return mask;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * Sends the request and waits for its response (same transaction id; the low 32 bits, as the
+ * kernel and umad2sim both put the agent in the high bits). Returns 0 with the response in
+ * `resp`, or -ETIMEDOUT. A real kernel reports the timeout as a receive with status
+ * ETIMEDOUT; umad2sim has no send timeout, so the receive itself times out.
+ */
+static int send_and_wait(int fd, int agent, void *umad, void *resp, int sm_lid, int timeout_ms)
+{
+	uint8_t *req = umad_get_mad(umad);
+	uint32_t tid = (uint32_t)get64(req + MAD_TID);
+	double deadline;
+
+	umad_set_addr(umad, sm_lid, GSI_QP, 0, GSI_QKEY);
+	if (umad_send(fd, agent, umad, MAD_SIZE, timeout_ms, 0) < 0)
+		die("umad_send failed: %s", strerror(errno));
+	deadline = now_ms() + timeout_ms + 100;
+	for (;;) {
+		int left = (int)(deadline - now_ms());
+		int len = MAD_SIZE;
+		uint8_t *mad;
+		int ret;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		ret = umad_recv(fd, resp, &len, left);
+		if (ret < 0) {
+			if (ret == -ETIMEDOUT || ret == -EAGAIN || ret == -EWOULDBLOCK ||
+			    ret == -EINTR)
+				continue;
+			die("umad_recv failed: %s", strerror(-ret));
+		}
+		mad = umad_get_mad(resp);
+		if ((uint32_t)get64(mad + MAD_TID) != tid) {
+			if (verbose)
+				fprintf(stderr, "%s: skipping a MAD of another transaction\n", prog);
+			continue;
+		}
+		if (umad_status(resp) == ETIMEDOUT)
+			return -ETIMEDOUT;
+		if (umad_status(resp))
+			die("receive error %s", strerror(umad_status(resp)));
+		if (mad[MAD_METHOD] != METHOD_GET_RESP ||
+		    get16(mad + MAD_ATTR_ID) != ATTR_MCMEMBER_RECORD)
+			continue;
+		return 0;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const uint8_t ipoib_bcast[16] = {
+		0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+	};
+	const char *ca = NULL;
+	int portnum = 0, timeout_ms = 2000, retries = 5;
+	uint32_t qkey = 0x0001ee70;
+	struct join *joins = NULL;
+	int njoins = 0, opt, fd, agent;
+	umad_port_t port;
+	uint8_t port_gid[16];
+	void *umad, *resp;
+	char gbuf[INET6_ADDRSTRLEN], gbuf2[INET6_ADDRSTRLEN];
+
+	joins = calloc((size_t)argc + 1, sizeof *joins);
+	if (!joins)
+		die("%s", "out of memory");
+	while ((opt = getopt(argc, argv, "C:P:t:r:q:vbf:s:h")) != -1) {
+		struct join *j = &joins[njoins];
+		switch (opt) {
+		case 'C':
+			ca = optarg;
+			break;
+		case 'P':
+			portnum = atoi(optarg);
+			break;
+		case 't':
+			timeout_ms = atoi(optarg);
+			break;
+		case 'r':
+			retries = atoi(optarg);
+			break;
+		case 'q':
+			qkey = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'b':
+			memcpy(j->mgid, ipoib_bcast, 16);
+			j->state = JOIN_FULL;
+			j->ipoib = 1;
+			njoins++;
+			break;
+		case 'f':
+		case 's':
+			parse_mgid(optarg, j->mgid);
+			j->state = opt == 'f' ? JOIN_FULL : JOIN_SEND_ONLY_NON;
+			if (opt == 's' && !memcmp(j->mgid, (uint8_t[16]){0}, 16))
+				die("%s", "a send-only member cannot create a group: -s needs an MGID");
+			njoins++;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc || njoins == 0 || timeout_ms <= 0 || retries < 0)
+		usage();
+
+	if (umad_init() < 0)
+		die("%s", "umad_init failed (no umad support? under ibsim: LD_PRELOAD the umad2sim shim)");
+	if (umad_get_port(ca, portnum, &port) < 0)
+		die("cannot find an InfiniBand port on CA \"%s\"", ca ? ca : "(any)");
+	if (port.sm_lid == 0)
+		die("port %s has no SM LID yet (is the SM running and the subnet up?)", port.ca_name);
+	/* PortGID = subnet prefix : port GUID, both already in network order */
+	memcpy(port_gid, &port.gid_prefix, 8);
+	memcpy(port_gid + 8, &port.port_guid, 8);
+	if (verbose)
+		fprintf(stderr, "%s: %s port %d lid %u sm lid %u gid %s\n", prog, port.ca_name,
+			port.portnum, port.base_lid, port.sm_lid, mgid_str(port_gid, gbuf));
+
+	fd = umad_open_port(port.ca_name, port.portnum);
+	if (fd < 0)
+		die("cannot open umad port of %s", port.ca_name);
+	agent = umad_register(fd, CLASS_SA, SA_CLASS_VERSION, 0, NULL);
+	if (agent < 0)
+		die("%s", "cannot register an SA class agent");
+	umad = umad_alloc(1, umad_size() + MAD_SIZE);
+	resp = umad_alloc(1, umad_size() + MAD_SIZE);
+	if (!umad || !resp)
+		die("%s", "out of memory");
+
+	srand((unsigned)(getpid() ^ time(NULL)));
+	for (int i = 0; i < njoins; i++) {
+		const struct join *j = &joins[i];
+		uint8_t *r;
+		int try, ret = -ETIMEDOUT;
+		uint16_t status = 0;
+
+		for (try = 0; try <= retries; try++) {
+			uint64_t tid = (uint64_t)rand() << 16 ^ (uint64_t)(i + 1) << 48 ^ (unsigned)try;
+			uint64_t mask = build_request(umad_get_mad(umad), j, port_gid, qkey, tid);
+			if (verbose)
+				fprintf(stderr, "%s: join %s state %d mask 0x%llx try %d\n", prog,
+					mgid_str(j->mgid, gbuf), j->state, (unsigned long long)mask, try);
+			ret = send_and_wait(fd, agent, umad, resp, (int)port.sm_lid, timeout_ms);
+			if (ret == 0) {
+				status = get16((uint8_t *)umad_get_mad(resp) + MAD_STATUS);
+				if ((status & 0x1f) == 1) { /* busy: try again a little later */
+					usleep(100000);
+					ret = -EBUSY;
+					continue;
+				}
+				break;
+			}
+			fprintf(stderr, "%s: no answer to the join of %s within %d ms%s\n", prog,
+				mgid_str(j->mgid, gbuf), timeout_ms, try < retries ? ", retrying" : "");
+		}
+		if (ret == -ETIMEDOUT)
+			die("join of %s: the SA never answered", mgid_str(j->mgid, gbuf));
+		if (ret == -EBUSY)
+			die("join of %s: the SA stayed busy", mgid_str(j->mgid, gbuf));
+		r = (uint8_t *)umad_get_mad(resp) + SA_DATA;
+		if (status) {
+			fprintf(stderr, "%s: join of %s (port %s, state %d) failed: status %s\n", prog,
+				mgid_str(j->mgid, gbuf), mgid_str(port_gid, gbuf2), j->state,
+				status_str(status));
+			exit(1);
+		}
+		printf("%s mlid 0x%04x join %d\n", mgid_str(r + MCR_MGID, gbuf), get16(r + MCR_MLID),
+		       r[MCR_SCOPE_STATE] & 0x0f);
+		fflush(stdout);
+	}
+	umad_free(umad);
+	umad_free(resp);
+	umad_unregister(fd, agent);
+	umad_close_port(fd);
+	free(joins);
+	return 0;
+}
