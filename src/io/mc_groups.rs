@@ -168,12 +168,18 @@ mod tests {
             .unwrap()
             .description
             .clone();
-        let text = format!(
-            "# groups\n0xC000 sw0 {ca_desc}\n49153 vl=2 send:{ca_desc} sw1 # comment\n"
-        );
+        let text =
+            format!("# groups\n0xC000 sw0 {ca_desc}\n49153 vl=2 send:{ca_desc} sw1 # comment\n");
         let gs = parse_groups(&text, "groups.txt", &f, &g).unwrap();
         assert_eq!(gs.len(), 2);
-        assert_eq!(gs[0].members[0], McMember { switch: 0, port: 0, send_only: false });
+        assert_eq!(
+            gs[0].members[0],
+            McMember {
+                switch: 0,
+                port: 0,
+                send_only: false
+            }
+        );
         assert_eq!(gs[0].members[1].port, 10);
         assert_eq!((gs[1].mlid, gs[1].vl), (0xC001, 2));
         assert!(gs[1].members[0].send_only);

@@ -166,18 +166,33 @@ mod tests {
         let (f, g) = with_graph(ring(3, 1, 0, true));
         let err = |t: &str| parse_mcfdbs(t, "m.dump", &f, &g).unwrap_err().to_string();
         let e = err("0xC000 : 0x001\n");
-        assert!(e.starts_with("m.dump:1:") && e.contains("before any switch"), "{e}");
+        assert!(
+            e.starts_with("m.dump:1:") && e.contains("before any switch"),
+            "{e}"
+        );
         let e = err("\nSwitch 0x0000000000000999\n");
-        assert!(e.starts_with("m.dump:2:") && e.contains("not in the fabric"), "{e}");
+        assert!(
+            e.starts_with("m.dump:2:") && e.contains("not in the fabric"),
+            "{e}"
+        );
         let e = err("Switch 0x0000000000000100\nLID    : Out Port(s)\n0xC000 : 0x0FF\n");
-        assert!(e.starts_with("m.dump:3:") && e.contains("no port 255"), "{e}");
+        assert!(
+            e.starts_with("m.dump:3:") && e.contains("no port 255"),
+            "{e}"
+        );
         let e = err("Switch 0x0000000000000100\n0x0001 : 0x001\n");
         assert!(e.contains("MLID"), "{e}");
         let e = err("Switch 0x0000000000000100\n0xC000 : 0x001\n0xC000 : 0x002\n");
-        assert!(e.starts_with("m.dump:3:") && e.contains("second entry"), "{e}");
+        assert!(
+            e.starts_with("m.dump:3:") && e.contains("second entry"),
+            "{e}"
+        );
         let e = err("Switch 0x0000000000000100\n0xC000 : zz\n");
         assert!(e.contains("cannot parse port"), "{e}");
         let e = err("Switch 0x100\nSwitch 0x100\n");
-        assert!(e.starts_with("m.dump:2:") && e.contains("second block"), "{e}");
+        assert!(
+            e.starts_with("m.dump:2:") && e.contains("second block"),
+            "{e}"
+        );
     }
 }

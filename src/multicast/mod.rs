@@ -318,7 +318,9 @@ pub fn route_groups(
             let ud = updown_vls.get(usize::from(v.vl)).copied().unwrap_or(false);
             v.trees = if ud { "up*/down*" } else { "minimal" };
             v.action = action_text(v, ud);
-            log.push(format!("multicast: VL {}: {}", v.vl, v.action));
+            if v.groups > 0 || !v.acyclic {
+                log.push(format!("multicast: VL {}: {}", v.vl, v.action));
+            }
         }
         if let (Some(o), true) = (&orientation, updown_vls.iter().any(|&u| u)) {
             let roots: Vec<String> = o

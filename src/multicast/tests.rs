@@ -151,7 +151,7 @@ fn masks_on_a_line_are_exactly_openms() {
     };
     let r = route_groups(
         &g,
-        &[gr.clone()],
+        std::slice::from_ref(&gr),
         &UnicastLayers::default(),
         &McConfig::default(),
     )
