@@ -12,12 +12,35 @@ use dfsssp_rs::fabric::Fabric;
 use dfsssp_rs::graph::SwitchGraph;
 use dfsssp_rs::io::{self, mc_groups, mcfdbs};
 use dfsssp_rs::multicast::{
-    self, analysis::check_vl, dependency_bits, GroupMft, McConfig, McMetrics, UnicastLayers,
-    VlCheck,
+    self, analysis::check_vl, dependency_bits, GroupMft, McConfig, McMetrics, TreeMode,
+    UnicastLayers, VlCheck,
 };
 use dfsssp_rs::routing::Routing;
 
 use super::CliResult;
+
+/// `route --mcast-trees`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum TreesArg {
+    Auto,
+    Minimal,
+    Updown,
+}
+
+impl TreesArg {
+    pub fn config(self, balance: bool, lanes: u8) -> McConfig {
+        McConfig {
+            max_vls: lanes,
+            mode: match self {
+                TreesArg::Auto => TreeMode::Auto,
+                TreesArg::Minimal => TreeMode::Minimal,
+                TreesArg::Updown => TreeMode::UpDown,
+            },
+            balance,
+            ..McConfig::default()
+        }
+    }
+}
 
 /// The dump file `eval --dumps` reads.
 pub const MCFDBS: &str = "opensm.mcfdbs";
@@ -192,6 +215,7 @@ pub fn route_groups(
     r: &Routing,
     groups_file: &Path,
     mfts_out: &Path,
+    cfg: &McConfig,
 ) -> CliResult<()> {
     let name = groups_file.display().to_string();
     let text = io::read_text(groups_file).map_err(|e| e.to_string())?;
@@ -205,8 +229,8 @@ pub fn route_groups(
         // SL i travels on VL i (how dfsssp-rs programs the SL-to-VL tables with QoS).
         layer_vl: &[],
     };
-    let out = multicast::route_groups(g, &groups, &unicast, &McConfig::default())
-        .map_err(|e| format!("{name}: {e}"))?;
+    let out =
+        multicast::route_groups(g, &groups, &unicast, cfg).map_err(|e| format!("{name}: {e}"))?;
     for l in &out.log {
         eprintln!("{l}");
     }

@@ -79,6 +79,14 @@ enum Command {
         /// Write the groups' MFTs here, in OpenSM's opensm.mcfdbs format
         #[arg(long, requires = "groups")]
         mfts_out: Option<PathBuf>,
+        /// How multicast trees are built: auto (minimal-hop, a VL whose union with unicast is
+        /// cyclic rebuilt along Up*/Down*), minimal, updown
+        #[arg(long, value_enum, default_value_t = mcast::TreesArg::Auto, requires = "groups")]
+        mcast_trees: mcast::TreesArg,
+        /// Ignore loads when building trees (lowest port, lowest root id: close to OpenSM's
+        /// default trees, for comparison)
+        #[arg(long, requires = "groups")]
+        mcast_unbalanced: bool,
     },
     /// Judge one routing: connectivity, forwarding loops, hops, edge forwarding index, link load,
     /// effective bisection bandwidth, lanes and a deadlock check of every lane's channel
@@ -256,6 +264,8 @@ fn run(cli: Cli) -> CliResult<()> {
             previous,
             groups,
             mfts_out,
+            mcast_trees,
+            mcast_unbalanced,
         } => {
             let f = load_fabric(fabric.fabric.as_deref(), fabric.topo.as_deref(), fabric.lmc)?;
             let cfg = eargs.config();
@@ -277,7 +287,11 @@ fn run(cli: Cli) -> CliResult<()> {
                     .map_err(|e| format!("{}: {e}", p.display()))?;
             }
             if let (Some(groups), Some(mfts)) = (groups, mfts_out) {
-                mcast::route_groups(&f, &out.graph, &out.routing, &groups, &mfts)?;
+                let cfg = mcast_trees.config(
+                    !mcast_unbalanced,
+                    if eargs.no_qos { 1 } else { eargs.lanes },
+                );
+                mcast::route_groups(&f, &out.graph, &out.routing, &groups, &mfts, &cfg)?;
             }
             Ok(())
         }

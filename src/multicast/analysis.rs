@@ -38,6 +38,10 @@ pub struct VlCheck {
     /// When the union is cyclic but multicast alone is not: the unicast layers that close a
     /// cycle with the groups (each checked alone with them).
     pub conflicting_layers: Vec<u8>,
+    /// When the union is cyclic: the VLs on which this VL's groups would be deadlock-free
+    /// together with that VL's unicast layers and groups (filled by [`super::route_groups`]; a
+    /// VL without unicast layers or groups is a lane reserved for multicast).
+    pub fits_on_vls: Vec<u8>,
     /// A cycle of the union, channel by channel, when there is one.
     pub cycle: Option<Vec<McCycleHop>>,
     pub cycle_text: Option<String>,
@@ -269,6 +273,7 @@ pub fn check_vl(
         multicast_alone_acyclic: mcast_alone,
         unicast_alone_acyclic: unicast_alone,
         conflicting_layers: conflicting,
+        fits_on_vls: Vec::new(),
         cycle_text: named.as_deref().map(cycle_text),
         cycle: named,
         trees: "",

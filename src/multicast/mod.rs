@@ -188,6 +188,8 @@ pub struct McConfig {
     /// orientation (among [`UpDown::fitted`]'s candidates) with the fewest unicast dependencies
     /// of the rebuilt VLs on illegal turns.
     pub orientation: Option<UpDown>,
+    /// Data VLs the hardware offers (IB: at most 15): VLs suggested for groups stay below.
+    pub max_vls: u8,
 }
 
 impl Default for McConfig {
@@ -197,6 +199,7 @@ impl Default for McConfig {
             send_only_receive: true,
             balance: true,
             orientation: None,
+            max_vls: 15,
         }
     }
 }
@@ -314,6 +317,7 @@ pub fn route_groups(
         if changed {
             continue;
         }
+        suggest_vls(g, &mfts, unicast, cfg.max_vls, &mut report.check);
         for v in &mut report.check.vls {
             let ud = updown_vls.get(usize::from(v.vl)).copied().unwrap_or(false);
             v.trees = if ud { "up*/down*" } else { "minimal" };
@@ -364,17 +368,77 @@ fn action_text(v: &VlCheck, updown: bool) -> String {
             v.groups, v.unicast_layers
         );
     }
+    if !v.multicast_alone_acyclic {
+        return format!(
+            "{} group(s), {how}: the trees close a cycle among themselves (build them along \
+             Up*/Down*)",
+            v.groups
+        );
+    }
     if !v.unicast_alone_acyclic {
         return format!(
             "{} group(s), {how}: the unicast layer(s) {:?} of this VL are cyclic by themselves",
             v.groups, v.unicast_layers
         );
     }
+    let fits = if v.fits_on_vls.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the groups would be deadlock-free on VL(s) {:?} (map their SL there)",
+            v.fits_on_vls
+        )
+    };
     format!(
         "{} group(s), {how}: still cyclic with unicast layer(s) {:?}: move their conflicting \
-         paths to another layer or reserve a lane for multicast",
+         paths to another layer or reserve a lane for multicast{fits}",
         v.groups, v.conflicting_layers
     )
+}
+
+/// For every VL whose groups close a cycle: the VLs (with unicast layers or groups, and the
+/// first VL with neither, a lane free for multicast) on which those groups would be acyclic
+/// together with what is there already.
+fn suggest_vls(
+    g: &SwitchGraph,
+    mfts: &[GroupMft],
+    unicast: &UnicastLayers,
+    max_vls: u8,
+    check: &mut JointCheck,
+) {
+    let words = crate::verify::DependencySlots::new(g).len().div_ceil(64) as usize;
+    let used: Vec<u8> = check.vls.iter().map(|v| v.vl).collect();
+    let free = (0..max_vls).find(|vl| !used.contains(vl));
+    let candidates: Vec<u8> = used
+        .iter()
+        .copied()
+        .filter(|&vl| vl < max_vls)
+        .chain(free)
+        .collect();
+    for i in 0..check.vls.len() {
+        let (vl, stuck) = (
+            check.vls[i].vl,
+            check.vls[i].groups > 0 && !check.vls[i].acyclic,
+        );
+        if !stuck {
+            continue;
+        }
+        let mine = dependency_bits(g, mfts.iter().filter(|m| m.vl == vl));
+        let mut fits = Vec::new();
+        for &w in candidates.iter().filter(|&&w| w != vl) {
+            let mut bits = dependency_bits(g, mfts.iter().filter(|m| m.vl == w));
+            for (l, b) in unicast.layer_edges.iter().enumerate() {
+                if unicast.vl_of(l) == w && b.len() >= words {
+                    bits.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
+                }
+            }
+            bits.iter_mut().zip(&mine).for_each(|(x, y)| *x |= y);
+            if find_cycle(g, &bits).is_none() {
+                fits.push(w);
+            }
+        }
+        check.vls[i].fits_on_vls = fits;
+    }
 }
 
 /// The orientation with the fewest unicast dependencies (of the VLs to be rebuilt) on illegal

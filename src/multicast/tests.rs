@@ -373,6 +373,13 @@ fn minimal_trees_against_a_cyclic_union_are_rebuilt_along_updown() {
         "{}",
         v.action
     );
+    // VL 1 holds nothing: a lane reserved for multicast fits.
+    assert_eq!(v.fits_on_vls, vec![1]);
+    assert!(
+        v.action.contains("deadlock-free on VL(s) [1]"),
+        "{}",
+        v.action
+    );
 
     for groups in [all, three] {
         let auto = route_groups(&g, &groups, &uni, &McConfig::default()).unwrap();
