@@ -81,6 +81,19 @@ pub struct McMember {
     pub send_only: bool,
 }
 
+impl McMember {
+    /// The member that holds `lid` (a CA/router port's LID, or a switch's): where it hangs in the
+    /// switch graph. `None` for a LID nobody holds or a port not attached to a switch.
+    pub fn for_lid(g: &SwitchGraph, lid: u16, send_only: bool) -> Option<McMember> {
+        let d = g.dest_of_lid(lid)?;
+        (d.switch != NO_SWITCH).then_some(McMember {
+            switch: d.switch,
+            port: d.exit_port,
+            send_only,
+        })
+    }
+}
+
 /// A multicast group.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct McGroup {

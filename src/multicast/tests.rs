@@ -183,6 +183,15 @@ fn masks_on_a_line_are_exactly_openms() {
 }
 
 #[test]
+fn members_by_lid() {
+    let (_, g) = fabric(2, 1, &[((0, 1), (1, 1))]);
+    // Switch LIDs 1, 2; the CAs' LIDs follow, on port 10.
+    assert_eq!(McMember::for_lid(&g, 2, false), Some(member(1, 0, false)));
+    assert_eq!(McMember::for_lid(&g, 4, true), Some(member(1, 10, true)));
+    assert_eq!(McMember::for_lid(&g, 99, false), None);
+}
+
+#[test]
 fn bad_members_are_errors_naming_the_group() {
     let (_, g) = fabric(2, 1, &[((0, 1), (1, 1))]);
     let bad = |m: McMember| McGroup {

@@ -229,11 +229,14 @@ mod tests {
         let c = check_lanes(&f, &out.graph, &out.routing);
         assert!(c.deadlock_free, "{c:?}");
         assert!(c.lanes_used >= 2);
-        // The lanes' dependency bits, as counted.
+        // The lanes' dependency bits, as counted, are the verification's layer edges (which
+        // the engine hands on in its summary).
         assert_eq!(c.lane_edges.len(), c.lanes.len());
         for (bits, l) in c.lane_edges.iter().zip(&c.lanes) {
             let ones: u64 = bits.iter().map(|w| u64::from(w.count_ones())).sum();
             assert_eq!(ones, l.dependencies, "lane {}", l.lane);
+            let theirs = &out.summary.layer_edges[usize::from(l.lane)];
+            assert_eq!(&bits[..theirs.len()], &theirs[..], "lane {}", l.lane);
         }
         assert_eq!(
             c.lanes.iter().map(|l| l.paths).sum::<u64>(),
