@@ -52,6 +52,26 @@
 //! layer(s) that close the cycle with multicast, for the caller to move those paths to another
 //! layer or to reserve a lane for multicast.
 
+//!
+//! **Use** (the plug-in's `mcast_build_stree`, or any front):
+//!
+//! ```ignore
+//! let members = ports.map(|(lid, send_only)| McMember::for_lid(&out.graph, lid, send_only));
+//! let groups = vec![McGroup { mlid, vl: sl2vl[group_sl], members }, ...];
+//! let unicast = UnicastLayers {
+//!     loads: &out.summary.loads,              // EngineOutput of the unicast routing
+//!     layer_edges: &out.summary.layer_edges,  // the verification's per-layer CDG edges
+//!     layer_vl: &[],                          // layer i on VL i (dfsssp-rs with QoS)
+//! };
+//! let mc = route_groups(&out.graph, &groups, &unicast, &McConfig::default())?;
+//! for m in &mc.mfts { for (switch, mask) in &m.masks { /* set mask.ports() for m.mlid */ } }
+//! mc.log;                                   // what was done, per VL
+//! mc.report.check.deadlock_free;            // the joint check, from the masks alone
+//! ```
+//!
+//! [`joint_check`] and [`mft_metrics`] judge MFTs from anywhere (OpenSM's dump, another
+//! engine's trees) the same way.
+
 pub mod analysis;
 pub mod tree;
 
@@ -328,6 +348,8 @@ pub fn route_groups(
             }
         }
         if changed {
+            // Fit the orientation to the unicast layers of every VL now rebuilt (unless given).
+            orientation = cfg.orientation.clone();
             continue;
         }
         suggest_vls(g, &mfts, unicast, cfg.max_vls, &mut report.check);
