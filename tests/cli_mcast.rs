@@ -275,3 +275,33 @@ fn eval_finds_a_multicast_loop_and_bad_lines() {
     assert!(!ok);
     assert!(se.contains("opensm.mcfdbs:4:"), "{se}");
 }
+
+#[test]
+fn a_lane_reserved_for_multicast_is_deadlock_free_on_a_torus() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = dir.path().join("t.net");
+    assert!(cli(&["generate", "torus:4x4,2", "-o", path(&net)]).0);
+    let gf = dir.path().join("groups.txt");
+    std::fs::write(&gf, format!("0xC000{}\n0xC001 H-0 H-9 H-20\n", all_cas(32))).unwrap();
+    let out = dir.path().join("m.txt");
+    let (ok, _, se) = cli(&[
+        "route",
+        "--fabric",
+        path(&net),
+        "--lanes",
+        "3",
+        "--groups",
+        path(&gf),
+        "--mfts-out",
+        path(&out),
+        "--mcast-vl",
+        "3",
+    ]);
+    assert!(ok, "{se}");
+    assert!(se.contains("multicast: VL 3: 2 group(s)"), "{se}");
+    assert!(
+        se.contains("acyclic together with unicast layer(s) []"),
+        "{se}"
+    );
+    assert!(!se.contains("NOT deadlock-free"), "{se}");
+}

@@ -216,10 +216,14 @@ pub fn route_groups(
     groups_file: &Path,
     mfts_out: &Path,
     cfg: &McConfig,
+    vl: Option<u8>,
 ) -> CliResult<()> {
     let name = groups_file.display().to_string();
     let text = io::read_text(groups_file).map_err(|e| e.to_string())?;
-    let groups = mc_groups::parse_groups(&text, &name, f, g).map_err(|e| e.to_string())?;
+    let mut groups = mc_groups::parse_groups(&text, &name, f, g).map_err(|e| e.to_string())?;
+    if let Some(vl) = vl {
+        groups.iter_mut().for_each(|gr| gr.vl = vl);
+    }
     // The lanes' dependencies as the every-lane check sees them, and the unicast loads.
     let lanes = dfsssp_rs::verify::check_lanes(f, g, r);
     let loads = dfsssp_rs::balance::channel_loads(g, &r.lft);

@@ -87,6 +87,10 @@ enum Command {
         /// default trees, for comparison)
         #[arg(long, requires = "groups")]
         mcast_unbalanced: bool,
+        /// Put every group on this VL, whatever the groups file says (e.g. `--lanes 7
+        /// --mcast-vl 7`: a lane reserved for multicast)
+        #[arg(long, requires = "groups")]
+        mcast_vl: Option<u8>,
     },
     /// Judge one routing: connectivity, forwarding loops, hops, edge forwarding index, link load,
     /// effective bisection bandwidth, lanes and a deadlock check of every lane's channel
@@ -266,6 +270,7 @@ fn run(cli: Cli) -> CliResult<()> {
             mfts_out,
             mcast_trees,
             mcast_unbalanced,
+            mcast_vl,
         } => {
             let f = load_fabric(fabric.fabric.as_deref(), fabric.topo.as_deref(), fabric.lmc)?;
             let cfg = eargs.config();
@@ -291,7 +296,7 @@ fn run(cli: Cli) -> CliResult<()> {
                     !mcast_unbalanced,
                     if eargs.no_qos { 1 } else { eargs.lanes },
                 );
-                mcast::route_groups(&f, &out.graph, &out.routing, &groups, &mfts, &cfg)?;
+                mcast::route_groups(&f, &out.graph, &out.routing, &groups, &mfts, &cfg, mcast_vl)?;
             }
             Ok(())
         }
