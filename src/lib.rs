@@ -14,6 +14,8 @@
 //! - [`lid`]: LID assignment for multipath with LMC (Nienaber et al.)
 //! - [`reroute`]: incremental re-routing after a fabric change, keeping every surviving path and
 //!   its SL (Bermúdez et al.), and what changed between two routings
+//! - [`multicast`]: balanced multicast spanning trees, their MFT port masks, and the deadlock
+//!   check of multicast together with the unicast layers
 //! - [`engine`]: the routing engines `sssp-rs` and `dfsssp-rs` as used by every front
 //!
 //! Fronts: [`opensm`] (the plug-in, feature `opensm`; the only module allowed `unsafe`), [`io`]
@@ -40,6 +42,7 @@ pub mod graph;
 pub mod io;
 pub mod lid;
 pub mod metrics;
+pub mod multicast;
 // The only module allowed `unsafe`: the FFI boundary with OpenSM.
 #[cfg(feature = "opensm")]
 #[allow(unsafe_code)]

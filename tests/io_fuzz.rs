@@ -6,7 +6,7 @@
 use dfsssp_rs::fabric::Fabric;
 use dfsssp_rs::graph::SwitchGraph;
 use dfsssp_rs::io::ibsim::NetOptions;
-use dfsssp_rs::io::{fabric_json, ibnetdiscover, ibsim, osm_dump, IoError};
+use dfsssp_rs::io::{fabric_json, ibnetdiscover, ibsim, mc_groups, mcfdbs, osm_dump, IoError};
 use proptest::prelude::*;
 
 const CASES: u32 = 300;
@@ -150,6 +150,10 @@ fn token_text() -> impl Strategy<Value = String> {
         "Unicast lids \\[0-[0-9]{1,3}\\] of switch Lid [0-9] guid 0x[0-9a-f]{1,16} \\('s'\\):",
         "0x[0-9a-f]{1,5} [0-9]{1,3}( # x)?",
         "0x[0-9a-f]{1,16} [0-9]{1,6} [0-9]{1,3}",
+        "Switch 0x[0-9a-f]{1,17}",
+        "LID    : Out Port\\(s\\)",
+        "0x[BCF][0-9A-F]{1,4} :( 0x[0-9A-F]{1,3} ){0,4}",
+        "0x[Cc0][0-9a-f]{1,4}( vl=[0-9]{1,3})?( (send:)?(H-[0-9]|mesh|0x[0-9a-f]{1,16})(/[0-9]{1,3})?){0,4}",
         "[ -~]{0,30}",
     ];
     prop::collection::vec(line, 0..25).prop_map(|ls| ls.join("\n"))
@@ -184,8 +188,25 @@ fn all_parsers(text: &str, f: &Fabric, g: &SwitchGraph) -> Result<(), TestCaseEr
         text,
     )?;
     line_ok(&fabric_json::parse_fabric(text, "f.json"), text)?;
+    line_ok(&mcfdbs::parse_mcfdbs(text, "opensm.mcfdbs", f, g), text)?;
+    line_ok(&mc_groups::parse_groups(text, "groups.txt", f, g), text)?;
     let _ = osm_dump::infer_lmc(text);
     Ok(())
+}
+
+/// MFTs of two groups on the sample fabric, as opensm.mcfdbs.
+fn sample_mcfdbs(f: &Fabric, g: &SwitchGraph) -> String {
+    let groups =
+        mc_groups::parse_groups("0xC000 H-0 H-1 H-2 H-3\n0xC001 H-0 send:H-3\n", "g", f, g)
+            .unwrap();
+    let r = dfsssp_rs::multicast::route_groups(
+        g,
+        &groups,
+        &dfsssp_rs::multicast::UnicastLayers::default(),
+        &dfsssp_rs::multicast::McConfig::default(),
+    )
+    .unwrap();
+    mcfdbs::write_mcfdbs(g, &r.mfts)
 }
 
 /// The sample fabric as the plug-in's JSON run record.
@@ -249,6 +270,8 @@ proptest! {
         let r = osm_dump::routing_from_dumps(&g, osm_dump::parse_lfts(&data("mesh2x2-par2-lmc1.lfts.dump"), "x", &f, &g).unwrap().lft, None);
         let psl = mutate(&dfsssp_rs::io::path_sl::to_text(&f, &g, &r), &ms);
         line_ok(&osm_dump::parse_path_sl(&psl, "m", &f, &g), &psl)?;
+        let mc = mutate(&sample_mcfdbs(&f, &g), &ms);
+        line_ok(&mcfdbs::parse_mcfdbs(&mc, "m", &f, &g), &mc)?;
     }
 
     /// Node indices, ports, LIDs, LMCs and GUIDs of a stored fabric set to values in and out of

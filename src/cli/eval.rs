@@ -10,6 +10,7 @@ use dfsssp_rs::metrics::{Counts, PairTraffic};
 use dfsssp_rs::reroute::RoutedFabric;
 
 use super::judge::{self, Evaluation, Source};
+use super::mcast;
 use super::progress::Progress;
 use super::{load_fabric, CliResult, MeasureArgs};
 use dfsssp_rs::dfsssp::MAX_LAYERS;
@@ -18,7 +19,8 @@ pub const AFTER_HELP: &str = "\
 Inputs (one of):
   --dumps DIR       OpenSM's dump directory (opensm -D 0x43 or more, `dump_files_dir`):
                     opensm-subnet.lst + opensm-lfts.dump [+ opensm-path-sl.dump, else every
-                    route is in lane 0]. LMC from --lmc, else inferred from the LFTs.
+                    route is in lane 0] [+ opensm.mcfdbs: multicast trees judged too, and
+                    checked with every lane]. LMC from --lmc, else inferred from the LFTs.
   --fabric FILE     ibsim net file, ibnetdiscover output, opensm-subnet.lst or the plug-in's
                     dfsssp-rs-fabric.json, routed in-process with --engine
   --topo SPEC       a generated fabric (see `dfsssp-rs generate --help`), routed in-process
@@ -103,7 +105,14 @@ pub fn run(a: &EvalArgs) -> CliResult<()> {
         }
         None => None,
     };
+    let dumped_groups = match &a.dumps {
+        Some(dir) => mcast::read_dumped(dir, &subject.fabric, &subject.graph)?,
+        None => None,
+    };
     let ev = judge::evaluate(subject, &a.measure.options(), &p)?;
+    let multicast = dumped_groups
+        .as_ref()
+        .map(|d| mcast::judge_dumped(d, &ev.deadlock.lane_edges));
     let lambda = ev.metrics.bisection.as_ref().map(|b| b.lambda);
     if a.json {
         let mut value = serde_json::to_value(&ev).map_err(|e| format!("JSON: {e}"))?;
@@ -117,6 +126,10 @@ pub fn run(a: &EvalArgs) -> CliResult<()> {
                     "lambda_after": lambda,
                 }),
             );
+        }
+        if let (Some(m), Some(obj)) = (&multicast, value.as_object_mut()) {
+            let m = serde_json::to_value(m).map_err(|e| format!("JSON: {e}"))?;
+            obj.insert("multicast".into(), m);
         }
         let text = serde_json::to_string_pretty(&value).map_err(|e| format!("JSON: {e}"))?;
         println!("{text}");
@@ -137,6 +150,10 @@ pub fn run(a: &EvalArgs) -> CliResult<()> {
             eprintln!("dfsssp-rs: warning: {w}");
         }
         print!("{}", report(&ev));
+        if let Some(m) = &multicast {
+            println!();
+            print!("{}", mcast::report(m));
+        }
     }
     Ok(())
 }

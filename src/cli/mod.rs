@@ -13,6 +13,7 @@ mod eval;
 mod judge;
 #[cfg(feature = "study")]
 mod lid_study;
+mod mcast;
 mod progress;
 
 use std::path::{Path, PathBuf};
@@ -70,6 +71,26 @@ enum Command {
         path_sl_out: Option<PathBuf>,
         #[command(flatten)]
         previous: PreviousArgs,
+        /// Multicast groups to build balanced, deadlock-checked trees for: one group per line,
+        /// `MLID [vl=N] MEMBER...`, a member `[send:]NODE[/PORT]` with NODE a node GUID, port
+        /// GUID or node description (`#` comments)
+        #[arg(long, requires = "mfts_out")]
+        groups: Option<PathBuf>,
+        /// Write the groups' MFTs here, in OpenSM's opensm.mcfdbs format
+        #[arg(long, requires = "groups")]
+        mfts_out: Option<PathBuf>,
+        /// How multicast trees are built: auto (minimal-hop, a VL whose union with unicast is
+        /// cyclic rebuilt along Up*/Down*), minimal, updown
+        #[arg(long, value_enum, default_value_t = mcast::TreesArg::Auto, requires = "groups")]
+        mcast_trees: mcast::TreesArg,
+        /// Ignore loads when building trees (lowest port, lowest root id: close to OpenSM's
+        /// default trees, for comparison)
+        #[arg(long, requires = "groups")]
+        mcast_unbalanced: bool,
+        /// Put every group on this VL, whatever the groups file says (e.g. `--lanes 7
+        /// --mcast-vl 7`: a lane reserved for multicast)
+        #[arg(long, requires = "groups")]
+        mcast_vl: Option<u8>,
     },
     /// Judge one routing: connectivity, forwarding loops, hops, edge forwarding index, link load,
     /// effective bisection bandwidth, lanes and a deadlock check of every lane's channel
@@ -245,6 +266,11 @@ fn run(cli: Cli) -> CliResult<()> {
             lfts_out,
             path_sl_out,
             previous,
+            groups,
+            mfts_out,
+            mcast_trees,
+            mcast_unbalanced,
+            mcast_vl,
         } => {
             let f = load_fabric(fabric.fabric.as_deref(), fabric.topo.as_deref(), fabric.lmc)?;
             let cfg = eargs.config();
@@ -264,6 +290,13 @@ fn run(cli: Cli) -> CliResult<()> {
             if let Some(p) = path_sl_out {
                 path_sl::write_file(&p, &f, &out.graph, &out.routing)
                     .map_err(|e| format!("{}: {e}", p.display()))?;
+            }
+            if let (Some(groups), Some(mfts)) = (groups, mfts_out) {
+                let cfg = mcast_trees.config(
+                    !mcast_unbalanced,
+                    if eargs.no_qos { 1 } else { eargs.lanes },
+                );
+                mcast::route_groups(&f, &out.graph, &out.routing, &groups, &mfts, &cfg, mcast_vl)?;
             }
             Ok(())
         }

@@ -1,6 +1,6 @@
 //! File formats: ibsim net files, `ibnetdiscover` text output, OpenSM's dump files
 //! (opensm-subnet.lst, opensm-lfts.dump, the path-SL dump) and the LFT file OpenSM's stock `file`
-//! routing engine loads.
+//! routing engine loads; OpenSM's multicast dump (opensm.mcfdbs) and the multicast groups file.
 //!
 //! Every parser takes the text and a file name (used only in errors) and returns [`IoError`], whose
 //! parse errors name the file, the 1-based line and the offending text. Parsers never panic.
@@ -8,6 +8,8 @@
 pub mod fabric_json;
 pub mod ibnetdiscover;
 pub mod ibsim;
+pub mod mc_groups;
+pub mod mcfdbs;
 pub mod osm_dump;
 pub mod path_sl;
 pub mod run_record;

@@ -46,6 +46,10 @@ pub struct DeadlockCheck {
     pub lanes: Vec<LaneCheck>,
     /// Paths whose lane is beyond the declared lanes (not checked).
     pub bad_lane_paths: u64,
+    /// Per lane, its CDG edges as bits over [`DependencySlots`] (the layout of
+    /// `VerifyReport::layer_edges`), for checks that add dependencies (multicast).
+    #[serde(skip)]
+    pub lane_edges: Vec<Vec<u64>>,
 }
 
 /// "0x... (desc)" of switch `s`, or "switch #s" for an id the graph does not have.
@@ -192,6 +196,10 @@ pub fn check_lanes(f: &Fabric, g: &SwitchGraph, r: &Routing) -> DeadlockCheck {
         lanes_used: paths.iter().filter(|&&p| p > 0).count() as u8,
         lanes,
         bad_lane_paths: bad_lane,
+        lane_edges: bits
+            .into_iter()
+            .map(|b| b.unwrap_or_else(|| vec![0u64; words]))
+            .collect(),
     }
 }
 
@@ -221,6 +229,15 @@ mod tests {
         let c = check_lanes(&f, &out.graph, &out.routing);
         assert!(c.deadlock_free, "{c:?}");
         assert!(c.lanes_used >= 2);
+        // The lanes' dependency bits, as counted, are the verification's layer edges (which
+        // the engine hands on in its summary).
+        assert_eq!(c.lane_edges.len(), c.lanes.len());
+        for (bits, l) in c.lane_edges.iter().zip(&c.lanes) {
+            let ones: u64 = bits.iter().map(|w| u64::from(w.count_ones())).sum();
+            assert_eq!(ones, l.dependencies, "lane {}", l.lane);
+            let theirs = &out.summary.layer_edges[usize::from(l.lane)];
+            assert_eq!(&bits[..theirs.len()], &theirs[..], "lane {}", l.lane);
+        }
         assert_eq!(
             c.lanes.iter().map(|l| l.paths).sum::<u64>(),
             out.verified.unwrap().paths
