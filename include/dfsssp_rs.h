@@ -31,6 +31,10 @@
 #include <opensm/osm_node.h>
 #include <opensm/osm_port.h>
 #include <opensm/osm_log.h>
+#include <opensm/osm_multicast.h>
+#include <opensm/osm_mcm_port.h>
+#include <opensm/osm_mcast_tbl.h>
+#include <complib/cl_qlist.h>
 
 extern osm_event_plugin_t osm_event_plugin;
 

@@ -74,6 +74,10 @@ pub struct EngineConfig {
     /// With LMC > 0 on some port: choose alternative paths per source and realise them on the
     /// port's LIDs with color/L ([`crate::lid::multipath`]) instead of one SSSP tree per LID.
     pub multipath: bool,
+    /// dfsssp-rs with QoS: when the layers need fewer lanes than there are, leave one free for
+    /// multicast: unicast layer `i` then travels on SL `i + 1` (and VL `i + 1`), and SL 0 / VL 0
+    /// carry multicast without any unicast dependency ([`EngineOutput::sl_offset`]).
+    pub mcast_lane: bool,
 }
 
 impl EngineConfig {
@@ -85,6 +89,7 @@ impl EngineConfig {
             bisection_patterns: 0,
             seed: 1,
             multipath: true,
+            mcast_lane: false,
         }
     }
 
@@ -140,6 +145,9 @@ pub struct EngineOutput {
     pub max_load: u64,
     /// Its channel loads and per-layer CDG edges, for the next incremental re-route.
     pub summary: RoutingSummary,
+    /// The SL of layer `i` is `i + sl_offset`: 1 when a lane was left free for multicast
+    /// ([`EngineConfig::mcast_lane`]; SL 0 is then multicast's), else 0.
+    pub sl_offset: u8,
 }
 
 /// How a routing was computed.
@@ -165,6 +173,8 @@ pub struct Prior<'a> {
     pub max_load: u64,
     /// [`EngineOutput::summary`] of that run, if kept.
     pub summary: Option<&'a RoutingSummary>,
+    /// [`EngineOutput::sl_offset`] of that run: an incremental re-route keeps it.
+    pub sl_offset: u8,
 }
 
 /// When to re-route incrementally.
@@ -226,6 +236,9 @@ fn incremental(
     p: Prior<'_>,
     rc: &RerouteConfig,
 ) -> Result<EngineOutput, String> {
+    if p.cfg.mcast_lane != cfg.mcast_lane {
+        return Err("the multicast lane setting changed".into());
+    }
     if p.cfg.kind != cfg.kind || p.cfg.layer_budget() != cfg.layer_budget() {
         return Err(format!(
             "the configuration changed ({} with {} layer(s) before, {} with {} now)",
@@ -237,8 +250,13 @@ fn incremental(
     }
     let start = Instant::now();
     let graph = SwitchGraph::new(fabric).map_err(|e| e.to_string())?;
+    // A lane left free for multicast stays free: the layers keep below it.
     let opts = RerouteOptions {
-        budget: cfg.layer_budget().min(dfsssp::MAX_LAYERS),
+        budget: cfg
+            .layer_budget()
+            .min(dfsssp::MAX_LAYERS)
+            .saturating_sub(p.sl_offset)
+            .max(1),
         deadlock_free: cfg.kind == EngineKind::Dfsssp,
     };
     let prev = RoutedFabric {
@@ -330,6 +348,7 @@ fn incremental(
         metrics,
         max_load: st.max_load,
         summary,
+        sl_offset: p.sl_offset,
         mode: RouteMode::Incremental(st),
         full_max_load: p.full_max_load,
     })
@@ -401,7 +420,10 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
             &graph,
             &mut routing,
             budget,
-            &DfssspOptions::default(),
+            &DfssspOptions {
+                spare_lane: cfg.mcast_lane && cfg.qos,
+                ..DfssspOptions::default()
+            },
             Some(&dist),
         )?;
         for line in report.log_lines() {
@@ -441,6 +463,7 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     let full_max_load = loads.iter().copied().max().unwrap_or(0);
     let mut verified = verified;
     let summary = summary_of(loads, verified.as_mut());
+    let sl_offset = u8::from(layer_report.as_ref().is_some_and(|r| r.spare_lane));
     Ok(EngineOutput {
         graph,
         routing,
@@ -453,6 +476,7 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         full_max_load,
         max_load: full_max_load,
         summary,
+        sl_offset,
     })
 }
 
@@ -600,6 +624,7 @@ mod tests {
             full_max_load: first.full_max_load,
             max_load: first.max_load,
             summary: Some(&first.summary),
+            sl_offset: first.sl_offset,
         };
         let mut out = run_from(&after, &cfg, Some(prior), &RerouteConfig::default()).unwrap();
         assert!(
@@ -632,5 +657,49 @@ mod tests {
         let e = settle_summary(&after, &out.graph, &broken, &mut out.summary).unwrap_err();
         assert!(e.contains("LID"), "{e}");
         assert!(out.summary.layer_edges.is_empty() && out.summary.paths_per_layer.is_empty());
+    }
+
+    /// With the multicast lane on, a fabric whose layers leave room routes on SLs 1.. and an
+    /// incremental re-route keeps both the offset and the free lane.
+    #[test]
+    fn a_lane_left_to_multicast_stays_free_across_re_routes() {
+        let f = crate::topo::by_name("torus:4x4,2").unwrap();
+        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.mcast_lane = true;
+        let first = run(&f, &cfg).unwrap();
+        assert_eq!(first.sl_offset, 1);
+        assert!(
+            first.routing.num_layers < cfg.lanes,
+            "{}",
+            first.routing.num_layers
+        );
+        let sw = |p: crate::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
+        let cable = *f.links().iter().find(|l| sw(l.a) && sw(l.b)).unwrap();
+        let after = f.retain(|_| true, |l| *l != cable);
+        let prior = Prior {
+            fabric: &f,
+            graph: &first.graph,
+            routing: &first.routing,
+            cfg: &cfg,
+            full_max_load: first.full_max_load,
+            max_load: first.max_load,
+            summary: Some(&first.summary),
+            sl_offset: first.sl_offset,
+        };
+        let out = run_from(&after, &cfg, Some(prior), &RerouteConfig::default()).unwrap();
+        assert!(
+            matches!(out.mode, RouteMode::Incremental(_)),
+            "{:?}",
+            out.mode
+        );
+        assert_eq!(out.sl_offset, 1);
+        assert!(out.routing.num_layers < cfg.lanes);
+        // The setting changed: a full computation, without the offset.
+        let mut off = cfg.clone();
+        off.mcast_lane = false;
+        let prior = Prior { cfg: &cfg, ..prior };
+        let out = run_from(&after, &off, Some(prior), &RerouteConfig::default()).unwrap();
+        assert!(matches!(out.mode, RouteMode::Full(_)));
+        assert_eq!(out.sl_offset, 0);
     }
 }

@@ -4,7 +4,10 @@
 //! (tests/tools/mcjoin.c). Then, from OpenSM's opensm.mcfdbs alone (whoever built the trees):
 //! every group is there, every full member's switch port is in its switch's mask, and flooding
 //! along the masks from any member reaches every full member exactly once (a tree that connects
-//! all member switches). ibdmchk reads the same dump and must agree.
+//! all member switches). ibdmchk reads the same dump and must agree, and its credit-loop verdict
+//! on unicast and multicast together must match dfsssp-rs's own joint check: none when the engine
+//! leaves multicast a lane of its own (its default), on a fat tree even without one; on a torus
+//! sharing unicast layer 0 the engine reports the loop (ERR DF05) that ibdmchk finds.
 
 mod common;
 
@@ -191,7 +194,16 @@ fn random_groups(cas: &[u32], n: usize, seed: u64) -> Vec<(Mgid, Vec<u32>, Vec<u
         .collect()
 }
 
-fn multicast(name: &str, spec: &str, groups: usize, seed: u64, mcast_loop_free: bool) {
+/// `mcast_lane`: dfsssp-rs leaves a lane to multicast where the layers allow (its default);
+/// `mcast_loop_free`: ibdmchk must find no credit loop with the MFTs.
+fn multicast(
+    name: &str,
+    spec: &str,
+    groups: usize,
+    seed: u64,
+    mcast_lane: bool,
+    mcast_loop_free: bool,
+) {
     let t0 = Instant::now();
     let f = dfsssp_rs::topo::by_name(spec).unwrap();
     let ports = f.port_table();
@@ -207,7 +219,10 @@ fn multicast(name: &str, spec: &str, groups: usize, seed: u64, mcast_loop_free: 
     let host: BTreeMap<u32, String> = cas.iter().map(|&c| (c, sim_host(&f, c))).collect();
 
     let sim = Sim::start(name, &f);
-    let sm = sim.start_opensm(&OpenSm::new("dfsssp-rs").qos(true));
+    let osm = OpenSm::new("dfsssp-rs")
+        .qos(true)
+        .env("DFSSSP_RS_MCAST_LANE", if mcast_lane { "1" } else { "0" });
+    let sm = sim.start_opensm(&osm);
     assert!(
         sm.log()
             .contains("dfsssp-rs tables configured on all switches"),
@@ -342,9 +357,16 @@ fn multicast(name: &str, spec: &str, groups: usize, seed: u64, mcast_loop_free: 
         ROUTED,
     );
     let t_wait = t_wait.elapsed();
+    // The engine builds the trees (mcast_build_stree), not OpenSM's default.
     assert!(
-        sm.count("mcast_mgr_build_spanning_tree") > 0 || sm.count("Configured MLID") > 0,
-        "OpenSM logged no multicast routing"
+        sm.count("dfsssp-rs: MLID 0x") > 0,
+        "dfsssp-rs built no multicast tree:\n{}",
+        sm.log()
+    );
+    assert_eq!(
+        sm.count("Configured MLID"),
+        0,
+        "OpenSM's default tree builder ran"
     );
     let mfts = parse_mcfdbs(&text);
     assert_eq!(
@@ -387,14 +409,27 @@ fn multicast(name: &str, spec: &str, groups: usize, seed: u64, mcast_loop_free: 
             by_mlid[mlid].full.len()
         );
     }
-    // With the multicast tables in the credit-loop analysis (-M). OpenSM's default trees know
-    // nothing of the unicast layers: on a fat tree (one layer, trees up and down) they stay free
-    // of credit loops; on a torus they are only reported.
+    // With the multicast tables in the credit-loop analysis (-M): dfsssp-rs's trees (its own
+    // mcast_build_stree) are judged together with the unicast layers on their VL.
     let rep_m = ibdmchk_mcast(sim.dir(), true, true);
     assert!(
         rep_m.text.contains("MFT added"),
         "ibdmchk -M took no multicast edges:\n{}",
         rep_m.errors()
+    );
+    // ibdmchk's verdict on unicast and multicast together agrees with the engine's own joint
+    // check (ERR DF05 names a VL whose trees close a loop with unicast).
+    let engine_cyclic = sm.count("ERR DF05") > 0;
+    assert_eq!(
+        rep_m.credit_loops,
+        Some(engine_cyclic),
+        "ibdmchk -M vs the engine's joint check:\n{}\n{}",
+        rep_m.errors(),
+        sm.log()
+            .lines()
+            .filter(|l| l.contains("multicast"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     if mcast_loop_free {
         assert_eq!(rep_m.credit_loops, Some(false), "{}", rep_m.errors());
@@ -415,12 +450,21 @@ fn multicast(name: &str, spec: &str, groups: usize, seed: u64, mcast_loop_free: 
 
 #[test]
 fn multicast_groups_on_a_fat_tree() {
-    multicast("mcast-ft", "fattree2:8", 16, 13, true);
+    multicast("mcast-ft", "fattree2:8", 16, 13, true, true);
 }
 
+/// With a lane of its own (unicast layers on SL/VL 1..), multicast cannot close a loop with
+/// unicast; the trees alone are acyclic.
 #[test]
 fn multicast_groups_on_a_torus() {
-    multicast("mcast-torus", "torus:4x4,2", 16, 14, false);
+    multicast("mcast-torus", "torus:4x4,2", 16, 14, true, true);
+}
+
+/// Without the lane, the torus's trees share VL 0 with unicast layer 0: the engine's joint check
+/// and ibdmchk must agree (the engine logs ERR DF05 for a loop ibdmchk also finds).
+#[test]
+fn multicast_groups_on_a_torus_sharing_layer_0() {
+    multicast("mcast-torus-shared", "torus:4x4,2", 16, 14, false, false);
 }
 
 #[test]

@@ -288,7 +288,7 @@ fn run(cli: Cli) -> CliResult<()> {
                 )?;
             }
             if let Some(p) = path_sl_out {
-                path_sl::write_file(&p, &f, &out.graph, &out.routing)
+                path_sl::write_file(&p, &f, &out.graph, &out.routing, out.sl_offset)
                     .map_err(|e| format!("{}: {e}", p.display()))?;
             }
             if let (Some(groups), Some(mfts)) = (groups, mfts_out) {
@@ -363,6 +363,9 @@ fn reroute_from(
         full_max_load,
         max_load: full_max_load,
         summary: None,
+        // Read back from a path-SL dump, layers are SLs as they are (an SL left to multicast is
+        // an empty layer).
+        sl_offset: 0,
     };
     let rc = engine::RerouteConfig {
         incremental: true,

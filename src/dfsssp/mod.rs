@@ -81,6 +81,9 @@ pub struct DfssspOptions {
     /// Re-route switch-LID destinations among their minimal routes so they fit layer 0 with the
     /// CA routes ([`switch_dests`]); off to judge a given routing as it is.
     pub fit_switch_dests: bool,
+    /// Leave one lane of the budget free (for multicast) when cycle breaking needs fewer layers
+    /// than the budget: balancing then spreads over one layer less ([`LayerReport::spare_lane`]).
+    pub spare_lane: bool,
 }
 
 impl Default for DfssspOptions {
@@ -91,6 +94,7 @@ impl Default for DfssspOptions {
             balance: true,
             reclaim: true,
             fit_switch_dests: true,
+            spare_lane: false,
         }
     }
 }
@@ -172,6 +176,9 @@ pub struct LayerReport {
     pub seconds_breaking: f64,
     pub seconds_escape: f64,
     pub seconds_total: f64,
+    /// One lane of the budget left free ([`DfssspOptions::spare_lane`]): the layers use at most
+    /// `budget - 1`.
+    pub spare_lane: bool,
 }
 
 impl LayerReport {
@@ -217,8 +224,16 @@ impl LayerReport {
             ));
         }
         v.push(format!(
-            "layers used: {} of {} ({} before balancing); routes per layer: {:?}",
-            self.layers_used, self.budget, self.layers_before_balancing, self.routes_per_layer
+            "layers used: {} of {} ({} before balancing){}; routes per layer: {:?}",
+            self.layers_used,
+            self.budget,
+            self.layers_before_balancing,
+            if self.spare_lane {
+                "; one lane left free for multicast"
+            } else {
+                ""
+            },
+            self.routes_per_layer
         ));
         v.push(format!(
             "routes: {} (switch, LID) paths, {} on escape routes, {:.2}% minimal",
@@ -397,8 +412,12 @@ pub fn make_deadlock_free_with(
     }
     report.seconds_escape = t2.elapsed().as_secs_f64();
 
+    // A lane left free only costs balancing room, never a layer cycle breaking needs.
+    report.spare_lane =
+        opts.spare_lane && report.escape_layer.is_none() && matches!(needed, Some(n) if n < budget);
     if opts.balance {
-        balance(g, routing, &mut layers, &weight, budget);
+        let room = budget - u8::from(report.spare_lane);
+        balance(g, routing, &mut layers, &weight, room);
     }
     let per_layer = routes_per_layer(g, routing, &layers);
     report.routes = per_layer.iter().sum();
@@ -612,6 +631,7 @@ pub fn layers_needed(g: &SwitchGraph, r: &Routing) -> Result<LayersNeeded, Strin
             balance: false,
             reclaim: false,
             fit_switch_dests: false,
+            spare_lane: false,
         };
         let mut copy = r.clone();
         make_deadlock_free_with(g, &mut copy, MAX_LAYERS, &opts, None)

@@ -685,3 +685,31 @@ fn layers_needed_by_routings_as_they_are() {
     assert_eq!(need.ca_sources, Some(1));
     assert!(need.all_sources.is_some_and(|n| n >= 1));
 }
+
+/// A lane left free for multicast: balancing spreads over one layer less when cycle breaking
+/// leaves room, and never takes a layer cycle breaking needs.
+#[test]
+fn a_spare_lane_is_left_only_when_the_layers_leave_room() {
+    let opts = DfssspOptions {
+        spare_lane: true,
+        ..DfssspOptions::default()
+    };
+    // A torus needs a few layers of 4: three for unicast, the fourth free.
+    let f = crate::topo::by_name("torus:4x4,2").unwrap();
+    let g = SwitchGraph::new(&f).unwrap();
+    let mut r = sssp::route(&g);
+    let rep = make_deadlock_free_with(&g, &mut r, 4, &opts, None).unwrap();
+    assert!(rep.dfsssp_layers_needed.is_some_and(|n| n < 4), "{rep:?}");
+    assert!(rep.spare_lane);
+    assert!(r.num_layers <= 3 && rep.layers_used == 3, "{rep:?}");
+    check_deadlock_free(&g, &r);
+    // Without the option the same routing balances over all four.
+    let mut r4 = sssp::route(&g);
+    let rep4 = make_deadlock_free_with(&g, &mut r4, 4, &DfssspOptions::default(), None).unwrap();
+    assert!(!rep4.spare_lane && rep4.layers_used == 4);
+    // Two lanes on a torus: cycle breaking needs more, the escape takes both; nothing is spared.
+    let mut r2 = sssp::route(&g);
+    let rep2 = make_deadlock_free_with(&g, &mut r2, 2, &opts, None).unwrap();
+    assert!(!rep2.spare_lane && rep2.escape_layer.is_some(), "{rep2:?}");
+    check_deadlock_free(&g, &r2);
+}

@@ -60,29 +60,31 @@ fn sources(f: &Fabric, g: &SwitchGraph) -> (Vec<(u64, u32)>, usize) {
 }
 
 /// Writes the path-SL table of routing `r` into `path`, atomically (a temporary file renamed into
-/// place, so a reader never sees half a table).
+/// place, so a reader never sees half a table). Layer `i` is SL `i + sl_offset`.
 pub fn write_file(
     path: &Path,
     f: &Fabric,
     g: &SwitchGraph,
     r: &Routing,
+    sl_offset: u8,
 ) -> io::Result<PathSlStats> {
-    write_atomically(path, |w| write(w, f, g, r))
+    write_atomically(path, |w| write(w, f, g, r, sl_offset))
 }
 
 /// The path-SL table of routing `r` as text (for tests and small fabrics).
 pub fn to_text(f: &Fabric, g: &SwitchGraph, r: &Routing) -> String {
     let mut buf = Vec::new();
-    write(&mut buf, f, g, r).expect("writing to memory does not fail");
+    write(&mut buf, f, g, r, 0).expect("writing to memory does not fail");
     String::from_utf8(buf).expect("the table is ASCII")
 }
 
-/// Writes the path-SL table of routing `r` to `w`.
+/// Writes the path-SL table of routing `r` to `w`, layer `i` as SL `i + sl_offset`.
 pub fn write(
     w: &mut impl Write,
     f: &Fabric,
     g: &SwitchGraph,
     r: &Routing,
+    sl_offset: u8,
 ) -> io::Result<PathSlStats> {
     let (srcs, split_sources) = sources(f, g);
     // " <DLID> " of every routable destination, formatted once.
@@ -109,7 +111,7 @@ pub fn write(
                     for (lid, text) in &dests {
                         buf.extend_from_slice(prefix.as_bytes());
                         buf.extend_from_slice(text);
-                        let sl = r.layer(s, *lid);
+                        let sl = r.layer(s, *lid) + sl_offset;
                         if sl >= 10 {
                             buf.push(b'1');
                         }
@@ -177,7 +179,7 @@ mod tests {
         r.num_layers = 12;
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join(PATH_SL_FILE);
-        let st = write_file(&p, &f, &g, &r).unwrap();
+        let st = write_file(&p, &f, &g, &r, 0).unwrap();
         assert_eq!(
             st,
             PathSlStats {

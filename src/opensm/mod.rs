@@ -28,11 +28,16 @@
 //! OpenSM's next engine replaces the tables, so the previous routing is dropped.
 //!
 //! A negative return makes OpenSM try its next engine, then minhop. dfsssp-rs also answers
-//! `path_sl` (the path's layer is its SL) and `update_sl2vl` (SL i -> VL i for every layer; OpenSM
-//! calls it only with QoS on). `mcast_build_stree` is left unset: OpenSM's default multicast
-//! routing builds the spanning trees from the hop matrix (`osm_switch_recommend_mcast_path`, the
-//! first port with fewest hops), not from the unicast tables. `ucast_dump_tables` is not set:
-//! OpenSM 3.3.23 never calls it.
+//! `path_sl` (the SL of the path's layer) and `update_sl2vl` (SL i -> VL i for every layer's SL;
+//! OpenSM calls it only with QoS on). With QoS on and layers that leave a lane free, dfsssp-rs
+//! leaves it to multicast: layer i travels on SL i + 1 (and VL i + 1), and SL 0 / VL 0 carry the
+//! multicast groups of SL 0 (the IPoIB broadcast group's default) with no unicast dependency
+//! (`DFSSSP_RS_MCAST_LANE=0` keeps every lane for unicast). Both engines build the multicast
+//! spanning trees themselves (`mcast_build_stree`, [`mcast`]): balanced across groups and
+//! checked deadlock-free together with the unicast layers of each group's VL (a VL where they
+//! still close a loop is logged as `ERR DF05`). OpenSM's default would build them from the hop
+//! matrix (`osm_switch_recommend_mcast_path`, the first port with fewest hops), ignoring load and
+//! layers. `ucast_dump_tables` is not set: OpenSM 3.3.23 never calls it.
 //!
 //! Threads. OpenSM calls `build_lid_matrices` and `ucast_build_fwd_tables` from its state
 //! manager inside `osm_ucast_mgr_process`, which holds the subnet lock (`p_lock`) exclusively;
@@ -55,6 +60,8 @@
 //!   incrementally).
 //! - `DFSSSP_RS_REBALANCE_PCT=N`: full re-balance when a change raised the incremental routes'
 //!   highest channel load to more than N% above a full computation's estimate (default 50).
+//! - `DFSSSP_RS_MCAST_LANE=0`: do not leave a lane to multicast (default 1: leave one when the
+//!   layers need fewer than the lanes there are).
 //! - `DFSSSP_RS_INJECT_FAILURE=panic|error|write`: **test hook**, makes `build_lid_matrices`
 //!   panic or fail, or `ucast_build_fwd_tables` fail halfway through writing (as if OpenSM ran out
 //!   of memory), to check that OpenSM falls back and no half-written table survives.
@@ -64,6 +71,7 @@
 
 mod ffi;
 mod log;
+mod mcast;
 mod raw;
 mod sl;
 mod subnet;
@@ -102,6 +110,9 @@ pub const ENV_INCREMENTAL: &str = "DFSSSP_RS_INCREMENTAL";
 /// computation's before a full re-balance.
 pub const ENV_REBALANCE_PCT: &str = "DFSSSP_RS_REBALANCE_PCT";
 pub const ENV_SEED: &str = "DFSSSP_RS_SEED";
+/// `0` keeps every lane for unicast layers even when they leave one free (default 1: leave it to
+/// multicast; see [`EngineConfig::mcast_lane`]).
+pub const ENV_MCAST_LANE: &str = "DFSSSP_RS_MCAST_LANE";
 
 #[derive(Debug, Error)]
 enum AdapterError {
@@ -121,6 +132,10 @@ enum AdapterError {
     NoApi,
     #[error("injected failure ({ENV_INJECT_FAILURE}=error, a test hook)")]
     Injected,
+    #[error("no unicast routing of this engine is in place")]
+    NoRouting,
+    #[error("multicast: {0}")]
+    Multicast(String),
 }
 
 /// The exported plug-in descriptor, laid out exactly as OpenSM's `osm_event_plugin_t`.
@@ -177,6 +192,7 @@ struct Pending {
     full_max_load: u64,
     max_load: u64,
     summary: crate::reroute::RoutingSummary,
+    sl_offset: u8,
     /// The routing the switches held before, to log what changed once the new one is up.
     previous: Option<Previous>,
 }
@@ -209,6 +225,10 @@ struct Active {
     summary: std::sync::Mutex<crate::reroute::RoutingSummary>,
     /// What the switches held before, until the change has been logged.
     previous: std::sync::Mutex<Option<Previous>>,
+    /// The multicast trees built over this routing.
+    mcast: std::sync::Mutex<mcast::McastState>,
+    /// SL of layer i: i + sl_offset ([`engine::EngineOutput::sl_offset`]).
+    sl_offset: u8,
 }
 
 impl EngineCtx {
@@ -287,6 +307,7 @@ impl EngineCtx {
                 full_max_load: a.full_max_load,
                 max_load: a.max_load,
                 summary: prior_summary.as_ref(),
+                sl_offset: a.sl_offset,
             }),
             &rc,
         )?;
@@ -314,6 +335,7 @@ impl EngineCtx {
             full_max_load: out.full_max_load,
             max_load: out.max_load,
             summary: out.summary,
+            sl_offset: out.sl_offset,
             previous: prior.map(|a| Previous {
                 graph: a.graph,
                 routing: a.routing,
@@ -355,6 +377,7 @@ impl EngineCtx {
         if let Some(n) = env_number(ENV_SEED, u64::MAX)? {
             cfg.seed = n;
         }
+        cfg.mcast_lane = env_number(ENV_MCAST_LANE, 1)?.is_none_or(|n| n == 1);
         cfg.lanes = match subnet.min_data_vls {
             Some(v) => v,
             None => {
@@ -428,6 +451,8 @@ impl EngineCtx {
             max_load: p.max_load,
             summary: std::sync::Mutex::new(p.summary),
             previous: std::sync::Mutex::new(p.previous),
+            mcast: Default::default(),
+            sl_offset: p.sl_offset,
         });
         Ok(())
     }
@@ -463,7 +488,7 @@ impl EngineCtx {
         }
         let t = Instant::now();
         let path = dir.join(PATH_SL_FILE);
-        match crate::io::path_sl::write_file(&path, &a.fabric, &a.graph, &a.routing) {
+        match crate::io::path_sl::write_file(&path, &a.fabric, &a.graph, &a.routing, a.sl_offset) {
             Ok(st) => {
                 self.log.info(&format!(
                     "{name}: wrote {} ({} sources, {} lines) in {:.3} s",
@@ -533,6 +558,65 @@ impl EngineCtx {
         }
     }
 
+    /// mcast_build_stree: the tree of one MLID (see [`mcast`]).
+    fn mcast_build_stree(&self, mbox: raw::McastBox<'_>) -> Result<(), AdapterError> {
+        let name = self.kind.name();
+        let api = ffi::api().ok_or(AdapterError::NoApi)?;
+        // SAFETY: OpenSM's multicast manager calls mcast_build_stree from
+        // osm_mcast_mgr_process, which holds the lock exclusively for the whole call; self.osm
+        // is the running OpenSM that registered this engine.
+        let osm = unsafe { LockedSubnet::new(self.osm) };
+        let st = self.read();
+        let a = st.active.as_ref().ok_or(AdapterError::NoRouting)?;
+        let summary = a.summary.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = a.mcast.lock().unwrap_or_else(|e| e.into_inner());
+        let uc = mcast::Unicast {
+            graph: &a.graph,
+            summary: &summary,
+            num_layers: a.routing.num_layers,
+            sl_offset: a.sl_offset,
+            qos: a.cfg.qos,
+            lanes: a.cfg.lanes,
+        };
+        let out = mcast::build_stree(api, &osm, mbox, &uc, &mut state)
+            .map_err(AdapterError::Multicast)?;
+        if let Some(lines) = &out.computed {
+            for l in lines {
+                self.log.verbose(&format!("{name}: {l}"));
+            }
+        }
+        for c in &out.cyclic {
+            let line = format!("{name}: multicast: {c}");
+            if self.kind == EngineKind::Dfsssp {
+                self.log.error(&format!("ERR DF05: {line}"));
+            } else {
+                // sssp-rs routes are not deadlock-free by design.
+                self.log.verbose(&line);
+            }
+        }
+        if out.unknown_ports > 0 {
+            self.log.verbose(&format!(
+                "{name}: multicast: {} member port(s) not in the unicast routing yet (new since \
+                 the last sweep): left out until the next one",
+                out.unknown_ports
+            ));
+        }
+        self.log.verbose(&format!(
+            "{name}: MLID 0x{:04X}: tree over {} switch(es){}",
+            mbox.mlid(),
+            out.switches,
+            if out.rewritten > 0 {
+                format!(
+                    "; {} other group(s) moved and were rewritten",
+                    out.rewritten
+                )
+            } else {
+                String::new()
+            }
+        ));
+        Ok(())
+    }
+
     /// path_sl: the layer of the path from the switch where SLID's traffic enters to DLID.
     fn path_sl(&self, hint: u8, slid: u16, dlid: u16) -> u8 {
         let st = self.read();
@@ -546,7 +630,7 @@ impl EngineCtx {
         if src.switch == NO_SWITCH || dst.switch == NO_SWITCH {
             return hint;
         }
-        a.routing.layer(src.switch, dlid)
+        a.routing.layer(src.switch, dlid) + a.sl_offset
     }
 
     /// update_sl2vl: SL i -> VL i for every layer i, in the table OpenSM is about to program on
@@ -554,7 +638,9 @@ impl EngineCtx {
     fn update_sl2vl(&self, port: Option<Physp<'_>>, table: Option<&mut ffi::ib_slvl_table_t>) {
         let st = self.read();
         let Some(a) = &st.active else { return };
-        let layers = a.routing.num_layers;
+        // SLs 0..layers + offset go to the VL of the same number (SL 0 alone on VL 0 when a lane
+        // was left to multicast).
+        let layers = a.routing.num_layers + a.sl_offset;
         let Some(table) = table else { return };
         if layers <= 1 {
             return;
@@ -820,8 +906,8 @@ unsafe extern "C" fn engine_setup(
         re.build_lid_matrices = Some(cb_build_lid_matrices);
         re.ucast_build_fwd_tables = Some(cb_ucast_build_fwd_tables);
         re.destroy = Some(cb_destroy);
-        // Left to OpenSM: mcast_build_stree (its default builds multicast trees over our unicast
-        // tables), update_vlarb, ucast_dump_tables (never called by 3.3.23).
+        re.mcast_build_stree = Some(cb_mcast_build_stree);
+        // Left to OpenSM: update_vlarb, ucast_dump_tables (never called by 3.3.23).
         if c.kind == EngineKind::Dfsssp {
             // sssp-rs has a single layer: like stock sssp it leaves SLs and SL-to-VL tables alone.
             re.path_sl = Some(cb_path_sl);
@@ -856,6 +942,29 @@ unsafe extern "C" fn cb_ucast_build_fwd_tables(context: *mut c_void) -> c_int {
         &format!("{}: writing the forwarding tables", c.kind.name()),
         -1,
         || c.write_tables().map(|()| 0),
+    )
+}
+
+unsafe extern "C" fn cb_mcast_build_stree(
+    context: *mut c_void,
+    mbox: *mut ffi::osm_mgrp_box_t,
+) -> ffi::ib_api_status_t {
+    // SAFETY: context is the EngineCtx plugin_create registered with this engine.
+    let Some(c) = (unsafe { ctx(context) }) else {
+        return ffi::_ib_api_status_t_IB_ERROR;
+    };
+    // SAFETY: OpenSM passes the live box of the MLID it processes, under its lock.
+    let Some(mbox) = (unsafe { raw::McastBox::from_callback(mbox) }) else {
+        return ffi::_ib_api_status_t_IB_ERROR;
+    };
+    guarded(
+        c.log,
+        &format!("{}: multicast tree", c.kind.name()),
+        ffi::_ib_api_status_t_IB_ERROR,
+        || {
+            c.mcast_build_stree(mbox)
+                .map(|()| ffi::_ib_api_status_t_IB_SUCCESS)
+        },
     )
 }
 
@@ -951,6 +1060,8 @@ mod tests {
                 max_load: 0,
                 summary: Default::default(),
                 previous: std::sync::Mutex::new(None),
+                mcast: Default::default(),
+                sl_offset: 0,
             }),
         };
         EngineCtx {

@@ -366,3 +366,152 @@ impl SwitchTables<'_> {
         unsafe { (api.switch_clear_hops)(self.sw) };
     }
 }
+
+/// A multicast group box (`osm_mgrp_box_t`) OpenSM hands to `mcast_build_stree`: one MLID and the
+/// groups (MGIDs) that share it, with their member ports.
+#[derive(Clone, Copy)]
+pub(crate) struct McastBox<'a>(&'a ffi::osm_mgrp_box_t);
+
+/// One multicast group (`osm_mgrp_t`) of a box.
+#[derive(Clone, Copy)]
+pub(crate) struct McastGroup<'a>(&'a ffi::osm_mgrp_t);
+
+impl<'a> McastBox<'a> {
+    /// Wraps the box OpenSM hands to `mcast_build_stree`.
+    ///
+    /// # Safety
+    /// `p` must be null or a live box, and OpenSM's lock must be held for all of `'a` (the
+    /// multicast manager holds it exclusively while it builds trees).
+    pub(crate) unsafe fn from_callback(p: *const ffi::osm_mgrp_box_t) -> Option<Self> {
+        // SAFETY: as the caller vouches.
+        unsafe { p.as_ref() }.map(McastBox)
+    }
+
+    /// The MLID, host order (the box keeps it so).
+    pub(crate) fn mlid(&self) -> u16 {
+        self.0.mlid
+    }
+
+    /// The groups sharing the MLID.
+    pub(crate) fn groups(&self) -> impl Iterator<Item = McastGroup<'a>> + 'a {
+        let list = &self.0.mgrp_list;
+        let offset = std::mem::offset_of!(ffi::osm_mgrp_t, list_item);
+        // SAFETY: a live, initialised list (lock held); its items are the `list_item` fields of
+        // live groups, so stepping back by the field's offset gives the group.
+        let (mut cur, end) = unsafe { (ffi::cl_qlist_head(list), ffi::cl_qlist_end(list)) };
+        std::iter::from_fn(move || {
+            if cur.is_null() || std::ptr::eq(cur, end) {
+                return None;
+            }
+            let item = cur;
+            // SAFETY: `item` is a live item of the list.
+            cur = unsafe { ffi::cl_qlist_next(item) };
+            // SAFETY: see above: `item` sits `offset` bytes into a live osm_mgrp_t.
+            Some(McastGroup(unsafe {
+                &*item.cast::<u8>().sub(offset).cast::<ffi::osm_mgrp_t>()
+            }))
+        })
+    }
+}
+
+impl<'a> McastGroup<'a> {
+    /// The group's SL (its MCMemberRecord's SL_FlowLabel_HopLimit, top four bits).
+    pub(crate) fn sl(&self) -> u8 {
+        (u32::from_be(self.0.mcmember_rec.sl_flow_hop) >> 28) as u8
+    }
+
+    /// The member ports (full and send-only alike: OpenSM's trees hold them all).
+    pub(crate) fn ports(&self) -> impl Iterator<Item = Port<'a>> + 'a {
+        // SAFETY: the member table's items are the first field of live `osm_mcm_port_t`s, each
+        // pointing at a live port (lock held).
+        qmap(&self.0.mcm_port_tbl).filter_map(|item| unsafe {
+            let mcm = &*item.cast::<ffi::osm_mcm_port_t>();
+            mcm.port.as_ref().map(Port)
+        })
+    }
+}
+
+impl<'a> LockedSubnet<'a> {
+    /// The multicast forwarding table of the switch with node GUID `guid`.
+    pub(crate) fn mcast_table(&self, api: &ffi::Api, guid: u64) -> Option<McastTable<'a>> {
+        // SAFETY: OpenSM's lookup over its own switch table; the subnet is live (lock held).
+        let sw = unsafe { (api.get_switch_by_guid)(self.subn, guid.to_be()) };
+        // SAFETY: a non-null result is a live switch whose table only the multicast manager
+        // (which is calling us, lock held) touches meanwhile.
+        unsafe { sw.as_mut() }.map(|sw| McastTable {
+            tbl: &mut sw.mcast_tbl,
+            num_ports: sw.num_ports,
+        })
+    }
+}
+
+/// One switch's multicast forwarding table (`osm_mcast_tbl_t`).
+pub(crate) struct McastTable<'a> {
+    tbl: &'a mut ffi::osm_mcast_tbl_t,
+    num_ports: u8,
+}
+
+/// Why an MFT entry cannot be set.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum McastTableError {
+    /// OpenSM allocated no room for this MLID (`max_mlid_ho`, `mft_depth`).
+    NoRoom { mlid: u16, max_mlid: u16 },
+    /// The port is not one of the switch's.
+    NoPort { port: u8, num_ports: u8 },
+}
+
+impl McastTable<'_> {
+    /// Adds `port` to the MLID's port mask, as OpenSM's own tree builders do.
+    pub(crate) fn set(
+        &mut self,
+        api: &ffi::Api,
+        mlid: u16,
+        port: u8,
+    ) -> Result<(), McastTableError> {
+        const MCAST_START: u16 = 0xC000;
+        let t = &*self.tbl;
+        let room = !t.p_mask_tbl.is_null()
+            && mlid >= MCAST_START
+            && mlid <= t.max_mlid_ho
+            && mlid - MCAST_START < t.mft_depth;
+        if !room {
+            return Err(McastTableError::NoRoom {
+                mlid,
+                max_mlid: t.max_mlid_ho,
+            });
+        }
+        if port >= self.num_ports {
+            return Err(McastTableError::NoPort {
+                port,
+                num_ports: self.num_ports,
+            });
+        }
+        // SAFETY: OpenSM's function over the live table; the MLID is within the rows OpenSM
+        // allocated (checked above) and the port within the switch's (a mask row holds all
+        // positions of IB_MCAST_POSITION_MAX, 16 ports each, up to port 255).
+        unsafe { (api.mcast_tbl_set)(self.tbl, mlid, port) };
+        Ok(())
+    }
+
+    /// Clears the MLID's port mask (nothing set for it on this switch).
+    pub(crate) fn clear(&mut self, api: &ffi::Api, mlid: u16) {
+        let t = &*self.tbl;
+        if t.p_mask_tbl.is_null() || mlid < 0xC000 || mlid - 0xC000 >= t.mft_depth {
+            return;
+        }
+        // SAFETY: OpenSM's function over the live table, an MLID within its allocated rows.
+        unsafe { (api.mcast_tbl_clear_mlid)(self.tbl, mlid) };
+    }
+}
+
+impl<'a> LockedSubnet<'a> {
+    /// Every multicast group box OpenSM has (one per MLID in use), by MLID.
+    pub(crate) fn mcast_boxes(&self) -> impl Iterator<Item = McastBox<'a>> + 'a {
+        // SAFETY: `mboxes` holds null or live boxes (lock held), indexed by MLID - 0xC000.
+        self.subn
+            .mboxes
+            .iter()
+            .filter_map(|&p| unsafe { p.cast::<ffi::osm_mgrp_box_t>().as_ref() })
+            .map(McastBox)
+    }
+}
