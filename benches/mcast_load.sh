@@ -3,7 +3,8 @@
 # NGROUPS random groups (each with 2..MAX_FULL full members and 0-2 send-only members, plus the
 # IPoIB broadcast group joined by every CA) are created and joined through the SA of a running
 # `opensm -Q` with our client tests/tools/mcjoin.c, once per engine:
-#   dfsssp-rs  our unicast, OpenSM's default multicast trees
+#   dfsssp-rs  our unicast and our trees (mcast_build_stree: balanced across groups, on a lane of
+#              their own where the layers leave one)
 #   minhop     OpenSM's default unicast and trees
 #   dfsssp     stock dfsssp, which builds its own trees (mcast_build_stree)
 # From opensm.mcfdbs once it settles: per switch-to-switch channel (switch, out port) the number of

@@ -335,7 +335,7 @@ fn incremental(
             format!("{}: verified every LID: {why}", cfg.kind),
         ));
     }
-    let metrics = metrics_logged(fabric, &graph, &routing, cfg, &mut log);
+    let metrics = metrics_logged(fabric, &graph, &routing, cfg, p.sl_offset, &mut log);
     let mut verified = verified;
     let summary = summary_of(loads, verified.as_mut());
     Ok(EngineOutput {
@@ -458,12 +458,12 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     }
     log_verified(cfg, verified.as_ref(), &stats, "routed", &mut log);
 
-    let metrics = metrics_logged(fabric, &graph, &routing, cfg, &mut log);
+    let sl_offset = u8::from(layer_report.as_ref().is_some_and(|r| r.spare_lane));
+    let metrics = metrics_logged(fabric, &graph, &routing, cfg, sl_offset, &mut log);
     let loads = crate::balance::channel_loads(&graph, &routing.lft);
     let full_max_load = loads.iter().copied().max().unwrap_or(0);
     let mut verified = verified;
     let summary = summary_of(loads, verified.as_mut());
-    let sl_offset = u8::from(layer_report.as_ref().is_some_and(|r| r.spare_lane));
     Ok(EngineOutput {
         graph,
         routing,
@@ -486,6 +486,7 @@ fn metrics_logged(
     graph: &SwitchGraph,
     routing: &Routing,
     cfg: &EngineConfig,
+    sl_offset: u8,
     log: &mut Vec<(LogLevel, String)>,
 ) -> Option<Metrics> {
     if cfg.bisection_patterns > 0 {
@@ -496,7 +497,10 @@ fn metrics_logged(
         };
         // Diagnostics: a routing that verified is not refused because they could not be taken.
         match metrics::compute_named(fabric, graph, routing, &opts) {
-            Ok(m) => {
+            Ok(mut m) => {
+                // The lanes the routing spans, as its dumps show them: a lane left to multicast
+                // (SL 0) counts.
+                m.layers += sl_offset;
                 log.push((
                     LogLevel::Info,
                     format!("{}: metrics: {}", cfg.kind, m.summary()),

@@ -170,7 +170,12 @@ fn dumps_of_stock_and_plugin_runs_beside_our_engines() {
     let svg = d.path().join("cmp.svg");
     let mh = format!("minhop={}", p(&minhop.dir));
     let pl = format!("plugin={}", p(&plugin.dir));
-    let engine = format!("dfsssp-rs@{}", rec.lanes);
+    // The plug-in's own configuration, its lane left to multicast included.
+    let engine = format!(
+        "dfsssp-rs@{}{}",
+        rec.lanes,
+        if rec.mcast_lane { "+mcast" } else { "" }
+    );
     let v = json(&[
         "compare",
         "--dumps",

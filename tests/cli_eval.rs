@@ -96,7 +96,7 @@ fn eval_agrees_with_in_engine_metrics(name: &str, spec: &str, lmc: u8) {
     let rec: RunRecord = serde_json::from_str(&run.read(RUN_FILE)).expect(RUN_FILE);
     let lanes = rec.lanes.to_string();
     let record = run.dir.join(RUN_FILE);
-    let offline = eval_json(&[
+    let mut args = vec![
         "--fabric",
         path(&record),
         "--engine",
@@ -107,7 +107,11 @@ fn eval_agrees_with_in_engine_metrics(name: &str, spec: &str, lmc: u8) {
         patterns,
         "--seed",
         seed,
-    ]);
+    ];
+    if rec.mcast_lane {
+        args.push("--mcast-lane");
+    }
+    let offline = eval_json(&args);
     for ptr in [
         "/metrics/bisection/lambda",
         "/metrics/bisection/min",

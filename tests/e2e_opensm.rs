@@ -307,7 +307,8 @@ fn dfsssp_rs_end_to_end(name: &str, spec: &str, qos: bool, sa: bool) {
             "{layers} layers, {} lanes",
             rec.lanes
         );
-        // The path-SL dump: one line per source CA and destination LID, SL = the engine's layer.
+        // The path-SL dump: one line per source CA and destination LID, SL = the engine's layer
+        // (+ 1 when a lane is left to multicast: SL 0 is then multicast's).
         let g = &out.graph;
         let first_switch: BTreeMap<u64, u32> = {
             let mut m: BTreeMap<u64, (u8, u32)> = BTreeMap::new();
@@ -330,7 +331,7 @@ fn dfsssp_rs_end_to_end(name: &str, spec: &str, qos: bool, sa: bool) {
             let (dlid, sl): (u16, u8) = (w[1].parse().unwrap(), w[2].parse().unwrap());
             assert_eq!(
                 sl,
-                out.routing.layer(first_switch[&guid], dlid),
+                out.routing.layer(first_switch[&guid], dlid) + out.sl_offset,
                 "SL of {l:?}"
             );
             lines += 1;
@@ -353,7 +354,7 @@ fn dfsssp_rs_end_to_end(name: &str, spec: &str, qos: bool, sa: bool) {
                     let sl = sim.path_record_sl(slid, dlid);
                     assert_eq!(
                         sl,
-                        out.routing.layer(first_switch[&guid], dlid),
+                        out.routing.layer(first_switch[&guid], dlid) + out.sl_offset,
                         "SA path record {slid} -> {dlid}"
                     );
                     seen.insert(sl);

@@ -19,7 +19,8 @@ pub const AFTER_HELP: &str = "\
 Routings (any mix, at least one):
   --engines E[,E..]   our engines routed in-process on --fabric/--topo (default sssp-rs,dfsssp-rs
                       when a fabric is given; without one, on the fabric of the first --dumps).
-                      E is sssp-rs, dfsssp-rs, or dfsssp-rs@N for a budget of N lanes.
+                      E is sssp-rs, dfsssp-rs, or dfsssp-rs@N for a budget of N lanes; a
+                      +mcast suffix leaves a lane to multicast as the plug-in does.
   --dumps LABEL=DIR   OpenSM dump directory of another engine's run on the same fabric
                       (repeatable), e.g. --dumps minhop=run1 --dumps dfsssp=run2
 Examples:
@@ -68,10 +69,17 @@ struct EngineChoice {
     label: String,
     kind: EngineKind,
     lanes: u8,
+    /// `+mcast`: leave a lane to multicast, as the plug-in does (`EngineConfig::mcast_lane`).
+    mcast_lane: bool,
 }
 
-fn parse_engine(s: &str, default_lanes: u8) -> CliResult<EngineChoice> {
-    let s = s.trim();
+/// `ENGINE[@LANES][+mcast]`.
+fn parse_engine(label: &str, default_lanes: u8) -> CliResult<EngineChoice> {
+    let label = label.trim();
+    let (s, mcast_lane) = match label.strip_suffix("+mcast") {
+        Some(rest) => (rest, true),
+        None => (label, false),
+    };
     let (name, lanes) = match s.split_once('@') {
         Some((n, l)) => {
             let lanes: u8 = l
@@ -85,9 +93,10 @@ fn parse_engine(s: &str, default_lanes: u8) -> CliResult<EngineChoice> {
     };
     let kind: EngineKind = name.parse().map_err(|e| format!("--engines: {e}"))?;
     Ok(EngineChoice {
-        label: s.to_string(),
+        label: label.to_string(),
         kind,
         lanes,
+        mcast_lane,
     })
 }
 
@@ -167,6 +176,7 @@ pub fn run(a: &CompareArgs) -> CliResult<()> {
         let mut cfg = EngineConfig::new(e.kind);
         cfg.lanes = e.lanes;
         cfg.qos = !a.no_qos;
+        cfg.mcast_lane = e.mcast_lane;
         let f = fabric.clone().expect("a fabric when engines are given");
         let s = judge::route(&e.label, f, &fabric_name, &cfg, &p)?;
         if a.measure.verbose {
@@ -323,8 +333,14 @@ mod tests {
             (e.kind, e.lanes, e.label.as_str()),
             (EngineKind::Dfsssp, 2, "dfsssp-rs@2")
         );
+        assert!(!e.mcast_lane);
         let e = parse_engine("sssp-rs", 8).unwrap();
         assert_eq!((e.kind, e.lanes), (EngineKind::Sssp, 8));
+        let e = parse_engine("dfsssp-rs@8+mcast", 4).unwrap();
+        assert_eq!(
+            (e.kind, e.lanes, e.mcast_lane, e.label.as_str()),
+            (EngineKind::Dfsssp, 8, true, "dfsssp-rs@8+mcast")
+        );
         assert!(parse_engine("dfsssp-rs@0", 8).is_err());
         assert!(parse_engine("minhop", 8).unwrap_err().contains("minhop"));
         assert_eq!(

@@ -52,6 +52,10 @@ pub struct EvalArgs {
     /// Route as OpenSM does with QoS off: a single lane
     #[arg(long, conflicts_with = "dumps")]
     no_qos: bool,
+    /// Leave a lane to multicast where the layers leave one, as the plug-in does (layer i on
+    /// SL i + 1)
+    #[arg(long, conflicts_with = "dumps")]
+    mcast_lane: bool,
     /// JSON on standard output instead of the table
     #[arg(long)]
     json: bool,
@@ -77,6 +81,7 @@ pub fn run(a: &EvalArgs) -> CliResult<()> {
         let mut cfg = EngineConfig::new(a.engine);
         cfg.lanes = a.lanes;
         cfg.qos = !a.no_qos;
+        cfg.mcast_lane = a.mcast_lane;
         judge::route(a.engine.name(), fabric, &name, &cfg, &p)?
     };
     if a.measure.verbose {

@@ -147,7 +147,8 @@ pub fn route(
         },
         fabric,
         graph: out.graph,
-        routing: out.routing,
+        // Judged by SL, as the plug-in's dumps are (a lane left to multicast shifts the layers).
+        routing: out.routing.shifted_layers(out.sl_offset),
         lmc,
         engine: Some(EngineInfo {
             stats: out.stats,

@@ -137,6 +137,10 @@ struct EngineArgs {
     /// Route as OpenSM does with QoS off: a single lane
     #[arg(long)]
     no_qos: bool,
+    /// Leave a lane to multicast where the layers leave one, as the plug-in does: layer i is
+    /// then SL i + 1 in the path-SL output
+    #[arg(long)]
+    mcast_lane: bool,
 }
 
 /// A previous routing to re-route from (`route`): the fabric it was computed for, its LFTs and
@@ -167,6 +171,7 @@ impl EngineArgs {
         let mut c = EngineConfig::new(self.engine);
         c.lanes = self.lanes;
         c.qos = !self.no_qos;
+        c.mcast_lane = self.mcast_lane;
         c
     }
 }

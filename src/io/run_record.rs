@@ -24,6 +24,10 @@ pub struct RunRecord {
     pub qos: bool,
     pub bisection_patterns: u32,
     pub seed: u64,
+    /// A lane left to multicast where the layers allow ([`EngineConfig::mcast_lane`]); absent in
+    /// records of earlier versions.
+    #[serde(default)]
+    pub mcast_lane: bool,
     pub fabric: Fabric,
 }
 
@@ -35,6 +39,7 @@ impl RunRecord {
             qos: cfg.qos,
             bisection_patterns: cfg.bisection_patterns,
             seed: cfg.seed,
+            mcast_lane: cfg.mcast_lane,
             fabric: fabric.clone(),
         }
     }
@@ -46,6 +51,7 @@ impl RunRecord {
         cfg.qos = self.qos;
         cfg.bisection_patterns = self.bisection_patterns;
         cfg.seed = self.seed;
+        cfg.mcast_lane = self.mcast_lane;
         Ok(cfg)
     }
 }

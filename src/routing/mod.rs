@@ -137,6 +137,25 @@ impl Routing {
     pub fn layer(&self, s: u32, lid: u16) -> u8 {
         self.layers.as_ref().map_or(0, |l| l.get(s, lid))
     }
+
+    /// The routing as its SLs number its layers, when layer `i` travels on SL `i + by` (a lane
+    /// left to multicast): what OpenSM's dumps of it show. Layers `0..by` hold no path.
+    pub fn shifted_layers(mut self, by: u8) -> Routing {
+        if by == 0 {
+            return self;
+        }
+        let ns = self.lft.num_switches();
+        let mut layers = self
+            .layers
+            .take()
+            .unwrap_or_else(|| SwitchLidTable::new(ns, self.lft.max_lid, 0));
+        for s in 0..ns as u32 {
+            layers.row_mut(s).iter_mut().for_each(|l| *l += by);
+        }
+        self.layers = Some(layers);
+        self.num_layers += by;
+        self
+    }
 }
 
 /// Why a path (source switch, LID) does not deliver: the one fault type of walks, destination
