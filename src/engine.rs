@@ -74,10 +74,49 @@ pub struct EngineConfig {
     /// With LMC > 0 on some port: choose alternative paths per source and realise them on the
     /// port's LIDs with color/L ([`crate::lid::multipath`]) instead of one SSSP tree per LID.
     pub multipath: bool,
-    /// dfsssp-rs with QoS: when the layers need fewer lanes than there are, leave one free for
-    /// multicast: unicast layer `i` then travels on SL `i + 1` (and VL `i + 1`), and SL 0 / VL 0
-    /// carry multicast without any unicast dependency ([`EngineOutput::sl_offset`]).
-    pub mcast_lane: bool,
+    /// dfsssp-rs with QoS: whether to leave a lane to multicast. Unicast layer `i` then travels
+    /// on SL `i + 1` (and VL `i + 1`), and SL 0 / VL 0 carry multicast without any unicast
+    /// dependency ([`EngineOutput::sl_offset`]).
+    pub mcast_lane: McastLane,
+}
+
+/// When dfsssp-rs leaves a lane (SL 0 / VL 0) to multicast ([`EngineConfig::mcast_lane`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum McastLane {
+    /// Every lane for unicast layers.
+    #[default]
+    Off,
+    /// When DFSSSP's layers need fewer lanes than there are: costs balancing room only.
+    WhenFree,
+    /// Always (with at least two lanes): unicast gets one lane less, and may need the Up*/Down*
+    /// escape where it would have fitted all lanes.
+    Always,
+}
+
+impl FromStr for McastLane {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "off" | "0" => Ok(McastLane::Off),
+            "when-free" | "1" => Ok(McastLane::WhenFree),
+            "always" | "2" => Ok(McastLane::Always),
+            other => Err(format!(
+                "multicast lane {other:?}: expected off (0), when-free (1) or always (2)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for McastLane {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            McastLane::Off => "off",
+            McastLane::WhenFree => "when-free",
+            McastLane::Always => "always",
+        })
+    }
 }
 
 impl EngineConfig {
@@ -89,7 +128,7 @@ impl EngineConfig {
             bisection_patterns: 0,
             seed: 1,
             multipath: true,
-            mcast_lane: false,
+            mcast_lane: McastLane::Off,
         }
     }
 
@@ -404,8 +443,11 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         sssp::route_with_distances(&graph, &dist)
     };
     let mut layer_report = None;
+    let mut sl_offset = 0;
     if cfg.kind == EngineKind::Dfsssp {
-        let budget = cfg.layer_budget().min(dfsssp::MAX_LAYERS);
+        // A lane kept for multicast whatever the layers need.
+        let always = cfg.mcast_lane == McastLane::Always && cfg.qos && cfg.layer_budget() >= 2;
+        let budget = cfg.layer_budget().min(dfsssp::MAX_LAYERS) - u8::from(always);
         if !cfg.qos {
             log.push((
                 LogLevel::Info,
@@ -421,7 +463,7 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
             &mut routing,
             budget,
             &DfssspOptions {
-                spare_lane: cfg.mcast_lane && cfg.qos,
+                spare_lane: cfg.mcast_lane == McastLane::WhenFree && cfg.qos,
                 ..DfssspOptions::default()
             },
             Some(&dist),
@@ -429,6 +471,19 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         for line in report.log_lines() {
             log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
         }
+        if always {
+            log.push((
+                LogLevel::Info,
+                format!(
+                    "{}: lane {} of {} left to multicast (layers on SL/VL 1..{})",
+                    cfg.kind,
+                    0,
+                    cfg.layer_budget(),
+                    cfg.layer_budget() - 1
+                ),
+            ));
+        }
+        sl_offset = u8::from(always || report.spare_lane);
         layer_report = Some(report);
     }
     stats.route_time = start.elapsed();
@@ -458,7 +513,6 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     }
     log_verified(cfg, verified.as_ref(), &stats, "routed", &mut log);
 
-    let sl_offset = u8::from(layer_report.as_ref().is_some_and(|r| r.spare_lane));
     let metrics = metrics_logged(fabric, &graph, &routing, cfg, sl_offset, &mut log);
     let loads = crate::balance::channel_loads(&graph, &routing.lft);
     let full_max_load = loads.iter().copied().max().unwrap_or(0);
@@ -669,7 +723,7 @@ mod tests {
     fn a_lane_left_to_multicast_stays_free_across_re_routes() {
         let f = crate::topo::by_name("torus:4x4,2").unwrap();
         let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
-        cfg.mcast_lane = true;
+        cfg.mcast_lane = McastLane::WhenFree;
         let first = run(&f, &cfg).unwrap();
         assert_eq!(first.sl_offset, 1);
         assert!(
@@ -700,10 +754,30 @@ mod tests {
         assert!(out.routing.num_layers < cfg.lanes);
         // The setting changed: a full computation, without the offset.
         let mut off = cfg.clone();
-        off.mcast_lane = false;
+        off.mcast_lane = McastLane::Off;
         let prior = Prior { cfg: &cfg, ..prior };
         let out = run_from(&after, &off, Some(prior), &RerouteConfig::default()).unwrap();
         assert!(matches!(out.mode, RouteMode::Full(_)));
         assert_eq!(out.sl_offset, 0);
+    }
+
+    /// A torus whose layers need every lane: `WhenFree` leaves none, `Always` leaves one anyway
+    /// (unicast within the rest, the Up*/Down* escape where needed), both deadlock-free.
+    #[test]
+    fn always_leaves_a_lane_even_when_the_layers_need_every_one() {
+        let f = crate::topo::by_name("torus:4x4x4,2").unwrap();
+        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.mcast_lane = McastLane::WhenFree;
+        let when_free = run(&f, &cfg).unwrap();
+        assert_eq!(when_free.sl_offset, 0);
+        assert_eq!(when_free.routing.num_layers, cfg.lanes);
+        cfg.mcast_lane = McastLane::Always;
+        let always = run(&f, &cfg).unwrap();
+        assert_eq!(always.sl_offset, 1);
+        assert!(always.routing.num_layers < cfg.lanes);
+        verify::verify(&always.graph, &always.routing).unwrap();
+        assert_eq!("2".parse::<McastLane>(), Ok(McastLane::Always));
+        assert_eq!("when-free".parse::<McastLane>(), Ok(McastLane::WhenFree));
+        assert!("3".parse::<McastLane>().is_err());
     }
 }

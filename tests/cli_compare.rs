@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{OpenSm, Sim};
+use dfsssp_rs::engine::McastLane;
 use dfsssp_rs::topo::by_name;
 use serde_json::Value;
 
@@ -174,7 +175,11 @@ fn dumps_of_stock_and_plugin_runs_beside_our_engines() {
     let engine = format!(
         "dfsssp-rs@{}{}",
         rec.lanes,
-        if rec.mcast_lane { "+mcast" } else { "" }
+        match rec.mcast_lane {
+            McastLane::Off => "",
+            McastLane::WhenFree => "+mcast",
+            McastLane::Always => "+mcast-always",
+        }
     );
     let v = json(&[
         "compare",

@@ -108,9 +108,8 @@ fn eval_agrees_with_in_engine_metrics(name: &str, spec: &str, lmc: u8) {
         "--seed",
         seed,
     ];
-    if rec.mcast_lane {
-        args.push("--mcast-lane");
-    }
+    let mcast = format!("--mcast-lane={}", rec.mcast_lane);
+    args.push(&mcast);
     let offline = eval_json(&args);
     for ptr in [
         "/metrics/bisection/lambda",

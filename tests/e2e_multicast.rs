@@ -194,14 +194,15 @@ fn random_groups(cas: &[u32], n: usize, seed: u64) -> Vec<(Mgid, Vec<u32>, Vec<u
         .collect()
 }
 
-/// `mcast_lane`: dfsssp-rs leaves a lane to multicast where the layers allow (its default);
-/// `mcast_loop_free`: ibdmchk must find no credit loop with the MFTs.
+/// `mcast_lane`: DFSSSP_RS_MCAST_LANE (0: no lane left to multicast; 1, the default: where the
+/// layers leave one; 2: always); `mcast_loop_free`: ibdmchk must find no credit loop with the
+/// MFTs.
 fn multicast(
     name: &str,
     spec: &str,
     groups: usize,
     seed: u64,
-    mcast_lane: bool,
+    mcast_lane: &str,
     mcast_loop_free: bool,
 ) {
     let t0 = Instant::now();
@@ -221,7 +222,7 @@ fn multicast(
     let sim = Sim::start(name, &f);
     let osm = OpenSm::new("dfsssp-rs")
         .qos(true)
-        .env("DFSSSP_RS_MCAST_LANE", if mcast_lane { "1" } else { "0" });
+        .env("DFSSSP_RS_MCAST_LANE", mcast_lane);
     let sm = sim.start_opensm(&osm);
     assert!(
         sm.log()
@@ -450,21 +451,28 @@ fn multicast(
 
 #[test]
 fn multicast_groups_on_a_fat_tree() {
-    multicast("mcast-ft", "fattree2:8", 16, 13, true, true);
+    multicast("mcast-ft", "fattree2:8", 16, 13, "1", true);
 }
 
 /// With a lane of its own (unicast layers on SL/VL 1..), multicast cannot close a loop with
 /// unicast; the trees alone are acyclic.
 #[test]
 fn multicast_groups_on_a_torus() {
-    multicast("mcast-torus", "torus:4x4,2", 16, 14, true, true);
+    multicast("mcast-torus", "torus:4x4,2", 16, 14, "1", true);
 }
 
 /// Without the lane, the torus's trees share VL 0 with unicast layer 0: the engine's joint check
 /// and ibdmchk must agree (the engine logs ERR DF05 for a loop ibdmchk also finds).
 #[test]
 fn multicast_groups_on_a_torus_sharing_layer_0() {
-    multicast("mcast-torus-shared", "torus:4x4,2", 16, 14, false, false);
+    multicast("mcast-torus-shared", "torus:4x4,2", 16, 14, "0", false);
+}
+
+/// A torus whose layers need all 8 lanes: only DFSSSP_RS_MCAST_LANE=2 keeps a lane for multicast
+/// (unicast in the other 7); then no credit loop.
+#[test]
+fn multicast_groups_on_a_full_torus_with_a_lane_kept() {
+    multicast("mcast-torus-full", "torus:4x4x4,1", 16, 15, "2", true);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
-use dfsssp_rs::engine::{EngineConfig, EngineKind};
+use dfsssp_rs::engine::{EngineConfig, EngineKind, McastLane};
 use dfsssp_rs::fabric::{CanonicalFabric, Fabric};
 
 use super::chart::{self, Bar};
@@ -20,7 +20,8 @@ Routings (any mix, at least one):
   --engines E[,E..]   our engines routed in-process on --fabric/--topo (default sssp-rs,dfsssp-rs
                       when a fabric is given; without one, on the fabric of the first --dumps).
                       E is sssp-rs, dfsssp-rs, or dfsssp-rs@N for a budget of N lanes; a
-                      +mcast suffix leaves a lane to multicast as the plug-in does.
+                      +mcast suffix leaves a lane to multicast as the plug-in does
+                      (+mcast-always: even where the layers need every lane).
   --dumps LABEL=DIR   OpenSM dump directory of another engine's run on the same fabric
                       (repeatable), e.g. --dumps minhop=run1 --dumps dfsssp=run2
 Examples:
@@ -69,16 +70,20 @@ struct EngineChoice {
     label: String,
     kind: EngineKind,
     lanes: u8,
-    /// `+mcast`: leave a lane to multicast, as the plug-in does (`EngineConfig::mcast_lane`).
-    mcast_lane: bool,
+    /// `+mcast` / `+mcast-always`: leave a lane to multicast, as the plug-in does
+    /// (`EngineConfig::mcast_lane`).
+    mcast_lane: McastLane,
 }
 
 /// `ENGINE[@LANES][+mcast]`.
 fn parse_engine(label: &str, default_lanes: u8) -> CliResult<EngineChoice> {
     let label = label.trim();
-    let (s, mcast_lane) = match label.strip_suffix("+mcast") {
-        Some(rest) => (rest, true),
-        None => (label, false),
+    let (s, mcast_lane) = if let Some(rest) = label.strip_suffix("+mcast-always") {
+        (rest, McastLane::Always)
+    } else if let Some(rest) = label.strip_suffix("+mcast") {
+        (rest, McastLane::WhenFree)
+    } else {
+        (label, McastLane::Off)
     };
     let (name, lanes) = match s.split_once('@') {
         Some((n, l)) => {
@@ -333,13 +338,18 @@ mod tests {
             (e.kind, e.lanes, e.label.as_str()),
             (EngineKind::Dfsssp, 2, "dfsssp-rs@2")
         );
-        assert!(!e.mcast_lane);
+        assert_eq!(e.mcast_lane, McastLane::Off);
         let e = parse_engine("sssp-rs", 8).unwrap();
         assert_eq!((e.kind, e.lanes), (EngineKind::Sssp, 8));
         let e = parse_engine("dfsssp-rs@8+mcast", 4).unwrap();
         assert_eq!(
             (e.kind, e.lanes, e.mcast_lane, e.label.as_str()),
-            (EngineKind::Dfsssp, 8, true, "dfsssp-rs@8+mcast")
+            (
+                EngineKind::Dfsssp,
+                8,
+                McastLane::WhenFree,
+                "dfsssp-rs@8+mcast"
+            )
         );
         assert!(parse_engine("dfsssp-rs@0", 8).is_err());
         assert!(parse_engine("minhop", 8).unwrap_err().contains("minhop"));

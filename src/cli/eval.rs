@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
 
-use dfsssp_rs::engine::{EngineConfig, EngineKind};
+use dfsssp_rs::engine::{EngineConfig, EngineKind, McastLane};
 use dfsssp_rs::metrics::{Counts, PairTraffic};
 use dfsssp_rs::reroute::RoutedFabric;
 
@@ -52,10 +52,11 @@ pub struct EvalArgs {
     /// Route as OpenSM does with QoS off: a single lane
     #[arg(long, conflicts_with = "dumps")]
     no_qos: bool,
-    /// Leave a lane to multicast where the layers leave one, as the plug-in does (layer i on
-    /// SL i + 1)
-    #[arg(long, conflicts_with = "dumps")]
-    mcast_lane: bool,
+    /// Leave a lane to multicast as the plug-in does (layer i on SL i + 1): off, when-free (the
+    /// plug-in's default; the flag alone) or always
+    #[arg(long, conflicts_with = "dumps", default_value = "off", num_args = 0..=1,
+          default_missing_value = "when-free")]
+    mcast_lane: McastLane,
     /// JSON on standard output instead of the table
     #[arg(long)]
     json: bool,

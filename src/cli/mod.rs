@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use dfsssp_rs::engine::{self, EngineConfig, EngineKind};
+use dfsssp_rs::engine::{self, EngineConfig, EngineKind, McastLane};
 use dfsssp_rs::fabric::Fabric;
 use dfsssp_rs::io::{self, fabric_json, ibnetdiscover, ibsim, osm_dump, path_sl};
 use dfsssp_rs::metrics::{LidChoice, PairTraffic};
@@ -137,10 +137,10 @@ struct EngineArgs {
     /// Route as OpenSM does with QoS off: a single lane
     #[arg(long)]
     no_qos: bool,
-    /// Leave a lane to multicast where the layers leave one, as the plug-in does: layer i is
-    /// then SL i + 1 in the path-SL output
-    #[arg(long)]
-    mcast_lane: bool,
+    /// Leave a lane to multicast as the plug-in does (layer i is then SL i + 1 in the path-SL
+    /// output): off, when-free (the plug-in's default; the flag alone) or always
+    #[arg(long, default_value = "off", num_args = 0..=1, default_missing_value = "when-free")]
+    mcast_lane: McastLane,
 }
 
 /// A previous routing to re-route from (`route`): the fabric it was computed for, its LFTs and

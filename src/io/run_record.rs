@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::write_atomically;
-use crate::engine::{EngineConfig, EngineKind};
+use crate::engine::{EngineConfig, EngineKind, McastLane};
 use crate::fabric::Fabric;
 
 /// The file name the plug-in uses in OpenSM's dump directory.
@@ -27,7 +27,7 @@ pub struct RunRecord {
     /// A lane left to multicast where the layers allow ([`EngineConfig::mcast_lane`]); absent in
     /// records of earlier versions.
     #[serde(default)]
-    pub mcast_lane: bool,
+    pub mcast_lane: McastLane,
     pub fabric: Fabric,
 }
 

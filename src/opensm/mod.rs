@@ -93,7 +93,7 @@ use thiserror::Error;
 use self::log::OsmLog;
 use self::raw::{LockedSubnet, Physp};
 use self::subnet::Subnet;
-use crate::engine::{self, EngineConfig, EngineError, EngineKind};
+use crate::engine::{self, EngineConfig, EngineError, EngineKind, McastLane};
 use crate::fabric::{Fabric, FabricError};
 use crate::graph::{SwitchGraph, NO_SWITCH};
 use crate::routing::Routing;
@@ -110,8 +110,8 @@ pub const ENV_INCREMENTAL: &str = "DFSSSP_RS_INCREMENTAL";
 /// computation's before a full re-balance.
 pub const ENV_REBALANCE_PCT: &str = "DFSSSP_RS_REBALANCE_PCT";
 pub const ENV_SEED: &str = "DFSSSP_RS_SEED";
-/// `0` keeps every lane for unicast layers even when they leave one free (default 1: leave it to
-/// multicast; see [`EngineConfig::mcast_lane`]).
+/// `0` keeps every lane for unicast layers, `1` (default) leaves one to multicast when the layers
+/// need fewer than there are, `2` always leaves one (see [`EngineConfig::mcast_lane`]).
 pub const ENV_MCAST_LANE: &str = "DFSSSP_RS_MCAST_LANE";
 
 #[derive(Debug, Error)]
@@ -377,7 +377,11 @@ impl EngineCtx {
         if let Some(n) = env_number(ENV_SEED, u64::MAX)? {
             cfg.seed = n;
         }
-        cfg.mcast_lane = env_number(ENV_MCAST_LANE, 1)?.is_none_or(|n| n == 1);
+        cfg.mcast_lane = match env_number(ENV_MCAST_LANE, 2)? {
+            None | Some(1) => McastLane::WhenFree,
+            Some(0) => McastLane::Off,
+            Some(_) => McastLane::Always,
+        };
         cfg.lanes = match subnet.min_data_vls {
             Some(v) => v,
             None => {
@@ -588,7 +592,13 @@ impl EngineCtx {
         for c in &out.cyclic {
             let line = format!("{name}: multicast: {c}");
             if self.kind == EngineKind::Dfsssp {
-                self.log.error(&format!("ERR DF05: {line}"));
+                let advice = if a.cfg.mcast_lane == McastLane::Always || a.cfg.lanes < 2 {
+                    ""
+                } else {
+                    " (DFSSSP_RS_MCAST_LANE=2 leaves a lane to multicast even when the layers \
+                     need every lane)"
+                };
+                self.log.error(&format!("ERR DF05: {line}{advice}"));
             } else {
                 // sssp-rs routes are not deadlock-free by design.
                 self.log.verbose(&line);
