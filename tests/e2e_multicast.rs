@@ -1,7 +1,8 @@
 //! Multicast groups built the way hosts build them: every CA of an ibsim fabric joins the IPoIB
 //! broadcast group and random CAs create and join further groups (some as send-only members)
 //! through the SA of a running OpenSM (dfsssp-rs loaded, QoS on), with our `mcjoin` client
-//! (tests/tools/mcjoin.c). Then, from OpenSM's opensm.mcfdbs alone (whoever built the trees):
+//! (tests/tools/mcjoin.c); then one full member of every larger group leaves, which must not
+//! cause a unicast routing run. Then, from OpenSM's opensm.mcfdbs alone (whoever built the trees):
 //! every group is there, every full member's switch port is in its switch's mask, and flooding
 //! along the masks from any member reaches every full member exactly once (a tree that connects
 //! all member switches). ibdmchk reads the same dump and must agree, and its credit-loop verdict
@@ -342,22 +343,77 @@ fn multicast(
                     g.send_only.insert(ca);
                     send_only += 1;
                 }
+                JoinState::Leave => unreachable!("round 2 only joins"),
             }
         }
     }
     assert!(send_only > 0);
+
+    // Round 3: in every group of three or more full members the last one leaves, as a host does
+    // when a job ends. OpenSM re-routes those groups alone: no unicast routing run.
+    let routings = sm.count("building routing with");
+    let mut round3: BTreeMap<u32, Vec<(Mgid, JoinState)>> = BTreeMap::new();
+    let mut leavers: Vec<(usize, u32)> = Vec::new();
+    for (i, (_, full, _)) in plan.iter().enumerate() {
+        if full.len() >= 3 {
+            let ca = *full.last().unwrap();
+            round3
+                .entry(ca)
+                .or_default()
+                .push((Mgid::Gid(mgid_of[i].clone()), JoinState::Leave));
+            leavers.push((i, ca));
+        }
+    }
+    assert!(!leavers.is_empty());
+    let order: Vec<(String, Vec<(Mgid, JoinState)>)> = round3
+        .iter()
+        .map(|(c, j)| (host[c].clone(), j.clone()))
+        .collect();
+    let answers = sim.mcjoin_all(&order);
+    let mut left: Vec<(u16, u32)> = Vec::new();
+    for ((&ca, js), ans) in round3.iter().zip(&answers) {
+        for ((mgid, _), a) in js.iter().zip(ans) {
+            let Mgid::Gid(gid) = mgid else { unreachable!() };
+            assert_eq!(&a.mgid, gid, "{a:?}");
+            // (OpenSM's answer to a leave carries the record as asked, without the MLID.)
+            let (&mlid, g) = by_mlid
+                .iter_mut()
+                .find(|(_, g)| &g.name == gid)
+                .expect("the group left");
+            assert!(g.full.remove(&ca), "{a:?}: not a full member");
+            left.push((mlid, ca));
+        }
+    }
+    assert_eq!(left.len(), leavers.len());
     let t_join = t_join.elapsed();
 
-    // OpenSM routes the groups asynchronously and rewrites opensm.mcfdbs each time.
+    // OpenSM routes the groups asynchronously and rewrites opensm.mcfdbs each time: wait for
+    // every group, and for the leavers' ports gone from their groups' masks.
     let t_wait = Instant::now();
     let want: BTreeSet<u16> = by_mlid.keys().copied().collect();
+    let leaver_port = |mlid: u16, ca: u32| {
+        let at = attachment(&f, &ports, ca);
+        (mlid, f.nodes()[at.node as usize].guid, at.port)
+    };
+    let gone: Vec<(u16, u64, u8)> = left.iter().map(|&(m, c)| leaver_port(m, c)).collect();
     let text = sim.wait_file_settled(
         "opensm.mcfdbs",
-        |t| parse_mcfdbs(t).keys().copied().collect::<BTreeSet<_>>() == want,
+        |t| {
+            let mfts = parse_mcfdbs(t);
+            mfts.keys().copied().collect::<BTreeSet<_>>() == want
+                && gone
+                    .iter()
+                    .all(|(m, sw, p)| !mfts[m].get(sw).is_some_and(|mask| mask.contains(p)))
+        },
         Duration::from_secs(3),
         ROUTED,
     );
     let t_wait = t_wait.elapsed();
+    assert_eq!(
+        sm.count("building routing with"),
+        routings,
+        "the leaves caused a unicast routing run"
+    );
     // The engine builds the trees (mcast_build_stree), not OpenSM's default.
     assert!(
         sm.count("dfsssp-rs: MLID 0x") > 0,

@@ -358,6 +358,8 @@ pub enum JoinState {
     Full,
     /// SendOnlyNonMember (JoinState 4): sends only; the group must exist.
     SendOnly,
+    /// Leaves the group as a full member (SubnAdmDelete).
+    Leave,
 }
 
 /// Which group a join names.
@@ -459,6 +461,9 @@ impl Sim {
                 (Mgid::Gid(g), JoinState::SendOnly) => {
                     cmd.args(["-s", g]);
                 }
+                (Mgid::Gid(g), JoinState::Leave) => {
+                    cmd.args(["-l", g]);
+                }
                 (m, s) => panic!("mcjoin cannot join {m:?} as {s:?}"),
             }
         }
@@ -485,7 +490,7 @@ impl Sim {
             .map(|l| {
                 let w: Vec<&str> = l.split_whitespace().collect();
                 let parsed = match w[..] {
-                    [mgid, "mlid", mlid, "join", state] => Some(Joined {
+                    [mgid, "mlid", mlid, "join" | "leave", state] => Some(Joined {
                         mgid: mgid.to_string(),
                         mlid: mlid
                             .strip_prefix("0x")

@@ -8,13 +8,14 @@
  * over a real HCA (the kernel's umad then handles the send timeout; see send_and_wait).
  *
  * usage: mcjoin [-C ca] [-P port] [-t timeout_ms] [-r retries] [-q qkey] [-v]
- *               [-b] [-f MGID]... [-s MGID]...
+ *               [-b] [-f MGID]... [-s MGID]... [-l MGID]...
  *   -b        join the IPoIB broadcast group of the default partition as a full member
  *             (ff12:401b:ffff::ffff:ffff, which OpenSM creates itself)
  *   -f MGID   join MGID as a full member (JoinState 1), creating the group if it does not
  *             exist; MGID "0" (or "::") asks the SA to assign a new MGID
  *   -s MGID   join MGID as a send-only non-member (JoinState 4); the group must exist
- * Prints one line per join, in order: "<MGID> mlid 0x<MLID> join <state>".
+ *   -l MGID   leave MGID as a full member (SubnAdmDelete of the membership, JoinState 1)
+ * Prints one line per request, in order: "<MGID> mlid 0x<MLID> join <state>" (or "leave").
  * Exits 0 when every join succeeded, 1 on the first failure (with the reason on stderr),
  * 2 on bad usage.
  */
@@ -49,7 +50,9 @@ enum {
 	CLASS_SA = 0x03,
 	SA_CLASS_VERSION = 2,
 	METHOD_SET = 0x02,
-	METHOD_GET_RESP = 0x81,
+	METHOD_DELETE = 0x15,
+	METHOD_GET_RESP = 0x81,	/* the answer to a Set */
+	METHOD_DELETE_RESP = 0x95,
 	ATTR_MCMEMBER_RECORD = 0x0038,
 	GSI_QP = 1,
 	GSI_QKEY = 0x80010000,
@@ -107,6 +110,7 @@ struct join {
 	uint8_t mgid[16];
 	int state;		/* JOIN_FULL or JOIN_SEND_ONLY_NON */
 	int ipoib;		/* the broadcast group OpenSM owns: join without creation fields */
+	int leave;		/* leave (SubnAdmDelete) instead of join */
 };
 
 static void put16(uint8_t *p, uint16_t v)
@@ -152,10 +156,11 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: %s [-C ca] [-P port] [-t timeout_ms] [-r retries] [-q qkey] [-v]\n"
-		"       [-b] [-f MGID]... [-s MGID]...\n"
+		"       [-b] [-f MGID]... [-s MGID]... [-l MGID]...\n"
 		"  -b       join the IPoIB broadcast group ff12:401b:ffff::ffff:ffff (full member)\n"
 		"  -f MGID  join as full member, creating the group if needed (\"0\": SA assigns one)\n"
-		"  -s MGID  join as send-only non-member (the group must exist)\n",
+		"  -s MGID  join as send-only non-member (the group must exist)\n"
+		"  -l MGID  leave the group (a full member's SubnAdmDelete)\n",
 		prog);
 	exit(2);
 }
@@ -229,7 +234,7 @@ static uint64_t build_request(uint8_t *mad, const struct join *j, const uint8_t 
 	mad[MAD_BASE_VERSION] = 1;
 	mad[MAD_MGMT_CLASS] = CLASS_SA;
 	mad[MAD_CLASS_VERSION] = SA_CLASS_VERSION;
-	mad[MAD_METHOD] = METHOD_SET;
+	mad[MAD_METHOD] = j->leave ? METHOD_DELETE : METHOD_SET;
 	put64(mad + MAD_TID, tid);
 	put16(mad + MAD_ATTR_ID, ATTR_MCMEMBER_RECORD);
 	put32(mad + MAD_ATTR_MOD, 0);
@@ -244,7 +249,7 @@ static uint64_t build_request(uint8_t *mad, const struct join *j, const uint8_t 
 	r[MCR_PKEY + 1] = 0xff;
 	mask |= CM_PKEY;
 
-	if (!j->ipoib && j->state == JOIN_FULL) {
+	if (!j->ipoib && !j->leave && j->state == JOIN_FULL) {
 		/*
 		 * What OpenSM needs to create the group (osm_sa_mcmember_record.c,
 		 * REQUIRED_MC_CREATE_COMP_MASK: Q_Key, TClass, P_Key, FlowLabel, SL), the same values
@@ -312,7 +317,7 @@ static int send_and_wait(int fd, int agent, void *umad, void *resp, int sm_lid, 
 			return -ETIMEDOUT;
 		if (umad_status(resp))
 			die("receive error %s", strerror(umad_status(resp)));
-		if (mad[MAD_METHOD] != METHOD_GET_RESP ||
+		if ((mad[MAD_METHOD] != METHOD_GET_RESP && mad[MAD_METHOD] != METHOD_DELETE_RESP) ||
 		    get16(mad + MAD_ATTR_ID) != ATTR_MCMEMBER_RECORD)
 			continue;
 		return 0;
@@ -337,7 +342,7 @@ int main(int argc, char **argv)
 	joins = calloc((size_t)argc + 1, sizeof *joins);
 	if (!joins)
 		die("%s", "out of memory");
-	while ((opt = getopt(argc, argv, "C:P:t:r:q:vbf:s:h")) != -1) {
+	while ((opt = getopt(argc, argv, "C:P:t:r:q:vbf:s:l:h")) != -1) {
 		struct join *j = &joins[njoins];
 		switch (opt) {
 		case 'C':
@@ -366,8 +371,12 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 		case 's':
+		case 'l':
 			parse_mgid(optarg, j->mgid);
-			j->state = opt == 'f' ? JOIN_FULL : JOIN_SEND_ONLY_NON;
+			j->state = opt == 's' ? JOIN_SEND_ONLY_NON : JOIN_FULL;
+			j->leave = opt == 'l';
+			if (opt == 'l' && !memcmp(j->mgid, (uint8_t[16]){0}, 16))
+				die("%s", "-l needs the MGID of the group to leave");
 			if (opt == 's' && !memcmp(j->mgid, (uint8_t[16]){0}, 16))
 				die("%s", "a send-only member cannot create a group: -s needs an MGID");
 			njoins++;
@@ -435,13 +444,13 @@ int main(int argc, char **argv)
 			die("join of %s: the SA stayed busy", mgid_str(j->mgid, gbuf));
 		r = (uint8_t *)umad_get_mad(resp) + SA_DATA;
 		if (status) {
-			fprintf(stderr, "%s: join of %s (port %s, state %d) failed: status %s\n", prog,
-				mgid_str(j->mgid, gbuf), mgid_str(port_gid, gbuf2), j->state,
-				status_str(status));
+			fprintf(stderr, "%s: %s of %s (port %s, state %d) failed: status %s\n", prog,
+				j->leave ? "leave" : "join", mgid_str(j->mgid, gbuf),
+				mgid_str(port_gid, gbuf2), j->state, status_str(status));
 			exit(1);
 		}
-		printf("%s mlid 0x%04x join %d\n", mgid_str(r + MCR_MGID, gbuf), get16(r + MCR_MLID),
-		       r[MCR_SCOPE_STATE] & 0x0f);
+		printf("%s mlid 0x%04x %s %d\n", mgid_str(r + MCR_MGID, gbuf), get16(r + MCR_MLID),
+		       j->leave ? "leave" : "join", r[MCR_SCOPE_STATE] & 0x0f);
 		fflush(stdout);
 	}
 	umad_free(umad);
