@@ -195,8 +195,8 @@ fn random_groups(cas: &[u32], n: usize, seed: u64) -> Vec<(Mgid, Vec<u32>, Vec<u
         .collect()
 }
 
-/// `mcast_lane`: DFSSSP_RS_MCAST_LANE (0: no lane left to multicast; 1, the default: where the
-/// layers leave one; 2: always); `mcast_loop_free`: ibdmchk must find no credit loop with the
+/// `mcast_lane`: DFSSSP_RS_MCAST_LANE (0: no lane left to multicast; 1: where the layers leave
+/// one; 2, the default: always); `mcast_loop_free`: ibdmchk must find no credit loop with the
 /// MFTs.
 fn multicast(
     name: &str,
@@ -507,7 +507,7 @@ fn multicast(
 
 #[test]
 fn multicast_groups_on_a_fat_tree() {
-    multicast("mcast-ft", "fattree2:8", 16, 13, "1", true);
+    multicast("mcast-ft", "fattree2:8", 16, 13, "2", true);
 }
 
 /// With a lane of its own (unicast layers on SL/VL 1..), multicast cannot close a loop with
@@ -524,8 +524,8 @@ fn multicast_groups_on_a_torus_sharing_layer_0() {
     multicast("mcast-torus-shared", "torus:4x4,2", 16, 14, "0", false);
 }
 
-/// A torus whose layers need all 8 lanes: only DFSSSP_RS_MCAST_LANE=2 keeps a lane for multicast
-/// (unicast in the other 7); then no credit loop.
+/// A torus whose layers need all 8 lanes: DFSSSP_RS_MCAST_LANE=2 (the default) keeps a lane for
+/// multicast all the same (unicast in the other 7); no credit loop.
 #[test]
 fn multicast_groups_on_a_full_torus_with_a_lane_kept() {
     multicast("mcast-torus-full", "torus:4x4x4,1", 16, 15, "2", true);

@@ -29,10 +29,10 @@
 //!
 //! A negative return makes OpenSM try its next engine, then minhop. dfsssp-rs also answers
 //! `path_sl` (the SL of the path's layer) and `update_sl2vl` (SL i -> VL i for every layer's SL;
-//! OpenSM calls it only with QoS on). With QoS on and layers that leave a lane free, dfsssp-rs
-//! leaves it to multicast: layer i travels on SL i + 1 (and VL i + 1), and SL 0 / VL 0 carry the
-//! multicast groups of SL 0 (the IPoIB broadcast group's default) with no unicast dependency
-//! (`DFSSSP_RS_MCAST_LANE=0` keeps every lane for unicast). Both engines build the multicast
+//! OpenSM calls it only with QoS on). With QoS on and at least two lanes, dfsssp-rs leaves one to
+//! multicast: layer i travels on SL i + 1 (and VL i + 1), and SL 0 / VL 0 carry the multicast
+//! groups of SL 0 (the IPoIB broadcast group's default) with no unicast dependency
+//! (`DFSSSP_RS_MCAST_LANE=1`: only when the layers leave a lane free; `0`: never). Both engines build the multicast
 //! spanning trees themselves (`mcast_build_stree`, [`mcast`]): balanced across groups and
 //! checked deadlock-free together with the unicast layers of each group's VL (a VL where they
 //! still close a loop is logged as `ERR DF05`). OpenSM's default would build them from the hop
@@ -60,8 +60,8 @@
 //!   incrementally).
 //! - `DFSSSP_RS_REBALANCE_PCT=N`: full re-balance when a change raised the incremental routes'
 //!   highest channel load to more than N% above a full computation's estimate (default 50).
-//! - `DFSSSP_RS_MCAST_LANE=0`: do not leave a lane to multicast (default 1: leave one when the
-//!   layers need fewer than the lanes there are).
+//! - `DFSSSP_RS_MCAST_LANE=0|1|2`: leave a lane to multicast never, only when the layers need
+//!   fewer lanes than there are, or always (default 2; costs under 1% of Λ on the 6x6x6 torus).
 //! - `DFSSSP_RS_INJECT_FAILURE=panic|error|write`: **test hook**, makes `build_lid_matrices`
 //!   panic or fail, or `ucast_build_fwd_tables` fail halfway through writing (as if OpenSM ran out
 //!   of memory), to check that OpenSM falls back and no half-written table survives.
@@ -110,8 +110,8 @@ pub const ENV_INCREMENTAL: &str = "DFSSSP_RS_INCREMENTAL";
 /// computation's before a full re-balance.
 pub const ENV_REBALANCE_PCT: &str = "DFSSSP_RS_REBALANCE_PCT";
 pub const ENV_SEED: &str = "DFSSSP_RS_SEED";
-/// `0` keeps every lane for unicast layers, `1` (default) leaves one to multicast when the layers
-/// need fewer than there are, `2` always leaves one (see [`EngineConfig::mcast_lane`]).
+/// `0` keeps every lane for unicast layers, `1` leaves one to multicast only when the layers need
+/// fewer than there are, `2` (default) always leaves one (see [`EngineConfig::mcast_lane`]).
 pub const ENV_MCAST_LANE: &str = "DFSSSP_RS_MCAST_LANE";
 
 #[derive(Debug, Error)]
@@ -378,9 +378,9 @@ impl EngineCtx {
             cfg.seed = n;
         }
         cfg.mcast_lane = match env_number(ENV_MCAST_LANE, 2)? {
-            None | Some(1) => McastLane::WhenFree,
             Some(0) => McastLane::Off,
-            Some(_) => McastLane::Always,
+            Some(1) => McastLane::WhenFree,
+            None | Some(_) => McastLane::Always,
         };
         cfg.lanes = match subnet.min_data_vls {
             Some(v) => v,
@@ -595,8 +595,8 @@ impl EngineCtx {
                 let advice = if a.cfg.mcast_lane == McastLane::Always || a.cfg.lanes < 2 {
                     ""
                 } else {
-                    " (DFSSSP_RS_MCAST_LANE=2 leaves a lane to multicast even when the layers \
-                     need every lane)"
+                    " (DFSSSP_RS_MCAST_LANE=2, the default, leaves a lane to multicast even when \
+                     the layers need every lane)"
                 };
                 self.log.error(&format!("ERR DF05: {line}{advice}"));
             } else {
