@@ -663,6 +663,27 @@ mod tests {
     use super::*;
     use crate::fabric::NodeKind;
 
+    /// `f` without its first switch-to-switch cable.
+    fn first_cable_cut(f: &Fabric) -> Fabric {
+        let sw = |p: crate::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
+        let cable = *f.links().iter().find(|l| sw(l.a) && sw(l.b)).unwrap();
+        f.retain(|_| true, |l| *l != cable)
+    }
+
+    /// What the plug-in keeps of `out` (computed on `f` with `cfg`) to re-route from.
+    fn prior_of<'a>(f: &'a Fabric, cfg: &'a EngineConfig, out: &'a EngineOutput) -> Prior<'a> {
+        Prior {
+            fabric: f,
+            graph: &out.graph,
+            routing: &out.routing,
+            cfg,
+            full_max_load: out.full_max_load,
+            max_load: out.max_load,
+            summary: Some(&out.summary),
+            sl_offset: out.sl_offset,
+        }
+    }
+
     /// A full routing, then a cable fault re-routed from it as the plug-in does (with the
     /// summary): the check before the upload is incremental, the one after it exact.
     #[test]
@@ -671,19 +692,8 @@ mod tests {
         let cfg = EngineConfig::new(EngineKind::Dfsssp);
         let first = run(&f, &cfg).unwrap();
         assert!(!first.summary.edges_upper_bound);
-        let sw = |p: crate::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
-        let cable = *f.links().iter().find(|l| sw(l.a) && sw(l.b)).unwrap();
-        let after = f.retain(|_| true, |l| *l != cable);
-        let prior = Prior {
-            fabric: &f,
-            graph: &first.graph,
-            routing: &first.routing,
-            cfg: &cfg,
-            full_max_load: first.full_max_load,
-            max_load: first.max_load,
-            summary: Some(&first.summary),
-            sl_offset: first.sl_offset,
-        };
+        let after = first_cable_cut(&f);
+        let prior = prior_of(&f, &cfg, &first);
         let mut out = run_from(&after, &cfg, Some(prior), &RerouteConfig::default()).unwrap();
         assert!(
             matches!(out.mode, RouteMode::Incremental(_)),
@@ -731,19 +741,8 @@ mod tests {
             "{}",
             first.routing.num_layers
         );
-        let sw = |p: crate::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
-        let cable = *f.links().iter().find(|l| sw(l.a) && sw(l.b)).unwrap();
-        let after = f.retain(|_| true, |l| *l != cable);
-        let prior = Prior {
-            fabric: &f,
-            graph: &first.graph,
-            routing: &first.routing,
-            cfg: &cfg,
-            full_max_load: first.full_max_load,
-            max_load: first.max_load,
-            summary: Some(&first.summary),
-            sl_offset: first.sl_offset,
-        };
+        let after = first_cable_cut(&f);
+        let prior = prior_of(&f, &cfg, &first);
         let out = run_from(&after, &cfg, Some(prior), &RerouteConfig::default()).unwrap();
         assert!(
             matches!(out.mode, RouteMode::Incremental(_)),

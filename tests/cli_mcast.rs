@@ -31,6 +31,21 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
 }
 
+/// `eval --dumps DIR` (no Λ), as JSON; fails the test when eval fails.
+fn eval_dumps_json(dir: &Path) -> Value {
+    let (ok, so, se) = cli(&[
+        "eval",
+        "--dumps",
+        path(dir),
+        "--json",
+        "--quiet",
+        "--patterns",
+        "0",
+    ]);
+    assert!(ok, "{se}");
+    serde_json::from_str(&so).expect("eval JSON")
+}
+
 /// Generates `spec` into DIR/fabric.net, routes it with `lanes` and `groups`; returns the
 /// fabric's graph and fabric, the MFT text and route's standard error.
 fn route_groups(
@@ -179,17 +194,7 @@ fn eval_judges_mfts_next_to_opensm_dumps() {
         path(&dir.path().join("opensm.mcfdbs")),
     ]);
     assert!(ok, "{se}");
-    let (ok, so, se) = cli(&[
-        "eval",
-        "--dumps",
-        path(dir.path()),
-        "--json",
-        "--quiet",
-        "--patterns",
-        "0",
-    ]);
-    assert!(ok, "{se}");
-    let v: Value = serde_json::from_str(&so).unwrap();
+    let v = eval_dumps_json(dir.path());
     let m = &v["multicast"];
     assert_eq!(m["metrics"]["groups"].as_array().unwrap().len(), 3);
     assert_eq!(m["metrics"]["complete_groups"], 3);
@@ -238,17 +243,7 @@ fn eval_finds_a_multicast_loop_and_bad_lines() {
     let mft = GroupMft::from_masks(&g, 0xC000, 0, masks);
     let file = dir.path().join("opensm.mcfdbs");
     std::fs::write(&file, mcfdbs::write_mcfdbs(&g, &[mft])).unwrap();
-    let (ok, so, se) = cli(&[
-        "eval",
-        "--dumps",
-        path(dir.path()),
-        "--json",
-        "--quiet",
-        "--patterns",
-        "0",
-    ]);
-    assert!(ok, "{se}");
-    let v: Value = serde_json::from_str(&so).unwrap();
+    let v = eval_dumps_json(dir.path());
     let m = &v["multicast"];
     assert_eq!(m["metrics"]["groups"][0]["tree"], false);
     assert_eq!(m["multicast_alone_acyclic"], false);
