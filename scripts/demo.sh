@@ -32,6 +32,11 @@ used=$(engine_used "$WORK/osm.log")
 phase=$(routing_phase "$WORK/osm.log")
 routed=$(grep -m1 -o "routing [0-9]* switches, [0-9]* CA/router ports, [0-9]* LIDs" "$WORK/osm.log" || true)
 layers=$(grep -m1 -o "layers used: [0-9]* of [0-9]*" "$WORK/osm.log" || echo "layers used: 1")
+# A lane left to multicast (SL/VL 0; the unicast layers on SL/VL 1..): say so.
+mcast_lane=$(grep -m1 -o "lane 0 of [0-9]* left to multicast" "$WORK/osm.log" || true)
+if [ -z "$mcast_lane" ] && grep -q "one lane left free for multicast" "$WORK/osm.log"; then
+    mcast_lane="one lane left to multicast"
+fi
 escape=$(grep -m1 -o "routes: .*minimal" "$WORK/osm.log" | sed 's/^routes: //' || true)
 
 echo "== checking with ibdmchk (independent CA-to-CA connectivity and credit-loop check)" >&2
@@ -62,7 +67,7 @@ engine used        : ${used:-none (routing failed)}
 routed             : ${routed:-n/a}
 routing phase      : $phase s   (OpenSM log: "building routing" -> "tables configured")
 opensm peak RSS    : $(( $(cat "$WORK/rss_kb") / 1024 )) MB
-virtual lanes      : ${layers#layers used: }
+virtual lanes      : ${layers#layers used: } for unicast${mcast_lane:+; $mcast_lane}
 routes             : ${escape:-n/a}
 Λ (eff. bisection) : $lambda
 ibdmchk            : ${scanned:-?} of $((ncas * (ncas - 1))) CA-to-CA paths scanned, $missing path errors; $loops
