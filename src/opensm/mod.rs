@@ -631,7 +631,7 @@ impl EngineCtx {
     fn path_sl(&self, hint: u8, slid: u16, dlid: u16) -> u8 {
         let st = self.read();
         let Some(a) = &st.active else { return hint };
-        if a.routing.num_layers <= 1 || dlid > a.routing.lft.max_lid {
+        if a.routing.num_layers + a.sl_offset <= 1 || dlid > a.routing.lft.max_lid {
             return hint;
         }
         let (Some(src), Some(dst)) = (a.graph.dest_of_lid(slid), a.graph.dest_of_lid(dlid)) else {
@@ -1098,6 +1098,16 @@ mod tests {
             5,
             "one layer: the hint"
         );
+        // A lane left to multicast: every layer one SL up, a single layer included (SL 1, not
+        // the hint, which would put unicast on multicast's VL 0).
+        for layers in [true, false] {
+            let c = ctx_with_layers(layers);
+            if let Some(a) = c.write().active.as_mut() {
+                a.sl_offset = 1;
+            }
+            let want = if layers { 2 } else { 1 };
+            assert_eq!(c.path_sl(7, 3, 4), want, "layers {layers}, offset 1");
+        }
         *c.write() = State::default();
         assert_eq!(c.path_sl(6, 3, 4), 6, "no routing: the hint");
     }
