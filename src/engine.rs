@@ -70,6 +70,9 @@ pub struct EngineConfig {
     /// Random bisection patterns for the effective bisection bandwidth logged after routing
     /// (0 skips the metric).
     pub bisection_patterns: u32,
+    /// Leave the metrics out of the run (a front that computes them later, off the routing
+    /// phase, with [`metrics_line`]).
+    pub defer_metrics: bool,
     pub seed: u64,
     /// With LMC > 0 on some port: choose alternative paths per source and realise them on the
     /// port's LIDs with color/L ([`crate::lid::multipath`]) instead of one SSSP tree per LID.
@@ -126,6 +129,7 @@ impl EngineConfig {
             lanes: 8,
             qos: true,
             bisection_patterns: 0,
+            defer_metrics: false,
             seed: 1,
             multipath: true,
             mcast_lane: McastLane::Off,
@@ -534,7 +538,25 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     })
 }
 
-/// The routing's metrics when `bisection_patterns > 0`, logged.
+/// The metrics of a routing `cfg` asked for and deferred ([`EngineConfig::defer_metrics`]):
+/// computed now, as the line a run would have logged (`None` without bisection patterns).
+pub fn metrics_line(
+    fabric: &Fabric,
+    graph: &SwitchGraph,
+    routing: &Routing,
+    cfg: &EngineConfig,
+    sl_offset: u8,
+) -> Option<(LogLevel, String)> {
+    let cfg = EngineConfig {
+        defer_metrics: false,
+        ..cfg.clone()
+    };
+    let mut log = Vec::new();
+    metrics_logged(fabric, graph, routing, &cfg, sl_offset, &mut log);
+    log.pop()
+}
+
+/// The routing's metrics when `bisection_patterns > 0` (and not deferred), logged.
 fn metrics_logged(
     fabric: &Fabric,
     graph: &SwitchGraph,
@@ -543,7 +565,7 @@ fn metrics_logged(
     sl_offset: u8,
     log: &mut Vec<(LogLevel, String)>,
 ) -> Option<Metrics> {
-    if cfg.bisection_patterns > 0 {
+    if cfg.bisection_patterns > 0 && !cfg.defer_metrics {
         let opts = MetricsOptions {
             patterns: cfg.bisection_patterns,
             seed: cfg.seed,

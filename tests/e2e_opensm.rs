@@ -418,3 +418,42 @@ fn dfsssp_rs_random_128_one_lane_without_qos() {
         false,
     );
 }
+
+/// Routine config mistakes never stop routing (issue 14, safe failure): a mistyped lane cap and an
+/// absurd diagnostic are logged at ERROR with the key and the accepted range, the defaults
+/// apply, and dfsssp-rs routes a torus (where minhop, the fallback, would loop) deadlock-free.
+#[test]
+fn bad_settings_are_logged_and_routing_goes_on() {
+    let f = fabric("torus:4x4,2");
+    let sim = Sim::start("bad-settings", &f);
+    let osm = OpenSm::new("dfsssp-rs")
+        .qos(true)
+        .env("DFSSSP_RS_MAX_LANES", "abc")
+        .env("DFSSSP_RS_BISECTION_PATTERNS", "4294967295")
+        .env("DFSSSP_RS_MCAST_LANE", "7");
+    let run = sim.opensm(&osm);
+    run.assert_configured_by("dfsssp-rs");
+    let errs = run.errors().join("\n");
+    for (key, range) in [
+        ("DFSSSP_RS_MAX_LANES=\"abc\"", "1..=15"),
+        ("DFSSSP_RS_BISECTION_PATTERNS=\"4294967295\"", "0..=100000"),
+        ("DFSSSP_RS_MCAST_LANE=\"7\"", "0..=2"),
+    ] {
+        assert!(
+            errs.lines()
+                .any(|l| l.contains("ERR DF06") && l.contains(key) && l.contains(range)),
+            "{key} ({range}) not named:\n{errs}"
+        );
+    }
+    // The defaults: every lane the ports offer, no metrics.
+    assert!(
+        run.log_lines("QoS on: up to 8 virtual lanes").len() == 1,
+        "{}",
+        run.summary()
+    );
+    assert!(run.log_lines("dfsssp-rs: metrics: ").is_empty());
+    let cas = terminal_ports(&f);
+    let rep = run.ibdmchk(true, true, 0);
+    rep.assert_connected(cas * (cas - 1));
+    assert_eq!(rep.credit_loops, Some(false), "{}", rep.errors());
+}

@@ -54,8 +54,8 @@
 //!
 //! Environment (read at every routing run):
 //! - `DFSSSP_RS_MAX_LANES=N`: dfsssp-rs uses at most N virtual lanes (below what the ports offer).
-//! - `DFSSSP_RS_BISECTION_PATTERNS=N`, `DFSSSP_RS_SEED=S`: effective bisection bandwidth over N
-//!   random patterns logged after routing (default 0: skipped).
+//! - `DFSSSP_RS_BISECTION_PATTERNS=N` (at most 100,000), `DFSSSP_RS_SEED=S`: effective bisection
+//!   bandwidth over N random patterns, logged once the tables are up (default 0: skipped).
 //! - `DFSSSP_RS_INCREMENTAL=0`: compute every routing from scratch (default 1: re-route
 //!   incrementally).
 //! - `DFSSSP_RS_REBALANCE_PCT=N`: full re-balance when a change raised the incremental routes'
@@ -65,6 +65,9 @@
 //! - `DFSSSP_RS_INJECT_FAILURE=panic|error|write`: **test hook**, makes `build_lid_matrices`
 //!   panic or fail, or `ucast_build_fwd_tables` fail halfway through writing (as if OpenSM ran out
 //!   of memory), to check that OpenSM falls back and no half-written table survives.
+//!
+//! A bad value of any of them is logged (`ERR DF06`, with the key and the accepted range) and
+//! the default applies: a routine config mistake never stops routing.
 
 // Every unsafe operation in its own block with the reason it is sound.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
@@ -213,6 +216,8 @@ struct Active {
     /// The engine's dumps are due (routing log flag on); written when OpenSM reports the unicast
     /// routing done, so that writing them is not part of the routing phase.
     dumps_due: AtomicBool,
+    /// The metrics asked for (bisection patterns) are due: measured once, after the upload.
+    metrics_due: AtomicBool,
     /// Each SL-to-VL problem is logged once per routing, not once per port.
     warned_few_vls: AtomicBool,
     warned_admin_table: AtomicBool,
@@ -345,14 +350,26 @@ impl EngineCtx {
         Ok(())
     }
 
+    /// A setting from the environment in `min..=max`. A bad value never stops routing: it is
+    /// logged at ERROR with the key and the accepted range, and the default applies (`None`).
+    fn setting(&self, var: &str, min: u64, max: u64) -> Option<u64> {
+        env_number(var, min, max).unwrap_or_else(|e| {
+            self.log.error(&format!(
+                "ERR DF06: {}: {e}; ignored, using the default",
+                self.kind.name()
+            ));
+            None
+        })
+    }
+
     /// Incremental re-routing settings for this run, from the environment; a run without a heavy
     /// sweep before it was asked for by the admin and computes from scratch.
     fn reroute_config(&self, heavy_sweep: bool) -> Result<engine::RerouteConfig, AdapterError> {
         let mut rc = engine::RerouteConfig::default();
-        if let Some(n) = env_number(ENV_INCREMENTAL, 1)? {
+        if let Some(n) = self.setting(ENV_INCREMENTAL, 0, 1) {
             rc.incremental = n == 1;
         }
-        if let Some(n) = env_number(ENV_REBALANCE_PCT, 100_000)? {
+        if let Some(n) = self.setting(ENV_REBALANCE_PCT, 0, 100_000) {
             rc.max_load_growth_pct = n as u32;
         }
         if !heavy_sweep {
@@ -371,13 +388,15 @@ impl EngineCtx {
         let name = self.kind.name();
         let mut cfg = EngineConfig::new(self.kind);
         cfg.qos = subnet.qos;
-        if let Some(n) = env_number(ENV_BISECTION_PATTERNS, u64::from(u32::MAX))? {
+        if let Some(n) = self.setting(ENV_BISECTION_PATTERNS, 0, MAX_BISECTION_PATTERNS) {
             cfg.bisection_patterns = n as u32;
         }
-        if let Some(n) = env_number(ENV_SEED, u64::MAX)? {
+        // Measured once the tables are up, not while OpenSM waits for them.
+        cfg.defer_metrics = true;
+        if let Some(n) = self.setting(ENV_SEED, 0, u64::MAX) {
             cfg.seed = n;
         }
-        cfg.mcast_lane = match env_number(ENV_MCAST_LANE, 2)? {
+        cfg.mcast_lane = match self.setting(ENV_MCAST_LANE, 0, 2) {
             Some(0) => McastLane::Off,
             Some(1) => McastLane::WhenFree,
             None | Some(_) => McastLane::Always,
@@ -391,12 +410,7 @@ impl EngineCtx {
                 1
             }
         };
-        if let Some(cap) = env_number(ENV_MAX_LANES, 15)? {
-            if cap == 0 {
-                return Err(AdapterError::Env(format!(
-                    "{ENV_MAX_LANES}=0: at least 1 lane is needed"
-                )));
-            }
+        if let Some(cap) = self.setting(ENV_MAX_LANES, 1, 15) {
             cfg.lanes = cfg.lanes.min(cap as u8);
         }
         // With QoS off the engine logs that it routes within one lane, and why.
@@ -442,6 +456,7 @@ impl EngineCtx {
             t.elapsed().as_secs_f64(),
             p.started.elapsed().as_secs_f64()
         ));
+        let metrics_due = p.cfg.bisection_patterns > 0;
         self.write().active = Some(Active {
             graph: p.graph,
             routing: p.routing,
@@ -449,6 +464,7 @@ impl EngineCtx {
             cfg: p.cfg,
             dump_dir: p.subnet.dump_dir,
             dumps_due: AtomicBool::new(p.routing_log),
+            metrics_due: AtomicBool::new(metrics_due),
             warned_few_vls: AtomicBool::new(false),
             warned_admin_table: AtomicBool::new(false),
             full_max_load: p.full_max_load,
@@ -468,6 +484,14 @@ impl EngineCtx {
         let Some(a) = st.active.as_ref() else { return };
         self.log_change(a);
         self.settle_summary(a);
+        if a.metrics_due.swap(false, Ordering::Relaxed) {
+            // Off the routing phase: OpenSM reports the routing done without holding its lock.
+            if let Some((level, line)) =
+                engine::metrics_line(&a.fabric, &a.graph, &a.routing, &a.cfg, a.sl_offset)
+            {
+                self.log.log(level, &line);
+            }
+        }
         if !a.dumps_due.swap(false, Ordering::Relaxed) {
             return;
         }
@@ -684,19 +708,23 @@ impl EngineCtx {
     }
 }
 
-/// A number from the environment, at most `max`; `None` when unset or empty.
-fn env_number(var: &str, max: u64) -> Result<Option<u64>, AdapterError> {
+/// A number from the environment in `min..=max`; `None` when unset or empty.
+fn env_number(var: &str, min: u64, max: u64) -> Result<Option<u64>, AdapterError> {
     match std::env::var(var) {
         Ok(s) if s.trim().is_empty() => Ok(None),
         Ok(s) => match s.trim().parse::<u64>() {
-            Ok(n) if n <= max => Ok(Some(n)),
+            Ok(n) if (min..=max).contains(&n) => Ok(Some(n)),
             _ => Err(AdapterError::Env(format!(
-                "{var}={s:?}: expected a number 0..={max}"
+                "{var}={s:?}: expected a number {min}..={max}"
             ))),
         },
         Err(_) => Ok(None),
     }
 }
+
+/// Most bisection patterns the plug-in measures (`DFSSSP_RS_BISECTION_PATTERNS`): bounds the
+/// diagnostic's time and memory.
+const MAX_BISECTION_PATTERNS: u64 = 100_000;
 
 fn panic_message(p: &(dyn Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
@@ -1064,6 +1092,7 @@ mod tests {
                 cfg: EngineConfig::new(EngineKind::Dfsssp),
                 dump_dir: None,
                 dumps_due: AtomicBool::new(false),
+                metrics_due: AtomicBool::new(false),
                 warned_few_vls: AtomicBool::new(false),
                 warned_admin_table: AtomicBool::new(false),
                 full_max_load: 0,
@@ -1115,15 +1144,20 @@ mod tests {
     #[test]
     fn env_numbers_are_checked() {
         std::env::set_var("DFSSSP_RS_TEST_NUM", "12");
-        assert_eq!(env_number("DFSSSP_RS_TEST_NUM", 15).unwrap(), Some(12));
+        assert_eq!(env_number("DFSSSP_RS_TEST_NUM", 0, 15).unwrap(), Some(12));
         std::env::set_var("DFSSSP_RS_TEST_NUM", "16");
-        assert!(env_number("DFSSSP_RS_TEST_NUM", 15).is_err());
+        assert!(env_number("DFSSSP_RS_TEST_NUM", 0, 15).is_err());
         std::env::set_var("DFSSSP_RS_TEST_NUM", "x");
-        assert!(env_number("DFSSSP_RS_TEST_NUM", 15)
+        assert!(env_number("DFSSSP_RS_TEST_NUM", 0, 15)
             .unwrap_err()
             .to_string()
             .contains("DFSSSP_RS_TEST_NUM"));
+        std::env::set_var("DFSSSP_RS_TEST_NUM", "0");
+        assert!(env_number("DFSSSP_RS_TEST_NUM", 1, 15)
+            .unwrap_err()
+            .to_string()
+            .contains("1..=15"));
         std::env::remove_var("DFSSSP_RS_TEST_NUM");
-        assert_eq!(env_number("DFSSSP_RS_TEST_NUM", 15).unwrap(), None);
+        assert_eq!(env_number("DFSSSP_RS_TEST_NUM", 0, 15).unwrap(), None);
     }
 }
