@@ -457,3 +457,46 @@ fn bad_settings_are_logged_and_routing_goes_on() {
     rep.assert_connected(cas * (cas - 1));
     assert_eq!(rep.credit_loops, Some(false), "{}", rep.errors());
 }
+
+/// Settings in OpenSM's own configuration: `dfsssp-rs.conf` next to the opensm.conf OpenSM read,
+/// overridden by `event_plugin_options`; an unknown key is named with its source, routing goes on.
+#[test]
+fn settings_come_from_opensm_conf() {
+    let f = fabric("torus:4x4,2");
+    let sim = Sim::start("settings-conf", &f);
+    std::fs::write(
+        sim.dir().join("dfsssp-rs.conf"),
+        "# dfsssp-rs settings\nmax_lanes 4\nmcast_lane off\n",
+    )
+    .unwrap();
+    let osm = OpenSm::new("dfsssp-rs")
+        .qos(true)
+        .conf("event_plugin_options max_lanes=2,colour=blue");
+    let run = sim.opensm(&osm);
+    run.assert_configured_by("dfsssp-rs");
+    // event_plugin_options wins over the file for max_lanes; the file's mcast_lane stands.
+    assert_eq!(
+        run.log_lines("QoS on: up to 2 virtual lanes").len(),
+        1,
+        "{}",
+        run.summary()
+    );
+    assert!(run.log_lines("left to multicast").is_empty());
+    let given = run.log_lines("dfsssp-rs: settings given: ");
+    assert!(
+        given
+            .iter()
+            .any(|l| l.contains("max_lanes (event_plugin_options)")
+                && l.contains("mcast_lane (dfsssp-rs.conf:3)")),
+        "{given:?}"
+    );
+    let errs = run.errors().join("\n");
+    assert!(
+        errs.contains("ERR DF06: dfsssp-rs: event_plugin_options: unknown key \"colour\""),
+        "{errs}"
+    );
+    let cas = terminal_ports(&f);
+    let rep = run.ibdmchk(true, true, 0);
+    rep.assert_connected(cas * (cas - 1));
+    assert_eq!(rep.credit_loops, Some(false), "{}", rep.errors());
+}

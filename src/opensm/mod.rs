@@ -52,22 +52,26 @@
 //! Nothing may harm the SM: every callback runs inside `catch_unwind`; a panic or error is logged
 //! at ERROR and reported to OpenSM as a failure (`path_sl` then returns OpenSM's hint).
 //!
-//! Environment (read at every routing run):
-//! - `DFSSSP_RS_MAX_LANES=N`: dfsssp-rs uses at most N virtual lanes (below what the ports offer).
-//! - `DFSSSP_RS_BISECTION_PATTERNS=N` (at most 100,000), `DFSSSP_RS_SEED=S`: effective bisection
-//!   bandwidth over N random patterns, logged once the tables are up (default 0: skipped).
-//! - `DFSSSP_RS_INCREMENTAL=0`: compute every routing from scratch (default 1: re-route
-//!   incrementally).
-//! - `DFSSSP_RS_REBALANCE_PCT=N`: full re-balance when a change raised the incremental routes'
-//!   highest channel load to more than N% above a full computation's estimate (default 50).
-//! - `DFSSSP_RS_MCAST_LANE=0|1|2`: leave a lane to multicast never, only when the layers need
-//!   fewer lanes than there are, or always (default 2; costs under 1% of Λ on the 6x6x6 torus).
-//! - `DFSSSP_RS_INJECT_FAILURE=panic|error|write`: **test hook**, makes `build_lid_matrices`
-//!   panic or fail, or `ucast_build_fwd_tables` fail halfway through writing (as if OpenSM ran out
-//!   of memory), to check that OpenSM falls back and no half-written table survives.
+//! Settings (read at every routing run; [`settings`]: `dfsssp-rs.conf` next to opensm.conf, then
+//! `event_plugin_options`, then the environment variable named here):
+//! - `max_lanes` (`DFSSSP_RS_MAX_LANES=N`): dfsssp-rs uses at most N virtual lanes (below what
+//!   the ports offer).
+//! - `bisection_patterns` (at most 100,000), `seed`: effective bisection bandwidth over N random
+//!   patterns, logged once the tables are up (default 0: skipped).
+//! - `incremental` (`DFSSSP_RS_INCREMENTAL=0`): compute every routing from scratch (default 1:
+//!   re-route incrementally).
+//! - `rebalance_pct`: full re-balance when a change raised the incremental routes' highest
+//!   channel load to more than N% above a full computation's estimate (default 50).
+//! - `mcast_lane` (0|1|2): leave a lane to multicast never, only when the layers need fewer
+//!   lanes than there are, or always (default 2; costs under 1% of Λ on the 6x6x6 torus).
 //!
-//! A bad value of any of them is logged (`ERR DF06`, with the key and the accepted range) and
-//! the default applies: a routine config mistake never stops routing.
+//! A bad value or an unknown key is logged (`ERR DF06`, with its source and the accepted range)
+//! and the default applies: a routine config mistake never stops routing.
+//!
+//! `DFSSSP_RS_INJECT_FAILURE=panic|error|write` is a **test hook**: it makes
+//! `build_lid_matrices` panic or fail, or `ucast_build_fwd_tables` fail halfway through writing
+//! (as if OpenSM ran out of memory), to check that OpenSM falls back and no half-written table
+//! survives.
 
 // Every unsafe operation in its own block with the reason it is sound.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
@@ -76,6 +80,7 @@ mod ffi;
 mod log;
 mod mcast;
 mod raw;
+mod settings;
 mod sl;
 mod subnet;
 mod tables;
@@ -129,8 +134,6 @@ enum AdapterError {
     Write(String),
     #[error("ucast_build_fwd_tables called without a routing computed by build_lid_matrices")]
     NothingComputed,
-    #[error("bad environment setting: {0}")]
-    Env(String),
     #[error("OpenSM's functions were not resolved")]
     NoApi,
     #[error("injected failure ({ENV_INJECT_FAILURE}=error, a test hook)")]
@@ -296,8 +299,9 @@ impl EngineCtx {
             ));
         }
 
-        let cfg = self.config(&subnet)?;
-        let rc = self.reroute_config(heavy_sweep)?;
+        let set = self.settings(&subnet);
+        let cfg = self.config(&subnet, &set)?;
+        let rc = self.reroute_config(&set, heavy_sweep)?;
         let prior_summary = prior
             .as_mut()
             .map(|a| std::mem::take(a.summary.get_mut().unwrap_or_else(|e| e.into_inner())));
@@ -350,26 +354,54 @@ impl EngineCtx {
         Ok(())
     }
 
-    /// A setting from the environment in `min..=max`. A bad value never stops routing: it is
-    /// logged at ERROR with the key and the accepted range, and the default applies (`None`).
-    fn setting(&self, var: &str, min: u64, max: u64) -> Option<u64> {
-        env_number(var, min, max).unwrap_or_else(|e| {
-            self.log.error(&format!(
-                "ERR DF06: {}: {e}; ignored, using the default",
-                self.kind.name()
-            ));
-            None
-        })
+    /// The engine's settings for this run ([`settings`]: `dfsssp-rs.conf` next to OpenSM's
+    /// configuration file, `event_plugin_options`, the environment). A bad value or unknown key
+    /// never stops routing: it is logged at ERROR with its source and the accepted range.
+    fn settings(&self, subnet: &Subnet) -> settings::Settings {
+        let name = self.kind.name();
+        let mut s = settings::Settings::default();
+        let mut problems = Vec::new();
+        if let Some(path) = settings::conf_path(subnet.config_file.as_deref()) {
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    settings::read_conf(&text, &path.display().to_string(), &mut s, &mut problems)
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => problems.push(format!("{}: {e}", path.display())),
+            }
+        }
+        if let Some(o) = &subnet.plugin_options {
+            settings::read_plugin_options(o, &mut s, &mut problems);
+        }
+        settings::read_env(|k| std::env::var(k).ok(), &mut s, &mut problems);
+        for p in &problems {
+            self.log
+                .error(&format!("ERR DF06: {name}: {p}; using the default"));
+        }
+        if !s.sources.is_empty() {
+            let given: Vec<String> = s
+                .sources
+                .iter()
+                .map(|(k, src)| format!("{k} ({src})"))
+                .collect();
+            self.log
+                .verbose(&format!("{name}: settings given: {}", given.join(", ")));
+        }
+        s
     }
 
     /// Incremental re-routing settings for this run, from the environment; a run without a heavy
     /// sweep before it was asked for by the admin and computes from scratch.
-    fn reroute_config(&self, heavy_sweep: bool) -> Result<engine::RerouteConfig, AdapterError> {
+    fn reroute_config(
+        &self,
+        set: &settings::Settings,
+        heavy_sweep: bool,
+    ) -> Result<engine::RerouteConfig, AdapterError> {
         let mut rc = engine::RerouteConfig::default();
-        if let Some(n) = self.setting(ENV_INCREMENTAL, 0, 1) {
+        if let Some(n) = set.incremental {
             rc.incremental = n == 1;
         }
-        if let Some(n) = self.setting(ENV_REBALANCE_PCT, 0, 100_000) {
+        if let Some(n) = set.rebalance_pct {
             rc.max_load_growth_pct = n as u32;
         }
         if !heavy_sweep {
@@ -384,19 +416,23 @@ impl EngineCtx {
 
     /// The engine configuration for this run: lanes from the ports' operational VLs, capped by
     /// the environment; one lane when QoS is off.
-    fn config(&self, subnet: &Subnet) -> Result<EngineConfig, AdapterError> {
+    fn config(
+        &self,
+        subnet: &Subnet,
+        set: &settings::Settings,
+    ) -> Result<EngineConfig, AdapterError> {
         let name = self.kind.name();
         let mut cfg = EngineConfig::new(self.kind);
         cfg.qos = subnet.qos;
-        if let Some(n) = self.setting(ENV_BISECTION_PATTERNS, 0, MAX_BISECTION_PATTERNS) {
+        if let Some(n) = set.bisection_patterns {
             cfg.bisection_patterns = n as u32;
         }
         // Measured once the tables are up, not while OpenSM waits for them.
         cfg.defer_metrics = true;
-        if let Some(n) = self.setting(ENV_SEED, 0, u64::MAX) {
+        if let Some(n) = set.seed {
             cfg.seed = n;
         }
-        cfg.mcast_lane = match self.setting(ENV_MCAST_LANE, 0, 2) {
+        cfg.mcast_lane = match set.mcast_lane {
             Some(0) => McastLane::Off,
             Some(1) => McastLane::WhenFree,
             None | Some(_) => McastLane::Always,
@@ -410,7 +446,7 @@ impl EngineCtx {
                 1
             }
         };
-        if let Some(cap) = self.setting(ENV_MAX_LANES, 1, 15) {
+        if let Some(cap) = set.max_lanes {
             cfg.lanes = cfg.lanes.min(cap as u8);
         }
         // With QoS off the engine logs that it routes within one lane, and why.
@@ -707,24 +743,6 @@ impl EngineCtx {
         }
     }
 }
-
-/// A number from the environment in `min..=max`; `None` when unset or empty.
-fn env_number(var: &str, min: u64, max: u64) -> Result<Option<u64>, AdapterError> {
-    match std::env::var(var) {
-        Ok(s) if s.trim().is_empty() => Ok(None),
-        Ok(s) => match s.trim().parse::<u64>() {
-            Ok(n) if (min..=max).contains(&n) => Ok(Some(n)),
-            _ => Err(AdapterError::Env(format!(
-                "{var}={s:?}: expected a number {min}..={max}"
-            ))),
-        },
-        Err(_) => Ok(None),
-    }
-}
-
-/// Most bisection patterns the plug-in measures (`DFSSSP_RS_BISECTION_PATTERNS`): bounds the
-/// diagnostic's time and memory.
-const MAX_BISECTION_PATTERNS: u64 = 100_000;
 
 fn panic_message(p: &(dyn Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
@@ -1139,25 +1157,5 @@ mod tests {
         }
         *c.write() = State::default();
         assert_eq!(c.path_sl(6, 3, 4), 6, "no routing: the hint");
-    }
-
-    #[test]
-    fn env_numbers_are_checked() {
-        std::env::set_var("DFSSSP_RS_TEST_NUM", "12");
-        assert_eq!(env_number("DFSSSP_RS_TEST_NUM", 0, 15).unwrap(), Some(12));
-        std::env::set_var("DFSSSP_RS_TEST_NUM", "16");
-        assert!(env_number("DFSSSP_RS_TEST_NUM", 0, 15).is_err());
-        std::env::set_var("DFSSSP_RS_TEST_NUM", "x");
-        assert!(env_number("DFSSSP_RS_TEST_NUM", 0, 15)
-            .unwrap_err()
-            .to_string()
-            .contains("DFSSSP_RS_TEST_NUM"));
-        std::env::set_var("DFSSSP_RS_TEST_NUM", "0");
-        assert!(env_number("DFSSSP_RS_TEST_NUM", 1, 15)
-            .unwrap_err()
-            .to_string()
-            .contains("1..=15"));
-        std::env::remove_var("DFSSSP_RS_TEST_NUM");
-        assert_eq!(env_number("DFSSSP_RS_TEST_NUM", 0, 15).unwrap(), None);
     }
 }

@@ -39,6 +39,10 @@ pub(crate) struct Options {
     pub qos: bool,
     pub lmc: u8,
     pub dump_dir: Option<PathBuf>,
+    /// The configuration file OpenSM read (`-F`, or its default).
+    pub config_file: Option<PathBuf>,
+    /// `event_plugin_options`.
+    pub plugin_options: Option<String>,
 }
 
 impl<'a> LockedSubnet<'a> {
@@ -72,15 +76,16 @@ impl<'a> LockedSubnet<'a> {
 
     pub(crate) fn options(&self) -> Options {
         let opt = &self.subn.opt;
-        let dump_dir = (!opt.dump_files_dir.is_null()).then(|| {
-            // SAFETY: OpenSM keeps its options' strings NUL-terminated and alive.
-            let dir = unsafe { CStr::from_ptr(opt.dump_files_dir) };
-            PathBuf::from(dir.to_string_lossy().into_owned())
-        });
+        let text = |p: *const std::ffi::c_char| {
+            // SAFETY: OpenSM keeps its options' strings NUL-terminated and alive (or null).
+            (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+        };
         Options {
             qos: opt.qos != 0,
             lmc: opt.lmc,
-            dump_dir,
+            dump_dir: text(opt.dump_files_dir).map(PathBuf::from),
+            config_file: text(opt.config_file).map(PathBuf::from),
+            plugin_options: text(opt.event_plugin_options),
         }
     }
 

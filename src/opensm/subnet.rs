@@ -41,6 +41,9 @@ pub(crate) struct Subnet {
     pub lmc: u8,
     /// OpenSM's `dump_files_dir`.
     pub dump_dir: Option<PathBuf>,
+    /// The configuration file OpenSM read, and its `event_plugin_options`.
+    pub config_file: Option<PathBuf>,
+    pub plugin_options: Option<String>,
     pub skipped: SkipCounts,
 }
 
@@ -154,6 +157,8 @@ pub(crate) fn read(api: &ffi::Api, osm: &LockedSubnet<'_>) -> Result<Subnet, Fab
         qos: opt.qos,
         lmc: opt.lmc,
         dump_dir: opt.dump_dir,
+        config_file: opt.config_file,
+        plugin_options: opt.plugin_options,
         skipped,
     })
 }

@@ -298,6 +298,8 @@ mod tests {
             qos: false,
             lmc: 0,
             dump_dir: None,
+            config_file: None,
+            plugin_options: None,
             skipped: SkipCounts::default(),
         }
     }
@@ -372,6 +374,8 @@ mod tests {
             qos: false,
             lmc: 0,
             dump_dir: None,
+            config_file: None,
+            plugin_options: None,
             skipped: SkipCounts::default(),
         };
         let g = SwitchGraph::new(&sn.fabric).unwrap();
