@@ -471,9 +471,16 @@ fn settings_come_from_opensm_conf() {
     .unwrap();
     let osm = OpenSm::new("dfsssp-rs")
         .qos(true)
-        .conf("event_plugin_options max_lanes=2,colour=blue");
+        .conf("event_plugin_options max_lanes=2,colour=blue")
+        .conf("avoid_throttled_links TRUE");
     let run = sim.opensm(&osm);
     run.assert_configured_by("dfsssp-rs");
+    // Which of OpenSM's routing options dfsssp-rs honours, and which it does not use.
+    let opts = run.log_lines("dfsssp-rs: OpenSM options honoured: lmc 0");
+    assert!(
+        opts.len() == 1 && opts[0].contains("set but not used: avoid_throttled_links TRUE"),
+        "{opts:?}"
+    );
     // event_plugin_options wins over the file for max_lanes; the file's mcast_lane stands.
     assert_eq!(
         run.log_lines("QoS on: up to 2 virtual lanes").len(),

@@ -177,6 +177,8 @@ struct EngineCtx {
     /// A heavy sweep started since the last routing run. OpenSM routes without one only when
     /// the admin asks it to (console `reroute`): that run computes from scratch.
     heavy_sweep: AtomicBool,
+    /// The last line logged about OpenSM's routing options (logged again only when it changes).
+    options_line: std::sync::Mutex<String>,
 }
 
 #[derive(Default)]
@@ -299,6 +301,13 @@ impl EngineCtx {
             ));
         }
 
+        let line = subnet::option_verdicts(&subnet.routing_options);
+        let mut last = self.options_line.lock().unwrap_or_else(|e| e.into_inner());
+        if *last != line {
+            self.log.info(&format!("{name}: OpenSM options {line}"));
+            *last = line;
+        }
+        drop(last);
         let set = self.settings(&subnet);
         let cfg = self.config(&subnet, &set)?;
         let rc = self.reroute_config(&set, heavy_sweep)?;
@@ -852,6 +861,7 @@ unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
                 log,
                 state: RwLock::new(State::default()),
                 heavy_sweep: AtomicBool::new(false),
+                options_line: Default::default(),
             });
             let ctx_ptr = &*ctx as *const EngineCtx as *mut c_void;
             let module = ffi::external_routing_engine_module_t {
@@ -1129,6 +1139,7 @@ mod tests {
             log: unsafe { OsmLog::new(std::ptr::null_mut()) },
             state: RwLock::new(state),
             heavy_sweep: AtomicBool::new(false),
+            options_line: Default::default(),
         }
     }
 

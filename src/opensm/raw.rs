@@ -43,6 +43,9 @@ pub(crate) struct Options {
     pub config_file: Option<PathBuf>,
     /// `event_plugin_options`.
     pub plugin_options: Option<String>,
+    /// OpenSM's options that bear on routing, as `name value`, for the log
+    /// ([`super::subnet::option_verdicts`]).
+    pub routing_options: Vec<(&'static str, String)>,
 }
 
 impl<'a> LockedSubnet<'a> {
@@ -86,6 +89,32 @@ impl<'a> LockedSubnet<'a> {
             dump_dir: text(opt.dump_files_dir).map(PathBuf::from),
             config_file: text(opt.config_file).map(PathBuf::from),
             plugin_options: text(opt.event_plugin_options),
+            routing_options: {
+                let flag = |b: ffi::boolean_t| if b != 0 { "TRUE" } else { "FALSE" }.to_string();
+                let mut v = vec![
+                    ("lmc", opt.lmc.to_string()),
+                    ("lmc_esp0", flag(opt.lmc_esp0)),
+                    ("max_op_vls", opt.max_op_vls.to_string()),
+                    ("qos", flag(opt.qos)),
+                    ("sm_sl", opt.sm_sl.to_string()),
+                    ("avoid_throttled_links", flag(opt.avoid_throttled_links)),
+                    ("use_ucast_cache", flag(opt.use_ucast_cache)),
+                    ("port_shifting", flag(opt.port_shifting)),
+                    ("scatter_ports", opt.scatter_ports.to_string()),
+                ];
+                for (name, p) in [
+                    ("root_guid_file", opt.root_guid_file),
+                    ("cn_guid_file", opt.cn_guid_file),
+                    ("io_guid_file", opt.io_guid_file),
+                    ("ids_guid_file", opt.ids_guid_file),
+                    ("guid_routing_order_file", opt.guid_routing_order_file),
+                ] {
+                    if let Some(f) = text(p) {
+                        v.push((name, f));
+                    }
+                }
+                v
+            },
         }
     }
 

@@ -44,7 +44,40 @@ pub(crate) struct Subnet {
     /// The configuration file OpenSM read, and its `event_plugin_options`.
     pub config_file: Option<PathBuf>,
     pub plugin_options: Option<String>,
+    /// OpenSM's options that bear on routing (`name`, value).
+    pub routing_options: Vec<(&'static str, String)>,
     pub skipped: SkipCounts,
+}
+
+/// What dfsssp-rs makes of OpenSM's routing options, as one log line: those it honours, those
+/// set (away from their defaults) that it does not use, and `use_ucast_cache`, which lets OpenSM
+/// change the tables without asking the engine.
+pub(crate) fn option_verdicts(opts: &[(&'static str, String)]) -> String {
+    let mut honoured = Vec::new();
+    let mut unused = Vec::new();
+    let mut warn = String::new();
+    for (name, v) in opts {
+        let item = format!("{name} {v}");
+        match *name {
+            "lmc" | "lmc_esp0" | "qos" => honoured.push(item),
+            "max_op_vls" => honoured.push(format!("{item} (through the ports' operational VLs)")),
+            "sm_sl" if v != "0" => unused.push(format!("{item} (SM/SA traffic is not analysed)")),
+            "avoid_throttled_links" | "port_shifting" if v == "TRUE" => unused.push(item),
+            "scatter_ports" if v != "0" => unused.push(item),
+            "use_ucast_cache" if v == "TRUE" => {
+                warn = "; use_ucast_cache TRUE lets OpenSM change the tables without the engine                         (set it FALSE with dfsssp-rs)"
+                    .into()
+            }
+            n if n.ends_with("_file") => unused.push(item),
+            _ => {}
+        }
+    }
+    let unused = if unused.is_empty() {
+        String::new()
+    } else {
+        format!("; set but not used: {}", unused.join(", "))
+    };
+    format!("honoured: {}{unused}{warn}", honoured.join(", "))
 }
 
 /// Data VLs for a PortInfo OperationalVLs code (IBA 14.2.5.6): 1 => VL0, 2 => VL0-1, 3 => VL0-3,
@@ -159,6 +192,7 @@ pub(crate) fn read(api: &ffi::Api, osm: &LockedSubnet<'_>) -> Result<Subnet, Fab
         dump_dir: opt.dump_dir,
         config_file: opt.config_file,
         plugin_options: opt.plugin_options,
+        routing_options: opt.routing_options,
         skipped,
     })
 }
@@ -176,6 +210,44 @@ mod tests {
         assert_eq!(data_vls(4), Some(8));
         assert_eq!(data_vls(5), Some(15));
         assert_eq!(data_vls(6), None);
+    }
+
+    #[test]
+    fn option_verdicts_name_what_is_honoured_and_what_is_not() {
+        let o = |v: &[(&'static str, &str)]| -> Vec<(&'static str, String)> {
+            v.iter().map(|&(k, v)| (k, v.to_string())).collect()
+        };
+        let defaults = o(&[
+            ("lmc", "0"),
+            ("qos", "TRUE"),
+            ("max_op_vls", "8"),
+            ("sm_sl", "0"),
+            ("avoid_throttled_links", "FALSE"),
+            ("use_ucast_cache", "FALSE"),
+        ]);
+        assert_eq!(
+            option_verdicts(&defaults),
+            "honoured: lmc 0, qos TRUE, max_op_vls 8 (through the ports' operational VLs)"
+        );
+        let set = o(&[
+            ("lmc", "1"),
+            ("avoid_throttled_links", "TRUE"),
+            ("use_ucast_cache", "TRUE"),
+            ("cn_guid_file", "/etc/opensm/cn"),
+            ("sm_sl", "3"),
+        ]);
+        let line = option_verdicts(&set);
+        assert!(
+            line.starts_with("honoured: lmc 1; set but not used: "),
+            "{line}"
+        );
+        assert!(line.contains("avoid_throttled_links TRUE"), "{line}");
+        assert!(line.contains("cn_guid_file /etc/opensm/cn"), "{line}");
+        assert!(
+            line.contains("sm_sl 3 (SM/SA traffic is not analysed)"),
+            "{line}"
+        );
+        assert!(line.contains("use_ucast_cache TRUE lets OpenSM"), "{line}");
     }
 
     #[test]

@@ -300,6 +300,7 @@ mod tests {
             dump_dir: None,
             config_file: None,
             plugin_options: None,
+            routing_options: Vec::new(),
             skipped: SkipCounts::default(),
         }
     }
@@ -376,6 +377,7 @@ mod tests {
             dump_dir: None,
             config_file: None,
             plugin_options: None,
+            routing_options: Vec::new(),
             skipped: SkipCounts::default(),
         };
         let g = SwitchGraph::new(&sn.fabric).unwrap();
