@@ -89,12 +89,12 @@ pub struct EngineConfig {
 pub enum McastLane {
     /// Every lane for unicast layers.
     #[default]
-    Off,
+    Off = 0,
     /// When DFSSSP's layers need fewer lanes than there are: costs balancing room only.
-    WhenFree,
+    WhenFree = 1,
     /// Always (with at least two lanes): unicast gets one lane less, and may need the Up*/Down*
     /// escape where it would have fitted all lanes.
-    Always,
+    Always = 2,
 }
 
 impl FromStr for McastLane {

@@ -407,6 +407,12 @@ pub fn report(ev: &Evaluation) -> String {
         ),
     );
 
+    aligned(&rows)
+}
+
+/// Rows of (label, value), the values aligned after the longest label; an empty row is a blank
+/// line.
+pub fn aligned(rows: &[(String, String)]) -> String {
     let w = rows
         .iter()
         .map(|(k, _)| k.chars().count())

@@ -3,7 +3,6 @@
 //! present (per group completeness and depth, the highest multicast channel load, and every
 //! lane's unicast dependencies checked together with all groups' trees).
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::Serialize;
@@ -195,16 +194,7 @@ pub fn report(m: &EvalMulticast) -> String {
             )
         },
     ));
-    let w = rows
-        .iter()
-        .map(|(k, _)| k.chars().count())
-        .max()
-        .unwrap_or(0);
-    let mut out = String::new();
-    for (k, v) in rows {
-        let _ = writeln!(out, "{k}{}  {v}", " ".repeat(w - k.chars().count()));
-    }
-    out
+    super::eval::aligned(&rows)
 }
 
 /// `route --groups FILE --mfts-out FILE`: trees for the groups over the routing just computed,

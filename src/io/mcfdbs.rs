@@ -49,13 +49,7 @@ pub fn parse_mcfdbs(
         if let Some(rest) = p.strip_prefix("Switch ") {
             let guid = parse_hex_u64(rest.split_whitespace().next().unwrap_or(""))
                 .ok_or_else(|| ctx.err(lineno, line, "cannot parse switch GUID"))?;
-            let s = *guid_switch.get(&guid).ok_or_else(|| {
-                ctx.err(
-                    lineno,
-                    line,
-                    format!("switch 0x{guid:016x} is not in the fabric"),
-                )
-            })?;
+            let s = ctx.switch_of(lineno, line, &guid_switch, guid)?;
             if std::mem::replace(&mut seen[s as usize], true) {
                 return Err(ctx.err(
                     lineno,

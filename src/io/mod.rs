@@ -109,6 +109,23 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The switch (dense id) with node GUID `guid`, or the error naming the line.
+    pub(crate) fn switch_of(
+        &self,
+        line: usize,
+        text: &str,
+        guid_switch: &std::collections::HashMap<u64, u32>,
+        guid: u64,
+    ) -> Result<u32, IoError> {
+        guid_switch.get(&guid).copied().ok_or_else(|| {
+            self.err(
+                line,
+                text,
+                format!("switch 0x{guid:016x} is not in the fabric"),
+            )
+        })
+    }
+
     pub(crate) fn err(&self, line: usize, text: &str, why: impl Into<String>) -> IoError {
         let mut t: String = text.chars().take(120).collect();
         if t.len() < text.len() {

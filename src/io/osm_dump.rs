@@ -301,13 +301,7 @@ pub fn parse_lfts(text: &str, file: &str, f: &Fabric, g: &SwitchGraph) -> Result
             let guid = after(p, " guid 0x")
                 .and_then(hex_token)
                 .ok_or_else(|| ctx.err(lineno, line, "cannot parse switch GUID"))?;
-            let s = *guid_switch.get(&guid).ok_or_else(|| {
-                ctx.err(
-                    lineno,
-                    line,
-                    format!("switch 0x{guid:016x} is not in the fabric"),
-                )
-            })?;
+            let s = ctx.switch_of(lineno, line, &guid_switch, guid)?;
             if seen[s as usize] {
                 return Err(ctx.err(
                     lineno,

@@ -424,7 +424,7 @@ impl EngineCtx {
     }
 
     /// The engine configuration for this run: lanes from the ports' operational VLs, capped by
-    /// the environment; one lane when QoS is off.
+    /// the settings; one lane when QoS is off.
     fn config(
         &self,
         subnet: &Subnet,
@@ -464,10 +464,9 @@ impl EngineCtx {
                 "{name}: QoS on: up to {} virtual lanes (fewest operational data VLs of any \
                  active port{})",
                 cfg.lanes,
-                if std::env::var_os(ENV_MAX_LANES).is_some() {
-                    format!(", capped by {ENV_MAX_LANES}")
-                } else {
-                    String::new()
+                match set.source_of("max_lanes") {
+                    Some(src) => format!(", capped by max_lanes ({src})"),
+                    None => String::new(),
                 }
             ));
         }

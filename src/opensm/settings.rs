@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::engine::McastLane;
+
 /// The file name looked for next to OpenSM's configuration file.
 pub(crate) const CONF_FILE: &str = "dfsssp-rs.conf";
 
@@ -72,6 +74,14 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
+    /// Where `key` was given, if it was.
+    pub(crate) fn source_of(&self, key: &str) -> Option<&str> {
+        self.sources
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, src)| src.as_str())
+    }
+
     fn slot(&mut self, key: &str) -> Option<&mut Option<u64>> {
         Some(match key {
             "max_lanes" => &mut self.max_lanes,
@@ -94,14 +104,13 @@ impl Settings {
             return;
         };
         let v = value.trim();
-        // The multicast lane also by name.
-        let named = match (key, v) {
-            ("mcast_lane", "off") => Some(0),
-            ("mcast_lane", "when-free") => Some(1),
-            ("mcast_lane", "always") => Some(2),
-            _ => None,
+        // The multicast lane also by name (off, when-free, always), as the CLI takes it.
+        let parsed = if key == "mcast_lane" {
+            v.parse::<McastLane>().ok().map(|m| m as u64)
+        } else {
+            v.parse::<u64>().ok()
         };
-        match named.or_else(|| v.parse::<u64>().ok()) {
+        match parsed {
             Some(n) if (k.min..=k.max).contains(&n) => {
                 if let Some(slot) = self.slot(key) {
                     *slot = Some(n);
