@@ -57,7 +57,7 @@ mod opensm {
         // linked: keep them out of the bindings so nothing calls them directly.
         .blocklist_function(
             "osm_log|osm_register_external_routing_engine|osm_get_switch_by_guid|\
-             osm_switch_set_hops|osm_switch_clear_hops|osm_link_is_healthy|osm_mcast_tbl_set|\
+             osm_switch_set_hops|osm_switch_clear_hops|osm_link_is_healthy|osm_link_is_throttled|osm_mcast_tbl_set|\
              osm_mcast_tbl_clear_mlid",
         )
         .allowlist_var("OSM_VERSION|OSM_LOG_.*|OSM_NO_PATH|IB_NODE_TYPE_.*|IB_LINK_.*|IB_MAX_NUM_VLS|OSM_EVENT_PLUGIN_INTERFACE_VER")

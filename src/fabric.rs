@@ -415,6 +415,11 @@ impl FabricBuilder {
         Ok(())
     }
 
+    /// The links added so far.
+    pub fn links(&self) -> &[Link] {
+        &self.fabric.links
+    }
+
     /// Gives a port its LIDs. Switches take theirs on port 0; CAs and routers on ports >= 1.
     pub fn set_lid(
         &mut self,

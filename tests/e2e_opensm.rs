@@ -472,13 +472,13 @@ fn settings_come_from_opensm_conf() {
     let osm = OpenSm::new("dfsssp-rs")
         .qos(true)
         .conf("event_plugin_options max_lanes=2,colour=blue")
-        .conf("avoid_throttled_links TRUE");
+        .conf("port_shifting TRUE");
     let run = sim.opensm(&osm);
     run.assert_configured_by("dfsssp-rs");
     // Which of OpenSM's routing options dfsssp-rs honours, and which it does not use.
     let opts = run.log_lines("dfsssp-rs: OpenSM options honoured: lmc 0");
     assert!(
-        opts.len() == 1 && opts[0].contains("set but not used: avoid_throttled_links TRUE"),
+        opts.len() == 1 && opts[0].contains("set but not used: port_shifting TRUE"),
         "{opts:?}"
     );
     // event_plugin_options wins over the file for max_lanes; the file's mcast_lane stands.
@@ -501,6 +501,168 @@ fn settings_come_from_opensm_conf() {
     assert!(
         errs.contains("ERR DF06: dfsssp-rs: event_plugin_options: unknown key \"colour\""),
         "{errs}"
+    );
+    let cas = terminal_ports(&f);
+    let rep = run.ibdmchk(true, true, 0);
+    rep.assert_connected(cas * (cas - 1));
+    assert_eq!(rep.credit_loops, Some(false), "{}", rep.errors());
+}
+
+/// QoS coexistence: the admin gives dfsssp-rs SLs 0-3 (`layer_sls`); OpenSM's SL-to-VL entries
+/// for the other SLs stay as the admin set them (opensm-sl2vl.dump), the layers' SLs map to
+/// their own VLs, an admin SL outside the range that lands on a layer's VL is named, and a
+/// partition's SL outside the range is what the SA answers while hint SL 0 gets the layers.
+#[test]
+fn qos_keeps_the_admins_sls_outside_the_layer_range() {
+    let f = fabric("torus:4x4,2");
+    let sim = Sim::start("qos-layer-sls", &f);
+    // Admin: SLs 0-3 reversed (the layers override what they use), SL 4,5 -> VL 7, SL 6,7 -> 6,
+    // SL 8 -> VL 2 (a layer's VL), SL 9 -> 5, the rest 4.
+    let admin: [u8; 16] = [3, 2, 1, 0, 7, 7, 6, 6, 2, 5, 4, 4, 4, 4, 4, 4];
+    let sl2vl = admin.map(|v| v.to_string()).join(",");
+    std::fs::write(
+        sim.dir().join("partitions.conf"),
+        "Default=0x7fff,ipoib,sl=9 : ALL=full ;\n",
+    )
+    .unwrap();
+    let osm = OpenSm::new("dfsssp-rs")
+        .qos(true)
+        .conf("event_plugin_options layer_sls=0-3,mcast_lane=off")
+        .conf(&format!("qos_sl2vl {sl2vl}"))
+        .conf(&format!("qos_ca_sl2vl {sl2vl}"))
+        .conf(&format!("qos_sw0_sl2vl {sl2vl}"))
+        .conf(&format!("qos_swe_sl2vl {sl2vl}"))
+        .conf(&format!(
+            "partition_config_file {}",
+            sim.dir().join("partitions.conf").display()
+        ));
+    let run = sim.opensm(&osm);
+    run.assert_configured_by("dfsssp-rs");
+    assert_eq!(
+        run.log_lines("within layer_sls 0-3 (event_plugin_options)")
+            .len(),
+        1,
+        "{}",
+        run.summary()
+    );
+    let layers: u8 = run
+        .log_lines("dfsssp-rs: computed tables for")
+        .last()
+        .and_then(|l| l.split(" LIDs, ").nth(1))
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no layer count in the log\n{}", run.summary()));
+    assert!((2..=4).contains(&layers), "layers {layers}");
+    // Every SL-to-VL table OpenSM programmed: the layers' SLs on their own VLs, the admin's
+    // entries everywhere else.
+    let mut want = admin;
+    for l in 0..layers {
+        want[usize::from(l)] = l;
+    }
+    let dump = run.read("opensm-sl2vl.dump");
+    let mut tables = 0;
+    for line in dump
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains(" : "))
+    {
+        let Some((_, vls)) = line.split_once(':') else {
+            continue;
+        };
+        let got: Vec<u8> = vls.split_whitespace().map(|v| v.parse().unwrap()).collect();
+        assert_eq!(got, want, "{line}");
+        tables += 1;
+    }
+    assert!(tables > 16, "{tables} tables in opensm-sl2vl.dump");
+    // The override of SLs 0..layers and the admin's SL 8 on layer VL 2 are each named once.
+    assert_eq!(run.log_lines("differs from the routing's layers").len(), 1);
+    let shared = run.log_lines("WRN DF07");
+    assert!(
+        shared.len() == 1 && shared[0].contains("SL8->VL2"),
+        "{shared:?}"
+    );
+    // Deadlock freedom of the layers themselves (the path SLs are the layers').
+    let cas = terminal_ports(&f);
+    let rep = run.ibdmchk(true, true, 0);
+    rep.assert_connected(cas * (cas - 1));
+    assert_eq!(rep.credit_loops, Some(false), "{}", rep.errors());
+    // The partition's SL 9 is outside the range: the SA answers it, and the log says so once.
+    let sm = sim.start_opensm(&osm);
+    let lids: Vec<u16> = f.endpoints().iter().map(|e| e.base_lid).take(3).collect();
+    for &s in &lids {
+        for &d in lids.iter().filter(|&&d| d != s) {
+            assert_eq!(sim.path_record_sl(s, d), 9, "path record {s} -> {d}");
+        }
+    }
+    sm.wait_count(
+        "SL 9 from OpenSM's QoS policy is outside layer_sls: kept",
+        1,
+        std::time::Duration::from_secs(20),
+    );
+    assert_eq!(sm.count("is outside layer_sls: kept"), 1, "{}", sm.log());
+}
+
+/// `avoid_throttled_links`: links OpenSM finds throttled are left out of the routing, except the
+/// one a switch needs to stay connected. One switch of a 4x4 torus has all four of its cables
+/// throttled, one more cable elsewhere too.
+///
+/// ibsim trains every link at the widest width both ends enable, so a net file cannot make one
+/// throttled; `ibportstate` can: one end enabled for 1X, the other for 1X or 4X, and the link runs
+/// at 4X, not the common enabled width (OpenSM's `osm_link_is_throttled` compares the two). OpenSM
+/// must then leave the widths alone (`force_link_width 0`).
+#[test]
+fn throttled_links_are_avoided_without_splitting_the_fabric() {
+    let f = fabric("torus:4x4,2");
+    let sim = Sim::start("throttled", &f);
+    // Directed routes from the SM's CA (on switch 0,0): switch 0,0 is "0,1", 1,0 is "0,1,3",
+    // 1,1 is "0,1,3,5"; 1,1's ports 3..6 lead to 2,1 (its port 4), 0,1 (3), 1,2 (6), 1,0 (5).
+    // Every PortInfo Set makes ibsim run the link at the width that end enables, and OpenSM sets
+    // switches in GUID order: the 1X end is the one of lower GUID, so the wider one is set last.
+    let cables = [
+        ("0,1,3,5", 3, "0,1,3,5,3", 4),
+        ("0,1,3,5,4", 3, "0,1,3,5", 4),
+        ("0,1,3,5", 5, "0,1,3,5,5", 6),
+        ("0,1,3", 5, "0,1,3,5", 6),
+        ("0,1", 3, "0,1,3", 4),
+    ];
+    for (a, pa, b, pb) in cables {
+        sim.set_link_width(a, pa, 1);
+        sim.set_link_width(b, pb, 3);
+    }
+    let plain = OpenSm::new("dfsssp-rs")
+        .qos(true)
+        .conf("force_link_width 0")
+        .conf("force_link_speed 0");
+    let osm = plain.clone().conf("avoid_throttled_links TRUE");
+    // Without the option every cable carries routes.
+    let run = sim.opensm(&plain);
+    run.assert_configured_by("dfsssp-rs");
+    assert!(run.log_lines("throttled switch-to-switch links").is_empty());
+    let lonely = 0x0002c90000000005u64;
+    let switch_ports = |run: &OsmRun| -> BTreeSet<u8> {
+        run.lfts()[&lonely]
+            .values()
+            .copied()
+            .filter(|&p| p > 2 && p != NO_PATH)
+            .collect()
+    };
+    assert_eq!(switch_ports(&run).len(), 4, "{}", run.summary());
+
+    let run = sim.opensm(&osm);
+    run.assert_configured_by("dfsssp-rs");
+    let line = run.log_lines("avoid_throttled_links: ");
+    assert!(
+        line.len() == 1
+            && line[0].contains(": 4 throttled switch-to-switch links left out")
+            && line[0].contains("; 1 kept because the fabric would split"),
+        "{line:?}\n{}",
+        run.summary()
+    );
+    // Switch 1,1 forwards everything not its own over one cable; the 0,0 - 1,0 cable (port 3 of
+    // switch 0,0) carries nothing.
+    assert_eq!(switch_ports(&run).len(), 1, "{}", run.summary());
+    assert!(
+        run.lfts()[&0x0002c90000000000].values().all(|&p| p != 3),
+        "switch 0,0 still routes over its throttled port 3"
     );
     let cas = terminal_ports(&f);
     let rep = run.ibdmchk(true, true, 0);

@@ -37,6 +37,7 @@ mod api {
             unsafe extern "C" fn(*const osm_subn_t, ib_net64_t) -> *mut osm_switch_t,
         pub switch_clear_hops: unsafe extern "C" fn(*mut osm_switch_t),
         pub link_is_healthy: unsafe extern "C" fn(*const osm_physp_t) -> boolean_t,
+        pub link_is_throttled: unsafe extern "C" fn(*mut osm_physp_t, boolean_t) -> boolean_t,
         pub mcast_tbl_set: unsafe extern "C" fn(*mut osm_mcast_tbl_t, u16, u8),
         pub mcast_tbl_clear_mlid: unsafe extern "C" fn(*mut osm_mcast_tbl_t, u16),
     }
@@ -75,6 +76,9 @@ mod api {
                     )?),
                     link_is_healthy: std::mem::transmute::<*mut c_void, _>(sym(
                         c"osm_link_is_healthy",
+                    )?),
+                    link_is_throttled: std::mem::transmute::<*mut c_void, _>(sym(
+                        c"osm_link_is_throttled",
                     )?),
                     mcast_tbl_set: std::mem::transmute::<*mut c_void, _>(sym(
                         c"osm_mcast_tbl_set",

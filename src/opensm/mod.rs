@@ -65,6 +65,12 @@
 //! - `mcast_lane` (0|1|2): leave a lane to multicast never, only when the layers need fewer
 //!   lanes than there are, or always (default 2; costs under 1% of Λ on the 6x6x6 torus).
 //!
+//! - `layer_sls` (`A-B`, within 0..=14): the SLs, and VLs of the same numbers, the layers may
+//!   use. OpenSM's SL-to-VL entries for other SLs stay the admin's, and path_sl keeps a hint
+//!   outside the range (a QoS level's or partition's SL); hint 0 (nothing configured) gets the
+//!   layer's SL. Without it, every SL hint is replaced (stock dfsssp's behaviour), logged once
+//!   per SL.
+//!
 //! A bad value or an unknown key is logged (`ERR DF06`, with its source and the accepted range)
 //! and the default applies: a routine config mistake never stops routing.
 //!
@@ -92,7 +98,7 @@ use std::any::Any;
 use std::ffi::{c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
@@ -121,6 +127,8 @@ pub const ENV_SEED: &str = "DFSSSP_RS_SEED";
 /// `0` keeps every lane for unicast layers, `1` leaves one to multicast only when the layers need
 /// fewer than there are, `2` (default) always leaves one (see [`EngineConfig::mcast_lane`]).
 pub const ENV_MCAST_LANE: &str = "DFSSSP_RS_MCAST_LANE";
+/// `A-B`: the SLs (and VLs) the layers may use; QoS policy keeps the others.
+pub const ENV_LAYER_SLS: &str = "DFSSSP_RS_LAYER_SLS";
 
 #[derive(Debug, Error)]
 enum AdapterError {
@@ -201,6 +209,7 @@ struct Pending {
     max_load: u64,
     summary: crate::reroute::RoutingSummary,
     sl_offset: u8,
+    sls: SlRange,
     /// The routing the switches held before, to log what changed once the new one is up.
     previous: Option<Previous>,
 }
@@ -237,8 +246,44 @@ struct Active {
     previous: std::sync::Mutex<Option<Previous>>,
     /// The multicast trees built over this routing.
     mcast: std::sync::Mutex<mcast::McastState>,
-    /// SL of layer i: i + sl_offset ([`engine::EngineOutput::sl_offset`]).
+    /// The engine's SL offset: 1 when SL 0 was left to multicast
+    /// ([`engine::EngineOutput::sl_offset`]).
     sl_offset: u8,
+    /// Where the layers' SLs start and what path_sl leaves to the admin's QoS policy.
+    sls: SlRange,
+    /// SLs of OpenSM's hint that path_sl kept or replaced, each logged once (bit per SL).
+    hints_kept: AtomicU16,
+    hints_replaced: AtomicU16,
+    /// Admin SL-to-VL entries outside the layers that share a layer's VL, logged once.
+    warned_shared_vl: AtomicBool,
+}
+
+/// The SLs of the layers: layer i travels on SL (and VL) `first + offset + i`, where the offset
+/// is the engine's (SL `first` left to multicast). With a range given (`layer_sls`), OpenSM's SL
+/// hint outside it is the admin's QoS policy and path_sl keeps it; without one, path_sl answers
+/// the layer's SL for every path, as stock dfsssp does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct SlRange {
+    first: u8,
+    range: Option<(u8, u8)>,
+}
+
+impl SlRange {
+    /// Whether path_sl answers the layer's SL for OpenSM's hint `hint`: inside the range, or
+    /// SL 0 (what OpenSM gives when neither a QoS level nor a partition sets one).
+    fn routes(&self, hint: u8) -> bool {
+        match self.range {
+            None => true,
+            Some((lo, hi)) => hint == 0 || (lo..=hi).contains(&hint),
+        }
+    }
+}
+
+impl Active {
+    /// SL (= VL) of layer 0.
+    fn base_sl(&self) -> u8 {
+        self.sls.first + self.sl_offset
+    }
 }
 
 impl EngineCtx {
@@ -283,6 +328,13 @@ impl EngineCtx {
             subnet.lmc
         ));
         let sk = &subnet.skipped;
+        if sk.throttled_links + sk.throttled_kept > 0 {
+            self.log.info(&format!(
+                "{name}: avoid_throttled_links: {} throttled switch-to-switch links left out of \
+                 the routing; {} kept because the fabric would split without them",
+                sk.throttled_links, sk.throttled_kept
+            ));
+        }
         if sk.down_links
             + sk.unhealthy_links
             + sk.loop_links
@@ -309,7 +361,7 @@ impl EngineCtx {
         }
         drop(last);
         let set = self.settings(&subnet);
-        let cfg = self.config(&subnet, &set)?;
+        let (cfg, sls) = self.config(&subnet, &set)?;
         let rc = self.reroute_config(&set, heavy_sweep)?;
         let prior_summary = prior
             .as_mut()
@@ -354,6 +406,7 @@ impl EngineCtx {
             max_load: out.max_load,
             summary: out.summary,
             sl_offset: out.sl_offset,
+            sls,
             previous: prior.map(|a| Previous {
                 graph: a.graph,
                 routing: a.routing,
@@ -424,12 +477,12 @@ impl EngineCtx {
     }
 
     /// The engine configuration for this run: lanes from the ports' operational VLs, capped by
-    /// the settings; one lane when QoS is off.
+    /// the settings and the SL range given to the layers; one lane when QoS is off.
     fn config(
         &self,
         subnet: &Subnet,
         set: &settings::Settings,
-    ) -> Result<EngineConfig, AdapterError> {
+    ) -> Result<(EngineConfig, SlRange), AdapterError> {
         let name = self.kind.name();
         let mut cfg = EngineConfig::new(self.kind);
         cfg.qos = subnet.qos;
@@ -458,11 +511,41 @@ impl EngineCtx {
         if let Some(cap) = set.max_lanes {
             cfg.lanes = cfg.lanes.min(cap as u8);
         }
+        let mut sls = SlRange::default();
+        let mut range_note = String::new();
+        if let (Some((lo, hi)), true) = (set.layer_sls, self.kind == EngineKind::Dfsssp) {
+            let src = set.source_of("layer_sls").unwrap_or("settings");
+            let vls = subnet.min_data_vls.unwrap_or(1);
+            if !subnet.qos {
+                self.log.verbose(&format!(
+                    "{name}: layer_sls {lo}-{hi} ({src}) has no effect with QoS off"
+                ));
+            } else if lo >= vls {
+                self.log.error(&format!(
+                    "ERR DF06: {name}: layer_sls {lo}-{hi} ({src}) starts beyond the {vls} data \
+                     VLs the ports operate; using the default (SLs from 0)"
+                ));
+            } else {
+                cfg.lanes = cfg.lanes.min(hi - lo + 1).min(vls - lo);
+                sls = SlRange {
+                    first: lo,
+                    range: Some((lo, hi)),
+                };
+                if lo > 0 {
+                    // SL 0 (multicast's, unless the QoS policy says otherwise) is outside the
+                    // layers already.
+                    cfg.mcast_lane = McastLane::Off;
+                }
+                range_note = format!(
+                    ", within layer_sls {lo}-{hi} ({src}); other SLs keep OpenSM's QoS policy"
+                );
+            }
+        }
         // With QoS off the engine logs that it routes within one lane, and why.
         if self.kind == EngineKind::Dfsssp && subnet.qos {
             self.log.info(&format!(
                 "{name}: QoS on: up to {} virtual lanes (fewest operational data VLs of any \
-                 active port{})",
+                 active port{}){range_note}",
                 cfg.lanes,
                 match set.source_of("max_lanes") {
                     Some(src) => format!(", capped by max_lanes ({src})"),
@@ -470,7 +553,7 @@ impl EngineCtx {
                 }
             ));
         }
-        Ok(cfg)
+        Ok((cfg, sls))
     }
 
     /// ucast_build_fwd_tables: only writes what build() computed.
@@ -517,6 +600,10 @@ impl EngineCtx {
             previous: std::sync::Mutex::new(p.previous),
             mcast: Default::default(),
             sl_offset: p.sl_offset,
+            sls: p.sls,
+            hints_kept: AtomicU16::new(0),
+            hints_replaced: AtomicU16::new(0),
+            warned_shared_vl: AtomicBool::new(false),
         });
         Ok(())
     }
@@ -560,7 +647,7 @@ impl EngineCtx {
         }
         let t = Instant::now();
         let path = dir.join(PATH_SL_FILE);
-        match crate::io::path_sl::write_file(&path, &a.fabric, &a.graph, &a.routing, a.sl_offset) {
+        match crate::io::path_sl::write_file(&path, &a.fabric, &a.graph, &a.routing, a.base_sl()) {
             Ok(st) => {
                 self.log.info(&format!(
                     "{name}: wrote {} ({} sources, {} lines) in {:.3} s",
@@ -646,7 +733,7 @@ impl EngineCtx {
             graph: &a.graph,
             summary: &summary,
             num_layers: a.routing.num_layers,
-            sl_offset: a.sl_offset,
+            sl_offset: a.base_sl(),
             qos: a.cfg.qos,
             lanes: a.cfg.lanes,
         };
@@ -695,11 +782,12 @@ impl EngineCtx {
         Ok(())
     }
 
-    /// path_sl: the layer of the path from the switch where SLID's traffic enters to DLID.
+    /// path_sl: the SL of the layer of the path from the switch where SLID's traffic enters to
+    /// DLID. With `layer_sls` given, a hint outside it is the admin's QoS policy and is kept.
     fn path_sl(&self, hint: u8, slid: u16, dlid: u16) -> u8 {
         let st = self.read();
         let Some(a) = &st.active else { return hint };
-        if a.routing.num_layers + a.sl_offset <= 1 || dlid > a.routing.lft.max_lid {
+        if a.routing.num_layers + a.base_sl() <= 1 || dlid > a.routing.lft.max_lid {
             return hint;
         }
         let (Some(src), Some(dst)) = (a.graph.dest_of_lid(slid), a.graph.dest_of_lid(dlid)) else {
@@ -708,45 +796,75 @@ impl EngineCtx {
         if src.switch == NO_SWITCH || dst.switch == NO_SWITCH {
             return hint;
         }
-        a.routing.layer(src.switch, dlid) + a.sl_offset
+        let name = self.kind.name();
+        if !a.sls.routes(hint) {
+            if a.hints_kept.fetch_or(1 << hint, Ordering::Relaxed) & (1 << hint) == 0 {
+                self.log.info(&format!(
+                    "{name}: SL {hint} from OpenSM's QoS policy is outside layer_sls: kept for \
+                     the paths it is given to (their VL is the QoS policy's, outside the layers' \
+                     deadlock analysis; logged once per SL)"
+                ));
+            }
+            return hint;
+        }
+        let sl = a.routing.layer(src.switch, dlid) + a.base_sl();
+        if hint != 0
+            && hint != sl
+            && a.hints_replaced.fetch_or(1 << hint, Ordering::Relaxed) & (1 << hint) == 0
+        {
+            self.log.info(&format!(
+                "{name}: SL {hint} from OpenSM's QoS policy or partition replaced by the layers' \
+                 SLs (set layer_sls to leave SLs to QoS; logged once per SL)"
+            ));
+        }
+        sl
     }
 
-    /// update_sl2vl: SL i -> VL i for every layer i, in the table OpenSM is about to program on
-    /// `port`.
+    /// update_sl2vl: SL i -> VL i for every SL the layers use, in the table OpenSM is about to
+    /// program on `port`; the admin's entries for other SLs stay.
     fn update_sl2vl(&self, port: Option<Physp<'_>>, table: Option<&mut ffi::ib_slvl_table_t>) {
         let st = self.read();
         let Some(a) = &st.active else { return };
-        // SLs 0..layers + offset go to the VL of the same number (SL 0 alone on VL 0 when a lane
-        // was left to multicast).
-        let layers = a.routing.num_layers + a.sl_offset;
+        // SLs first..first + offset + layers go to the VL of the same number (SL `first` alone
+        // on its VL when a lane was left to multicast).
+        let (first, count) = (a.sls.first, a.routing.num_layers + a.sl_offset);
         let Some(table) = table else { return };
-        if layers <= 1 {
+        if first + count <= 1 {
             return;
         }
         let before = table.raw_vl_by_sl;
         let mut after = before;
-        let changed = sl::map_layers(&mut after, layers);
+        let changed = sl::map_layers(&mut after, first, count);
         table.raw_vl_by_sl = after;
         let name = self.kind.name();
+        let last = first + count - 1;
         if changed != 0 && !a.warned_admin_table.swap(true, Ordering::Relaxed) {
             self.log.info(&format!(
                 "{name}: OpenSM's QoS SL-to-VL setting ({}) differs from the routing's layers; \
-                 using SL i -> VL i for SL 0..{} as the deadlock analysis requires (logged once)",
+                 using SL i -> VL i for SL {first}..{last} as the deadlock analysis requires \
+                 (logged once)",
                 sl::describe(&before, changed),
-                layers - 1
+            ));
+        }
+        let shared = sl::sharing_layer_vls(&after, first, count);
+        if shared != 0 && !a.warned_shared_vl.swap(true, Ordering::Relaxed) {
+            self.log.info(&format!(
+                "WRN DF07: {name}: OpenSM's QoS SL-to-VL setting puts SLs outside the layers on \
+                 the layers' VLs {first}..{last} ({}): traffic on them shares those VLs without \
+                 being in the deadlock analysis; map them to other VLs (logged once)",
+                sl::describe(&after, shared),
             ));
         }
         let Some(port) = port else { return };
         let vls = subnet::data_vls(port.op_vls_code());
-        if vls.is_some_and(|v| v < layers) && !a.warned_few_vls.swap(true, Ordering::Relaxed) {
+        if vls.is_some_and(|v| v <= last) && !a.warned_few_vls.swap(true, Ordering::Relaxed) {
             let guid = port.node_guid();
             self.log.error(&format!(
-                "{name}: port {} of node 0x{guid:016x} operates {} data VLs but the routing uses {} \
-                 layers: SLs beyond its VLs share a VL there and deadlock freedom is not \
-                 guaranteed (logged once; rerouting picks up the new VL count)",
+                "{name}: port {} of node 0x{guid:016x} operates {} data VLs but the routing's \
+                 layers use VLs up to {last}: SLs beyond its VLs share a VL there and deadlock \
+                 freedom is not guaranteed (logged once; rerouting picks up the new VL count)",
                 port.port_num(),
                 vls.unwrap_or(0),
-                layers
             ));
         }
     }
@@ -1128,6 +1246,10 @@ mod tests {
                 previous: std::sync::Mutex::new(None),
                 mcast: Default::default(),
                 sl_offset: 0,
+                sls: SlRange::default(),
+                hints_kept: AtomicU16::new(0),
+                hints_replaced: AtomicU16::new(0),
+                warned_shared_vl: AtomicBool::new(false),
             }),
         };
         EngineCtx {
@@ -1167,5 +1289,32 @@ mod tests {
         }
         *c.write() = State::default();
         assert_eq!(c.path_sl(6, 3, 4), 6, "no routing: the hint");
+    }
+
+    #[test]
+    fn a_layer_sl_range_leaves_other_hints_to_qos() {
+        let c = ctx_with_layers(true);
+        if let Some(a) = c.write().active.as_mut() {
+            a.sls = SlRange {
+                first: 2,
+                range: Some((2, 5)),
+            };
+        }
+        // Layers 1 and 2 of the fixture on SLs 3 and 4; hints in the range or 0 get them.
+        assert_eq!(c.path_sl(0, 3, 4), 3);
+        assert_eq!(c.path_sl(5, 4, 3), 4);
+        // A QoS level's SL outside the range is the admin's.
+        assert_eq!(c.path_sl(9, 3, 4), 9);
+        assert_eq!(c.path_sl(1, 3, 4), 1);
+        // One layer, on SL 2: not the hint.
+        let c = ctx_with_layers(false);
+        if let Some(a) = c.write().active.as_mut() {
+            a.sls = SlRange {
+                first: 2,
+                range: Some((2, 3)),
+            };
+        }
+        assert_eq!(c.path_sl(0, 3, 4), 2);
+        assert_eq!(c.path_sl(7, 3, 4), 7);
     }
 }

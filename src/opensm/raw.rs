@@ -38,6 +38,9 @@ pub(crate) struct LockedSubnet<'a> {
 pub(crate) struct Options {
     pub qos: bool,
     pub lmc: u8,
+    /// `avoid_throttled_links`, and whether `fdr10` is on (1) for judging them.
+    pub avoid_throttled_links: bool,
+    pub fdr10: bool,
     pub dump_dir: Option<PathBuf>,
     /// The configuration file OpenSM read (`-F`, or its default).
     pub config_file: Option<PathBuf>,
@@ -86,6 +89,8 @@ impl<'a> LockedSubnet<'a> {
         Options {
             qos: opt.qos != 0,
             lmc: opt.lmc,
+            avoid_throttled_links: opt.avoid_throttled_links != 0,
+            fdr10: opt.fdr10 == 1,
             dump_dir: text(opt.dump_files_dir).map(PathBuf::from),
             config_file: text(opt.config_file).map(PathBuf::from),
             plugin_options: text(opt.event_plugin_options),
@@ -99,6 +104,7 @@ impl<'a> LockedSubnet<'a> {
                     ("sm_sl", opt.sm_sl.to_string()),
                     ("avoid_throttled_links", flag(opt.avoid_throttled_links)),
                     ("use_ucast_cache", flag(opt.use_ucast_cache)),
+                    ("use_optimized_slvl", flag(opt.use_optimized_slvl)),
                     ("port_shifting", flag(opt.port_shifting)),
                     ("scatter_ports", opt.scatter_ports.to_string()),
                 ];
@@ -261,6 +267,14 @@ impl<'a> Physp<'a> {
     pub(crate) fn op_vls_code(&self) -> u8 {
         // SAFETY: reads the port's PortInfo.
         unsafe { ffi::ib_port_info_get_op_vls(&self.0.port_info) }
+    }
+
+    /// Whether the link runs below the speed or width both ends enable (`osm_link_is_throttled`,
+    /// as stock dfsssp asks it; `fdr10`: OpenSM's `fdr10` option is 1).
+    pub(crate) fn link_is_throttled(&self, api: &ffi::Api, fdr10: bool) -> bool {
+        // SAFETY: OpenSM's function over a live port; it only reads the port and its peer
+        // (the pointer is `*mut` in its signature only).
+        unsafe { (api.link_is_throttled)(std::ptr::from_ref(self.0).cast_mut(), fdr10.into()) != 0 }
     }
 
     /// OpenSM's own judgement of the link (`osm_link_is_healthy`).

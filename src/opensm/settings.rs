@@ -20,7 +20,7 @@ struct Key {
     max: u64,
 }
 
-const KEYS: [Key; 6] = [
+const KEYS: [Key; 7] = [
     Key {
         name: "max_lanes",
         env: super::ENV_MAX_LANES,
@@ -57,6 +57,13 @@ const KEYS: [Key; 6] = [
         min: 0,
         max: u64::MAX,
     },
+    // A range `A-B` of SLs (and the VLs of the same numbers), both within min..=max.
+    Key {
+        name: "layer_sls",
+        env: super::ENV_LAYER_SLS,
+        min: 0,
+        max: 14,
+    },
 ];
 
 /// The settings given anywhere (`None`: the engine's default).
@@ -68,6 +75,9 @@ pub(crate) struct Settings {
     pub mcast_lane: Option<u64>,
     pub bisection_patterns: Option<u64>,
     pub seed: Option<u64>,
+    /// The SLs (and VLs of the same numbers) the layers may use, first and last; the admin's QoS
+    /// policy keeps every SL outside them.
+    pub layer_sls: Option<(u8, u8)>,
     /// Where each given setting came from ("dfsssp-rs.conf:3", "event_plugin_options", the
     /// environment variable), for the log.
     pub sources: Vec<(&'static str, String)>,
@@ -104,26 +114,55 @@ impl Settings {
             return;
         };
         let v = value.trim();
-        // The multicast lane also by name (off, when-free, always), as the CLI takes it.
-        let parsed = if key == "mcast_lane" {
-            v.parse::<McastLane>().ok().map(|m| m as u64)
-        } else {
-            v.parse::<u64>().ok()
-        };
-        match parsed {
-            Some(n) if (k.min..=k.max).contains(&n) => {
-                if let Some(slot) = self.slot(key) {
-                    *slot = Some(n);
+        let in_range = |n: u64| (k.min..=k.max).contains(&n);
+        let ok = if key == "layer_sls" {
+            match parse_sl_range(v) {
+                Some((a, b)) if in_range(a.into()) && in_range(b.into()) => {
+                    self.layer_sls = Some((a, b));
+                    true
                 }
-                self.sources.retain(|(name, _)| *name != k.name);
-                self.sources.push((k.name, source.to_string()));
+                _ => {
+                    problems.push(format!(
+                        "{source}: {key}={v:?} ignored: expected a range A-B of SLs with \
+                         {}<=A<=B<={} (e.g. 0-3)",
+                        k.min, k.max
+                    ));
+                    false
+                }
             }
-            _ => problems.push(format!(
-                "{source}: {key}={v:?} ignored: expected a number {}..={}",
-                k.min, k.max
-            )),
+        } else {
+            // The multicast lane also by name (off, when-free, always), as the CLI takes it.
+            let parsed = if key == "mcast_lane" {
+                v.parse::<McastLane>().ok().map(|m| m as u64)
+            } else {
+                v.parse::<u64>().ok()
+            };
+            match (parsed.filter(|&n| in_range(n)), self.slot(key)) {
+                (Some(n), Some(slot)) => {
+                    *slot = Some(n);
+                    true
+                }
+                _ => {
+                    problems.push(format!(
+                        "{source}: {key}={v:?} ignored: expected a number {}..={}",
+                        k.min, k.max
+                    ));
+                    false
+                }
+            }
+        };
+        if ok {
+            self.sources.retain(|(name, _)| *name != k.name);
+            self.sources.push((k.name, source.to_string()));
         }
     }
+}
+
+/// `A-B` (or a single SL `A`) with A <= B.
+fn parse_sl_range(v: &str) -> Option<(u8, u8)> {
+    let (a, b) = v.split_once('-').unwrap_or((v, v));
+    let (a, b) = (a.trim().parse::<u8>().ok()?, b.trim().parse::<u8>().ok()?);
+    (a <= b).then_some((a, b))
 }
 
 /// Where OpenSM's configuration says `dfsssp-rs.conf` is: next to the file OpenSM read.
@@ -231,6 +270,32 @@ mod tests {
             "bisection_patterns",
             "DFSSSP_RS_BISECTION_PATTERNS".to_string()
         )));
+    }
+
+    #[test]
+    fn layer_sls_take_a_range_within_the_data_vls() {
+        let mut s = Settings::default();
+        let mut problems = Vec::new();
+        read_plugin_options("layer_sls=2-5", &mut s, &mut problems);
+        assert_eq!((s.layer_sls, problems.len()), (Some((2, 5)), 0));
+        read_plugin_options("layer_sls=3", &mut s, &mut problems);
+        assert_eq!(s.layer_sls, Some((3, 3)));
+        for bad in ["5-2", "0-15", "a-b", "-3", "1-2-3"] {
+            problems.clear();
+            read_plugin_options(&format!("layer_sls={bad}"), &mut s, &mut problems);
+            assert_eq!(
+                s.layer_sls,
+                Some((3, 3)),
+                "{bad} must leave the range as it was"
+            );
+            assert!(
+                problems.len() == 1 && problems[0].contains("expected a range A-B of SLs"),
+                "{bad}: {problems:?}"
+            );
+        }
+        let env = |k: &str| (k == "DFSSSP_RS_LAYER_SLS").then(|| "0-3".to_string());
+        read_env(env, &mut s, &mut problems);
+        assert_eq!(s.layer_sls, Some((0, 3)));
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub(crate) struct SkipCounts {
     pub unhealthy_links: usize,
     /// Links from a node to itself (loopback cables): useless for routing.
     pub loop_links: usize,
+    /// Switch-to-switch links OpenSM finds throttled, left out (`avoid_throttled_links`), and
+    /// those kept because leaving them out would split the fabric.
+    pub throttled_links: usize,
+    pub throttled_kept: usize,
     /// Ports in OpenSM's port table without a LID yet.
     pub ports_without_lid: usize,
     /// Nodes of a type other than switch, CA, router.
@@ -60,10 +64,17 @@ pub(crate) fn option_verdicts(opts: &[(&'static str, String)]) -> String {
         let item = format!("{name} {v}");
         match *name {
             "lmc" | "lmc_esp0" | "qos" => honoured.push(item),
+            "avoid_throttled_links" if v == "TRUE" => honoured.push(format!(
+                "{item} (throttled links left out unless the fabric needs them)"
+            )),
             "max_op_vls" => honoured.push(format!("{item} (through the ports' operational VLs)")),
             "sm_sl" if v != "0" => unused.push(format!("{item} (SM/SA traffic is not analysed)")),
-            "avoid_throttled_links" | "port_shifting" if v == "TRUE" => unused.push(item),
+            "port_shifting" if v == "TRUE" => unused.push(item),
             "scatter_ports" if v != "0" => unused.push(item),
+            // OpenSM programs SL-to-VL per port pair when the engine maps SLs to VLs.
+            "use_optimized_slvl" if v == "TRUE" => unused.push(format!(
+                "{item} (per-port SL-to-VL tables: the engine maps its layers' SLs)"
+            )),
             "use_ucast_cache" if v == "TRUE" => {
                 warn = "; use_ucast_cache TRUE lets OpenSM change the tables without the engine                         (set it FALSE with dfsssp-rs)"
                     .into()
@@ -78,6 +89,34 @@ pub(crate) fn option_verdicts(opts: &[(&'static str, String)]) -> String {
         format!("; set but not used: {}", unused.join(", "))
     };
     format!("honoured: {}{unused}{warn}", honoured.join(", "))
+}
+
+/// Connected components by union-find over node indices.
+struct Components(Vec<u32>);
+
+impl Components {
+    fn new(n: usize) -> Self {
+        Components((0..n as u32).collect())
+    }
+
+    fn find(&mut self, mut x: u32) -> u32 {
+        while self.0[x as usize] != x {
+            let up = self.0[self.0[x as usize] as usize];
+            self.0[x as usize] = up;
+            x = up;
+        }
+        x
+    }
+
+    /// Joins the components of `a` and `b`; false if they were one already.
+    fn union(&mut self, a: u32, b: u32) -> bool {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra == rb {
+            return false;
+        }
+        self.0[ra.max(rb) as usize] = ra.min(rb);
+        true
+    }
 }
 
 /// Data VLs for a PortInfo OperationalVLs code (IBA 14.2.5.6): 1 => VL0, 2 => VL0-1, 3 => VL0-3,
@@ -117,6 +156,9 @@ pub(crate) fn read(api: &ffi::Api, osm: &LockedSubnet<'_>) -> Result<Subnet, Fab
         nodes.push(node);
     }
 
+    let opt = osm.options();
+    // Throttled switch-to-switch links (avoid_throttled_links), decided once all others are in.
+    let mut throttled: Vec<(PortRef, PortRef)> = Vec::new();
     let mut min_vls: Option<u8> = None;
     for (idx, node) in nodes.iter().enumerate() {
         let idx = idx as u32;
@@ -145,6 +187,21 @@ pub(crate) fn read(api: &ffi::Api, osm: &LockedSubnet<'_>) -> Result<Subnet, Fab
                 skipped.unhealthy_links += 1;
             } else if ridx == idx {
                 skipped.loop_links += 1;
+            } else if opt.avoid_throttled_links
+                && node.kind() == Some(NodeKind::Switch)
+                && nodes[ridx as usize].kind() == Some(NodeKind::Switch)
+                && p.link_is_throttled(api, opt.fdr10)
+            {
+                throttled.push((
+                    PortRef {
+                        node: idx,
+                        port: lport,
+                    },
+                    PortRef {
+                        node: ridx,
+                        port: rport,
+                    },
+                ));
             } else {
                 b.link(
                     PortRef {
@@ -157,6 +214,21 @@ pub(crate) fn read(api: &ffi::Api, osm: &LockedSubnet<'_>) -> Result<Subnet, Fab
                     },
                 )?;
             }
+        }
+    }
+
+    // Stock dfsssp drops throttled links outright, which can split the fabric; keep those that
+    // join what the other links leave apart.
+    let mut joined = Components::new(nodes.len());
+    for l in b.links() {
+        joined.union(l.a.node, l.b.node);
+    }
+    for (a, r) in throttled {
+        if joined.union(a.node, r.node) {
+            skipped.throttled_kept += 1;
+            b.link(a, r)?;
+        } else {
+            skipped.throttled_links += 1;
         }
     }
 
@@ -181,7 +253,6 @@ pub(crate) fn read(api: &ffi::Api, osm: &LockedSubnet<'_>) -> Result<Subnet, Fab
         )?;
     }
 
-    let opt = osm.options();
     Ok(Subnet {
         fabric: b.build()?,
         limits,
@@ -232,16 +303,19 @@ mod tests {
         let set = o(&[
             ("lmc", "1"),
             ("avoid_throttled_links", "TRUE"),
+            ("port_shifting", "TRUE"),
             ("use_ucast_cache", "TRUE"),
             ("cn_guid_file", "/etc/opensm/cn"),
             ("sm_sl", "3"),
         ]);
         let line = option_verdicts(&set);
         assert!(
-            line.starts_with("honoured: lmc 1; set but not used: "),
+            line.starts_with(
+                "honoured: lmc 1, avoid_throttled_links TRUE (throttled links left out unless \
+                 the fabric needs them); set but not used: port_shifting TRUE"
+            ),
             "{line}"
         );
-        assert!(line.contains("avoid_throttled_links TRUE"), "{line}");
         assert!(line.contains("cn_guid_file /etc/opensm/cn"), "{line}");
         assert!(
             line.contains("sm_sl 3 (SM/SA traffic is not analysed)"),

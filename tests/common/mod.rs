@@ -339,9 +339,25 @@ impl Sim {
     }
 
     /// Runs an infiniband-diags tool against this simulator.
+    /// Sets the enabled link width of `port` of the node at the directed route `path` (e.g.
+    /// "0,1,3") with `ibportstate`, before OpenSM assigns LIDs. ibsim then runs the link at the
+    /// widest width of that setting, on both ends.
+    pub fn set_link_width(&self, path: &str, port: u8, width: u8) {
+        let (status, _, err) = self.diag(
+            "ibportstate",
+            &["-D", path, &port.to_string(), "width", &width.to_string()],
+        );
+        assert!(
+            status.success(),
+            "ibportstate -D {path} {port} width {width}: {err}"
+        );
+    }
+
     fn diag(&self, tool: &str, args: &[&str]) -> (ExitStatus, String, String) {
         let mut cmd = Command::new(tool);
+        // umad2sim writes a sys-PID/ folder into the working directory.
         cmd.args(args)
+            .current_dir(self.dir())
             .env("LD_PRELOAD", UMAD2SIM)
             .env("IBSIM_SOCKNAME", &self.sock)
             .stdin(Stdio::null())
