@@ -123,6 +123,30 @@ impl Balancer {
         }
     }
 
+    /// Adds the routes of tree `next` (chosen over `order` by this or another balancer) to the
+    /// channel loads, switch `s` sending `sources[s]` routes: the load of one class of traffic
+    /// ([`crate::traffic`]), where [`add_tree_load`](Self::add_tree_load) counts every CA port.
+    pub(crate) fn add_tree_load_from(
+        &mut self,
+        g: &SwitchGraph,
+        order: &[u32],
+        next: &[u32],
+        sources: &[u64],
+    ) {
+        for &s in order {
+            self.flow[s as usize] = sources[s as usize];
+        }
+        for &s in order.iter().rev() {
+            let c = next[s as usize];
+            if c == NO_CHANNEL {
+                continue;
+            }
+            let f = self.flow[s as usize];
+            self.load[c as usize] += f;
+            self.flow[g.chan_head()[c as usize] as usize] += f;
+        }
+    }
+
     /// Removes the routes of a tree given as one destination-major row of ports (what
     /// [`add_tree_load`](Self::add_tree_load) added when the tree was chosen); `order` is the
     /// destination switch's [`MinimalDag::order`].

@@ -22,6 +22,7 @@ use crate::reroute::{
 };
 use crate::routing::Routing;
 use crate::sssp::{self};
+use crate::traffic::{self, TrafficClasses};
 use crate::verify::{self, VerifiedBefore, VerifyError, VerifyReport, VerifyScope};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -81,6 +82,9 @@ pub struct EngineConfig {
     /// on SL `i + 1` (and VL `i + 1`), and SL 0 / VL 0 carry multicast without any unicast
     /// dependency ([`EngineOutput::sl_offset`]).
     pub mcast_lane: McastLane,
+    /// Compute and I/O nodes (OpenSM's `cn_guid_file`, `io_guid_file`): routed first and
+    /// balanced per class ([`crate::traffic`]), and their Λ measured with the metrics.
+    pub classes: Option<TrafficClasses>,
 }
 
 /// When dfsssp-rs leaves a lane (SL 0 / VL 0) to multicast ([`EngineConfig::mcast_lane`]).
@@ -133,6 +137,7 @@ impl EngineConfig {
             seed: 1,
             multipath: true,
             mcast_lane: McastLane::Off,
+            classes: None,
         }
     }
 
@@ -442,7 +447,27 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         for line in mp.log_lines() {
             log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
         }
+        if cfg.classes.as_ref().is_some_and(|c| c.any()) {
+            log.push((
+                LogLevel::Info,
+                format!(
+                    "{}: with LMC > 0 the paths are spread per port, not routed compute nodes \
+                     first; the classes' Λ is still measured",
+                    cfg.kind
+                ),
+            ));
+        }
         r
+    } else if let Some(classes) = cfg.classes.as_ref().filter(|c| c.any()) {
+        log.push((
+            LogLevel::Info,
+            format!(
+                "{}: compute nodes' LIDs routed first, then I/O nodes', each class balanced on \
+                 its own traffic",
+                cfg.kind
+            ),
+        ));
+        traffic::route(&graph, &dist, classes)
     } else {
         sssp::route_with_distances(&graph, &dist)
     };
@@ -577,9 +602,21 @@ fn metrics_logged(
                 // The lanes the routing spans, as its dumps show them: a lane left to multicast
                 // (SL 0) counts.
                 m.layers += sl_offset;
+                let classes = cfg
+                    .classes
+                    .as_ref()
+                    .filter(|c| c.any())
+                    .and_then(|c| {
+                        let spec = metrics::BisectionSpec::new(cfg.bisection_patterns, cfg.seed);
+                        traffic::class_bandwidth(graph, &routing.lft, c, &spec).ok()
+                    })
+                    .map(|b| b.summary())
+                    .filter(|s| !s.is_empty())
+                    .map(|s| format!("; {s}"))
+                    .unwrap_or_default();
                 log.push((
                     LogLevel::Info,
-                    format!("{}: metrics: {}", cfg.kind, m.summary()),
+                    format!("{}: metrics: {}{classes}", cfg.kind, m.summary()),
                 ));
                 Some(m)
             }

@@ -53,5 +53,6 @@ pub mod sssp;
 #[cfg(test)]
 pub(crate) mod testkit;
 pub mod topo;
+pub mod traffic;
 pub mod updown;
 pub mod verify;

@@ -893,6 +893,22 @@ pub fn effective_bisection_bandwidth(
     lft: &Lft,
     spec: &BisectionSpec,
 ) -> Result<Bisection, MetricsError> {
+    let all: Vec<u32> = (0..g.terminals().len() as u32).collect();
+    group_bandwidth(g, lft, spec, &all, None)
+}
+
+/// Λ of traffic within a group of terminals or from it to another (indices into
+/// `g.terminals()`): with `to` = `None`, random bisections of `from` (all terminals: Hoefler et
+/// al.'s Λ, [`effective_bisection_bandwidth`]); with `to`, every terminal of the smaller side
+/// paired with a distinct random one of the other, flows from `from` to `to` (both ways with
+/// [`PairTraffic::Exchange`]), e.g. compute nodes writing to I/O nodes.
+pub fn group_bandwidth(
+    g: &SwitchGraph,
+    lft: &Lft,
+    spec: &BisectionSpec,
+    from: &[u32],
+    to: Option<&[u32]>,
+) -> Result<Bisection, MetricsError> {
     let BisectionSpec {
         patterns,
         seed,
@@ -901,8 +917,11 @@ pub fn effective_bisection_bandwidth(
     } = *spec;
     check_shape(g, lft)?;
     let terms = Terminals::new(g);
-    let p = g.terminals().len() as u32;
-    let half = p / 2;
+    // One-way pairs per pattern.
+    let pairs = match to {
+        None => from.len() / 2,
+        Some(to) => from.len().min(to.len()),
+    };
     let values: Vec<f64> = (0..patterns)
         .into_par_iter()
         .map_init(
@@ -912,17 +931,22 @@ pub fn effective_bisection_bandwidth(
                 rng.set_stream(u64::from(i));
                 let mut perm = std::mem::take(&mut sc.perm);
                 perm.clear();
-                perm.extend(0..p);
+                perm.extend_from_slice(from);
                 perm.shuffle(&mut rng);
-                let h = half as usize;
+                let h = pairs;
+                let pair = |j: usize| match to {
+                    None => (perm[j], perm[h + j]),
+                    Some(to) => (perm[j], to[j]),
+                };
                 let v = match traffic {
                     PairTraffic::OneWay => {
-                        let flows = (0..h).map(|j| (perm[j], perm[h + j]));
-                        pattern_value(g, lft, &terms, flows, choice, sc)
+                        pattern_value(g, lft, &terms, (0..h).map(pair), choice, sc)
                     }
                     PairTraffic::Exchange => {
-                        let flows =
-                            (0..h).flat_map(|j| [(perm[j], perm[h + j]), (perm[h + j], perm[j])]);
+                        let flows = (0..h).flat_map(|j| {
+                            let (a, b) = pair(j);
+                            [(a, b), (b, a)]
+                        });
                         pattern_value(g, lft, &terms, flows, choice, sc)
                     }
                 };
@@ -936,7 +960,7 @@ pub fn effective_bisection_bandwidth(
         patterns,
         seed,
         traffic,
-        flows: u64::from(half)
+        flows: pairs as u64
             * if traffic == PairTraffic::Exchange {
                 2
             } else {

@@ -669,3 +669,76 @@ fn throttled_links_are_avoided_without_splitting_the_fabric() {
     rep.assert_connected(cas * (cas - 1));
     assert_eq!(rep.credit_loops, Some(false), "{}", rep.errors());
 }
+
+/// `cn_guid_file` and `io_guid_file`: dfsssp-rs reads OpenSM's lists, routes the compute nodes
+/// first and measures both traffic patterns; a list with a bad line is named (`ERR DF08`, file and
+/// line) and routing goes on without it.
+#[test]
+fn compute_and_io_node_lists_from_opensm() {
+    let f = fabric("ktree:4,3");
+    let sim = Sim::start("cn-io", &f);
+    let cas: Vec<u64> = f
+        .endpoints()
+        .iter()
+        .filter(|e| f.nodes()[e.node as usize].kind == NodeKind::Ca)
+        .map(|e| e.port_guid)
+        .collect();
+    let list = |g: &[u64]| {
+        let mut s = String::from("# written by the test\n");
+        for x in g {
+            s += &format!("0x{x:016x} node\n");
+        }
+        s
+    };
+    let (cn, io) = (sim.dir().join("cn_guids"), sim.dir().join("io_guids"));
+    std::fs::write(&cn, list(&cas[..48])).unwrap();
+    std::fs::write(&io, list(&cas[56..])).unwrap();
+    let osm = OpenSm::new("dfsssp-rs")
+        .qos(true)
+        .env("DFSSSP_RS_BISECTION_PATTERNS", "200")
+        .conf(&format!("cn_guid_file {}", cn.display()))
+        .conf(&format!("io_guid_file {}", io.display()));
+    let run = sim.opensm(&osm);
+    run.assert_configured_by("dfsssp-rs");
+    let line = run.log_lines("dfsssp-rs: cn_guid_file, io_guid_file: ");
+    assert!(
+        line.len() == 1 && line[0].contains(": 48 compute and 8 I/O ports; compute nodes' LIDs"),
+        "{line:?}\n{}",
+        run.summary()
+    );
+    assert!(run
+        .log_lines("dfsssp-rs: OpenSM options honoured: ")
+        .iter()
+        .any(|l| l.contains("cn_guid_file") && l.contains("io_guid_file")));
+    let metrics = run.log_lines("dfsssp-rs: metrics: ");
+    assert!(
+        metrics.len() == 1
+            && metrics[0].contains("; Λ compute ")
+            && metrics[0].contains(", compute-to-I/O "),
+        "{metrics:?}"
+    );
+    let n = cas.len() as u64;
+    let rep = run.ibdmchk(true, true, 0);
+    rep.assert_connected(n * (n - 1));
+    assert_eq!(rep.credit_loops, Some(false), "{}", rep.errors());
+
+    // A typo in the compute list: named with its line, the I/O list still used.
+    std::fs::write(&cn, "0x0002c90100000000\n0x0002c9010000001g\n").unwrap();
+    let run = sim.opensm(&osm);
+    run.assert_configured_by("dfsssp-rs");
+    let errs = run.errors().join("\n");
+    assert!(
+        errs.contains(&format!(
+            "ERR DF08: dfsssp-rs: cn_guid_file: {}:2: expected a GUID",
+            cn.display()
+        )),
+        "{errs}"
+    );
+    assert_eq!(
+        run.log_lines("dfsssp-rs: io_guid_file: 0 compute and 8 I/O ports")
+            .len(),
+        1,
+        "{}",
+        run.summary()
+    );
+}

@@ -183,6 +183,7 @@ pub fn run(a: &CompareArgs) -> CliResult<()> {
         cfg.qos = !a.no_qos;
         cfg.mcast_lane = e.mcast_lane;
         let f = fabric.clone().expect("a fabric when engines are given");
+        cfg.classes = a.measure.options()?.classes.map(|l| l.classes(&f).0);
         let s = judge::route(&e.label, f, &fabric_name, &cfg, &p)?;
         if a.measure.verbose {
             for l in s.engine.iter().flat_map(|x| &x.log) {
@@ -201,7 +202,7 @@ pub fn run(a: &CompareArgs) -> CliResult<()> {
             mismatch.push(s.label.clone());
         }
     }
-    let opts = a.measure.options();
+    let opts = a.measure.options()?;
     let mut evals = Vec::with_capacity(subjects.len());
     for s in subjects {
         evals.push(judge::evaluate(s, &opts, &p)?);

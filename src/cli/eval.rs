@@ -83,6 +83,7 @@ pub fn run(a: &EvalArgs) -> CliResult<()> {
         cfg.lanes = a.lanes;
         cfg.qos = !a.no_qos;
         cfg.mcast_lane = a.mcast_lane;
+        cfg.classes = a.measure.options()?.classes.map(|l| l.classes(&fabric).0);
         judge::route(a.engine.name(), fabric, &name, &cfg, &p)?
     };
     if a.measure.verbose {
@@ -106,7 +107,7 @@ pub fn run(a: &EvalArgs) -> CliResult<()> {
                     routing: &subject.routing,
                 },
             );
-            let old_ev = judge::evaluate(old, &a.measure.options(), &p)?;
+            let old_ev = judge::evaluate(old, &a.measure.options()?, &p)?;
             Some((changes, old_ev.metrics.bisection.map(|b| b.lambda)))
         }
         None => None,
@@ -115,7 +116,7 @@ pub fn run(a: &EvalArgs) -> CliResult<()> {
         Some(dir) => mcast::read_dumped(dir, &subject.fabric, &subject.graph)?,
         None => None,
     };
-    let ev = judge::evaluate(subject, &a.measure.options(), &p)?;
+    let ev = judge::evaluate(subject, &a.measure.options()?, &p)?;
     let multicast = dumped_groups
         .as_ref()
         .map(|d| mcast::judge_dumped(d, &ev.deadlock.lane_edges));
@@ -312,6 +313,31 @@ pub fn report(ev: &Evaluation) -> String {
             ),
         ),
         None => row("effective bisection Λ", "not measured".into()),
+    }
+    if let Some(c) = &ev.classes {
+        for (k, b, none) in [
+            (
+                "  Λ compute nodes",
+                &c.compute,
+                "fewer than 2 compute nodes",
+            ),
+            (
+                "  Λ compute to I/O",
+                &c.compute_to_io,
+                "no compute or no I/O nodes",
+            ),
+        ] {
+            row(
+                k,
+                match b {
+                    Some(b) => format!(
+                        "{:.4} over {} patterns of {} flows, worst {:.4}, best {:.4}",
+                        b.lambda, b.patterns, b.flows, b.min, b.max
+                    ),
+                    None => none.into(),
+                },
+            );
+        }
     }
 
     let d = &ev.deadlock;

@@ -19,6 +19,7 @@ use dfsssp_rs::graph::SwitchGraph;
 use dfsssp_rs::io::osm_dump;
 use dfsssp_rs::metrics::{self, BisectionSpec, LidChoice, Metrics, MetricsOptions, PairTraffic};
 use dfsssp_rs::routing::{RouteFault, Routing};
+use dfsssp_rs::traffic::{class_bandwidth, ClassBandwidth, TrafficClasses};
 use dfsssp_rs::verify::{check_lanes, lid_owner, switch_name, DeadlockCheck};
 
 use super::progress::Progress;
@@ -168,6 +169,37 @@ pub struct EvalOptions {
     pub traffic: PairTraffic,
     /// Also measure how many layers pure DFSSSP cycle breaking needs for the routing as it is.
     pub dfsssp_layers: bool,
+    /// Compute and I/O nodes, to measure their traffic patterns' Λ.
+    pub classes: Option<ClassLists>,
+}
+
+/// The GUIDs of `--cn-guids` and `--io-guids`.
+#[derive(Clone, Debug, Default)]
+pub struct ClassLists {
+    pub compute: Vec<u64>,
+    pub io: Vec<u64>,
+}
+
+impl ClassLists {
+    /// The classes on fabric `f`, with warnings about GUIDs that match nothing or both.
+    pub fn classes(&self, f: &Fabric) -> (TrafficClasses, Vec<String>) {
+        let (c, m) = TrafficClasses::from_guids(f, &self.compute, &self.io);
+        let mut w = Vec::new();
+        if !m.unknown.is_empty() {
+            w.push(format!(
+                "{} listed GUIDs name no CA port of the fabric (first 0x{:016x})",
+                m.unknown.len(),
+                m.unknown[0]
+            ));
+        }
+        if !m.both.is_empty() {
+            w.push(format!(
+                "{} ports are in both lists; they count as compute nodes",
+                m.both.len()
+            ));
+        }
+        (c, w)
+    }
 }
 
 /// The fabric in numbers.
@@ -228,6 +260,9 @@ pub struct Evaluation {
     /// With `--dfsssp-layers`: what pure DFSSSP needs for these routes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dfsssp_layers: Option<LayersNeeded>,
+    /// With `--cn-guids`/`--io-guids`: Λ of compute and compute-to-I/O traffic.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<ClassBandwidth>,
     pub engine: Option<EngineInfo>,
     pub warnings: Vec<String>,
     pub seconds: Seconds,
@@ -274,6 +309,26 @@ pub fn evaluate(s: Subject, o: &EvalOptions, p: &Progress) -> CliResult<Evaluati
     let (deadlock, t_dl) = p.stage(&format!("{label}: deadlock check of every lane"), || {
         check_lanes(f, g, r)
     });
+    let mut warnings = s.warnings;
+    let classes = match &o.classes {
+        Some(lists) if o.patterns > 0 => {
+            let (classes, w) = lists.classes(f);
+            warnings.extend(w);
+            let spec = BisectionSpec {
+                patterns: o.patterns,
+                seed: o.seed,
+                lid_choice: o.lid_choice,
+                traffic: o.traffic,
+            };
+            let (b, t) = p.stage(
+                &format!("{label}: Λ of compute and compute-to-I/O traffic"),
+                || class_bandwidth(g, &r.lft, &classes, &spec),
+            );
+            t_bis += t;
+            Some(b.map_err(|e| format!("{label}: {e}"))?)
+        }
+        _ => None,
+    };
     let dfsssp_layers = if o.dfsssp_layers {
         let (need, _) = p.stage(
             &format!("{label}: layers pure DFSSSP needs for these routes"),
@@ -322,8 +377,9 @@ pub fn evaluate(s: Subject, o: &EvalOptions, p: &Progress) -> CliResult<Evaluati
         forwarding_loops,
         deadlock,
         dfsssp_layers,
+        classes,
         engine: s.engine,
-        warnings: s.warnings,
+        warnings,
         seconds: Seconds {
             load_or_route: s.load_time.as_secs_f64(),
             all_pairs: t_all.as_secs_f64(),

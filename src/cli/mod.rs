@@ -23,7 +23,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use dfsssp_rs::engine::{self, EngineConfig, EngineKind, McastLane};
 use dfsssp_rs::fabric::Fabric;
-use dfsssp_rs::io::{self, fabric_json, ibnetdiscover, ibsim, osm_dump, path_sl};
+use dfsssp_rs::io::{self, fabric_json, guid_list, ibnetdiscover, ibsim, osm_dump, path_sl};
 use dfsssp_rs::metrics::{LidChoice, PairTraffic};
 use dfsssp_rs::topo;
 
@@ -141,6 +141,40 @@ struct EngineArgs {
     /// output): off, when-free (the plug-in's default; the flag alone) or always
     #[arg(long, default_value = "off", num_args = 0..=1, default_missing_value = "when-free")]
     mcast_lane: McastLane,
+    #[command(flatten)]
+    classes: ClassArgs,
+}
+
+/// Compute and I/O nodes, as OpenSM's `cn_guid_file` and `io_guid_file` list them.
+#[derive(Args, Clone, Default)]
+struct ClassArgs {
+    /// Compute nodes: a file of port (or node) GUIDs, one per line, as OpenSM's cn_guid_file.
+    /// Routed first and balanced on compute traffic; Λ of compute-to-compute bisections reported
+    #[arg(long)]
+    cn_guids: Option<PathBuf>,
+    /// I/O nodes, as OpenSM's io_guid_file: routed after the compute nodes and balanced on
+    /// compute-to-I/O traffic; Λ of compute nodes writing to I/O nodes reported
+    #[arg(long)]
+    io_guids: Option<PathBuf>,
+}
+
+impl ClassArgs {
+    /// The lists, read (`None` when neither file is given).
+    fn lists(&self) -> CliResult<Option<judge::ClassLists>> {
+        if self.cn_guids.is_none() && self.io_guids.is_none() {
+            return Ok(None);
+        }
+        let read = |p: &Option<PathBuf>| -> CliResult<Vec<u64>> {
+            match p {
+                Some(p) => guid_list::read_file(p).map_err(|e| e.to_string()),
+                None => Ok(Vec::new()),
+            }
+        };
+        Ok(Some(judge::ClassLists {
+            compute: read(&self.cn_guids)?,
+            io: read(&self.io_guids)?,
+        }))
+    }
 }
 
 /// A previous routing to re-route from (`route`): the fabric it was computed for, its LFTs and
@@ -167,12 +201,19 @@ struct PreviousArgs {
 }
 
 impl EngineArgs {
-    fn config(&self) -> EngineConfig {
+    fn config(&self, f: &Fabric) -> CliResult<EngineConfig> {
         let mut c = EngineConfig::new(self.engine);
         c.lanes = self.lanes;
         c.qos = !self.no_qos;
         c.mcast_lane = self.mcast_lane;
-        c
+        if let Some(lists) = self.classes.lists()? {
+            let (classes, m) = lists.classes(f);
+            for w in m {
+                eprintln!("dfsssp-rs: warning: {w}");
+            }
+            c.classes = Some(classes);
+        }
+        Ok(c)
     }
 }
 
@@ -196,6 +237,8 @@ struct MeasureArgs {
     /// with every switch and CA port a source and with CA ports only (what stock dfsssp counts)
     #[arg(long)]
     dfsssp_layers: bool,
+    #[command(flatten)]
+    classes: ClassArgs,
     /// No progress indication on standard error
     #[arg(short, long)]
     quiet: bool,
@@ -211,8 +254,8 @@ enum LidsArg {
 }
 
 impl MeasureArgs {
-    fn options(&self) -> judge::EvalOptions {
-        judge::EvalOptions {
+    fn options(&self) -> CliResult<judge::EvalOptions> {
+        Ok(judge::EvalOptions {
             patterns: self.patterns,
             seed: self.seed,
             lid_choice: match self.lids {
@@ -225,7 +268,8 @@ impl MeasureArgs {
                 PairTraffic::OneWay
             },
             dfsssp_layers: self.dfsssp_layers,
-        }
+            classes: self.classes.lists()?,
+        })
     }
 }
 
@@ -278,7 +322,7 @@ fn run(cli: Cli) -> CliResult<()> {
             mcast_vl,
         } => {
             let f = load_fabric(fabric.fabric.as_deref(), fabric.topo.as_deref(), fabric.lmc)?;
-            let cfg = eargs.config();
+            let cfg = eargs.config(&f)?;
             let out = match load_previous(&previous, fabric.lmc)? {
                 None => engine::run(&f, &cfg).map_err(|e| e.to_string())?,
                 Some(prev) => reroute_from(&f, &cfg, &prev, &previous)?,

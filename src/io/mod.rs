@@ -6,6 +6,7 @@
 //! parse errors name the file, the 1-based line and the offending text. Parsers never panic.
 
 pub mod fabric_json;
+pub mod guid_list;
 pub mod ibnetdiscover;
 pub mod ibsim;
 pub mod mc_groups;

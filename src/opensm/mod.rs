@@ -187,6 +187,16 @@ struct EngineCtx {
     heavy_sweep: AtomicBool,
     /// The last line logged about OpenSM's routing options (logged again only when it changes).
     options_line: std::sync::Mutex<String>,
+    /// The compute and I/O GUID lists of the last routing run (a change means a full
+    /// computation, and a new log line).
+    class_lists: std::sync::Mutex<Option<ClassLists>>,
+}
+
+/// OpenSM's `cn_guid_file` and `io_guid_file` as read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct ClassLists {
+    compute: Vec<u64>,
+    io: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -361,8 +371,11 @@ impl EngineCtx {
         }
         drop(last);
         let set = self.settings(&subnet);
-        let (cfg, sls) = self.config(&subnet, &set)?;
-        let rc = self.reroute_config(&set, heavy_sweep)?;
+        let (mut cfg, sls) = self.config(&subnet, &set)?;
+        let mut rc = self.reroute_config(&set, heavy_sweep)?;
+        if let Some(changed) = self.traffic_classes(&subnet, &mut cfg) {
+            rc.force_full.get_or_insert(changed);
+        }
         let prior_summary = prior
             .as_mut()
             .map(|a| std::mem::take(a.summary.get_mut().unwrap_or_else(|e| e.into_inner())));
@@ -414,6 +427,71 @@ impl EngineCtx {
             }),
         });
         Ok(())
+    }
+
+    /// Compute and I/O nodes from OpenSM's `cn_guid_file` and `io_guid_file`, into `cfg`. A file
+    /// that cannot be read is logged (`ERR DF08`, naming the file and line) and routing goes on
+    /// without it. Returns why the lists call for a full computation, when they changed.
+    fn traffic_classes(&self, subnet: &Subnet, cfg: &mut EngineConfig) -> Option<String> {
+        let name = self.kind.name();
+        let file = |key: &str| {
+            subnet
+                .routing_options
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.clone())
+                .filter(|v| !v.is_empty() && v != "(null)")
+        };
+        let mut lists = ClassLists::default();
+        let mut given = Vec::new();
+        for (key, list) in [
+            ("cn_guid_file", &mut lists.compute),
+            ("io_guid_file", &mut lists.io),
+        ] {
+            let Some(path) = file(key) else { continue };
+            match crate::io::guid_list::read_file(std::path::Path::new(&path)) {
+                Ok(guids) => {
+                    *list = guids;
+                    given.push(key);
+                }
+                Err(e) => self
+                    .log
+                    .error(&format!("ERR DF08: {name}: {key}: {e}; routing without it")),
+            }
+        }
+        let mut last = self.class_lists.lock().unwrap_or_else(|e| e.into_inner());
+        let changed = last.as_ref() != Some(&lists);
+        if !given.is_empty() {
+            let (classes, m) = crate::traffic::TrafficClasses::from_guids(
+                &subnet.fabric,
+                &lists.compute,
+                &lists.io,
+            );
+            if changed {
+                let mut line = format!(
+                    "{name}: {}: {} compute and {} I/O ports; compute nodes' LIDs are routed \
+                     first, each class balanced on its own traffic",
+                    given.join(", "),
+                    m.compute,
+                    m.io
+                );
+                if !m.unknown.is_empty() {
+                    line += &format!(
+                        "; {} GUIDs name no CA port of the fabric (first 0x{:016x})",
+                        m.unknown.len(),
+                        m.unknown[0]
+                    );
+                }
+                if !m.both.is_empty() {
+                    line += &format!("; {} ports in both lists count as compute", m.both.len());
+                }
+                self.log.info(&line);
+            }
+            cfg.classes = Some(classes);
+        }
+        let was = last.replace(lists);
+        (changed && was.is_some())
+            .then(|| "the compute or I/O node lists changed: full computation".to_string())
     }
 
     /// The engine's settings for this run ([`settings`]: `dfsssp-rs.conf` next to OpenSM's
@@ -979,6 +1057,7 @@ unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
                 state: RwLock::new(State::default()),
                 heavy_sweep: AtomicBool::new(false),
                 options_line: Default::default(),
+                class_lists: Default::default(),
             });
             let ctx_ptr = &*ctx as *const EngineCtx as *mut c_void;
             let module = ffi::external_routing_engine_module_t {
@@ -1261,6 +1340,7 @@ mod tests {
             state: RwLock::new(state),
             heavy_sweep: AtomicBool::new(false),
             options_line: Default::default(),
+            class_lists: Default::default(),
         }
     }
 

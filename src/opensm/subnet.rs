@@ -63,7 +63,7 @@ pub(crate) fn option_verdicts(opts: &[(&'static str, String)]) -> String {
     for (name, v) in opts {
         let item = format!("{name} {v}");
         match *name {
-            "lmc" | "lmc_esp0" | "qos" => honoured.push(item),
+            "lmc" | "lmc_esp0" | "qos" | "cn_guid_file" | "io_guid_file" => honoured.push(item),
             "avoid_throttled_links" if v == "TRUE" => honoured.push(format!(
                 "{item} (throttled links left out unless the fabric needs them)"
             )),
@@ -312,7 +312,8 @@ mod tests {
         assert!(
             line.starts_with(
                 "honoured: lmc 1, avoid_throttled_links TRUE (throttled links left out unless \
-                 the fabric needs them); set but not used: port_shifting TRUE"
+                 the fabric needs them), cn_guid_file /etc/opensm/cn; set but not used: \
+                 port_shifting TRUE"
             ),
             "{line}"
         );
