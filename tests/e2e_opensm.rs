@@ -585,6 +585,44 @@ fn qos_keeps_the_admins_sls_outside_the_layer_range() {
     let rep = run.ibdmchk(true, true, 0);
     rep.assert_connected(cas * (cas - 1));
     assert_eq!(rep.credit_loops, Some(false), "{}", rep.errors());
+    // Each CA reaches the SM on its path's layer SL: OpenSM asks path_sl for every port's
+    // MasterSMSL with sm_sl 0 as the hint, as for stock dfsssp (ibsim does not keep SMSL, so the
+    // value OpenSM sets is read from its debug log).
+    let mut debug = osm.clone();
+    debug.log_flags |= 0x08;
+    let run = sim.opensm(&debug);
+    let sm_lid = sim.port_sm_lid(f.endpoints()[0].base_lid);
+    let dump = run.read(dfsssp_rs::opensm::PATH_SL_FILE);
+    let mut checked = BTreeSet::new();
+    for l in run.log_lines("Setting SMSL to ") {
+        // CA ports ("on GUID 0x..., port N"; switch port 0 lines read "on port 0 GUID").
+        let Some((smsl, rest)) = l
+            .split_once("Setting SMSL to ")
+            .and_then(|(_, r)| r.split_once(" on GUID 0x"))
+        else {
+            continue;
+        };
+        let port_guid = u64::from_str_radix(&rest[..16], 16).unwrap();
+        let Some(e) = f.endpoints().iter().find(|e| e.port_guid == port_guid) else {
+            continue;
+        };
+        if f.nodes()[e.node as usize].kind != NodeKind::Ca || e.base_lid == sm_lid {
+            continue;
+        }
+        let key = format!("0x{:016x} {sm_lid} ", f.nodes()[e.node as usize].guid);
+        let want: u8 = dump
+            .lines()
+            .find_map(|l| l.strip_prefix(&key))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no path-SL line {key:?}"));
+        assert_eq!(smsl.parse::<u8>().unwrap(), want, "{l}");
+        checked.insert(want);
+    }
+    assert!(
+        checked.len() > 1,
+        "SMSLs set {checked:?}: several layers expected\n{}",
+        run.summary()
+    );
     // The partition's SL 9 is outside the range: the SA answers it, and the log says so once.
     let sm = sim.start_opensm(&osm);
     let lids: Vec<u16> = f.endpoints().iter().map(|e| e.base_lid).take(3).collect();

@@ -68,7 +68,8 @@ pub(crate) fn option_verdicts(opts: &[(&'static str, String)]) -> String {
                 "{item} (throttled links left out unless the fabric needs them)"
             )),
             "max_op_vls" => honoured.push(format!("{item} (through the ports' operational VLs)")),
-            "sm_sl" if v != "0" => unused.push(format!("{item} (SM/SA traffic is not analysed)")),
+            // OpenSM asks path_sl for every port's MasterSMSL with sm_sl as the hint.
+            "sm_sl" => honoured.push(format!("{item} (the hint for each port's SL to the SM)")),
             "port_shifting" if v == "TRUE" => unused.push(item),
             "scatter_ports" if v != "0" => unused.push(item),
             // OpenSM programs SL-to-VL per port pair when the engine maps SLs to VLs.
@@ -79,6 +80,9 @@ pub(crate) fn option_verdicts(opts: &[(&'static str, String)]) -> String {
                 warn = "; use_ucast_cache TRUE lets OpenSM change the tables without the engine                         (set it FALSE with dfsssp-rs)"
                     .into()
             }
+            "guid_routing_order_file" => unused.push(format!(
+                "{item} (the order comes from cn_guid_file and io_guid_file)"
+            )),
             n if n.ends_with("_file") => unused.push(item),
             _ => {}
         }
@@ -298,7 +302,8 @@ mod tests {
         ]);
         assert_eq!(
             option_verdicts(&defaults),
-            "honoured: lmc 0, qos TRUE, max_op_vls 8 (through the ports' operational VLs)"
+            "honoured: lmc 0, qos TRUE, max_op_vls 8 (through the ports' operational VLs), \
+             sm_sl 0 (the hint for each port's SL to the SM)"
         );
         let set = o(&[
             ("lmc", "1"),
@@ -312,16 +317,12 @@ mod tests {
         assert!(
             line.starts_with(
                 "honoured: lmc 1, avoid_throttled_links TRUE (throttled links left out unless \
-                 the fabric needs them), cn_guid_file /etc/opensm/cn; set but not used: \
-                 port_shifting TRUE"
+                 the fabric needs them), cn_guid_file /etc/opensm/cn, sm_sl 3 (the hint for \
+                 each port's SL to the SM); set but not used: port_shifting TRUE"
             ),
             "{line}"
         );
         assert!(line.contains("cn_guid_file /etc/opensm/cn"), "{line}");
-        assert!(
-            line.contains("sm_sl 3 (SM/SA traffic is not analysed)"),
-            "{line}"
-        );
         assert!(line.contains("use_ucast_cache TRUE lets OpenSM"), "{line}");
     }
 

@@ -353,6 +353,16 @@ impl Sim {
         );
     }
 
+    /// The SM's LID as a port holds it (PortInfo SMLid), read with `smpquery`.
+    pub fn port_sm_lid(&self, lid: u16) -> u16 {
+        let (status, out, err) = self.diag("smpquery", &["portinfo", &lid.to_string()]);
+        assert!(status.success(), "smpquery portinfo {lid}: {err}");
+        out.lines()
+            .find_map(|l| l.strip_prefix("SMLid:"))
+            .map(|v| v.trim_start_matches('.').trim().parse().unwrap())
+            .unwrap_or_else(|| panic!("no SMLid in PortInfo of LID {lid}:\n{out}"))
+    }
+
     fn diag(&self, tool: &str, args: &[&str]) -> (ExitStatus, String, String) {
         let mut cmd = Command::new(tool);
         // umad2sim writes a sys-PID/ folder into the working directory.
