@@ -10,7 +10,8 @@
 #
 # Cached: PREFIX is named by a hash of the source tarball, the patches applied and the build recipe,
 # under ${CARGO_TARGET_DIR:-target}/opensm/; an unchanged tree is built once and then reused. The
-# plug-in is rebuilt by cargo when the code changes (one shared target dir, ${TARGET}/opensm/cargo).
+# plug-in is rebuilt by cargo when the code or the headers change (one target dir for all trees,
+# .../opensm/cargo, so the dependencies are built once).
 #
 # Sources (sha256-checked):
 #   3.3.24  upstream's release tarball: $OPENSM_3_3_24_TARBALL, else shared/opensm/ next to the
@@ -18,7 +19,8 @@
 #   3.3.23  Debian's source (opensm_3.3.23.orig.tar.gz): $OPENSM_3_3_23_TARBALL, else
 #           ../src-opensm/ or /work/src-opensm/, else `apt-get source --download-only opensm`
 #           (needs a deb-src entry in apt's sources).
-# Needs autoconf automake libtool-bin flex bison libibumad-dev (scripts/setup.sh installs them).
+# Needs autoconf automake libtool-bin flex bison make patch libibumad-dev (SETUP_OPENSM_BUILD=1
+# scripts/setup.sh installs them; scripts/test.sh does that).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,7 +29,8 @@ case $TARGET in /*) ;; *) TARGET=$REPO/$TARGET ;; esac
 ROOT=$TARGET/opensm
 PATCHES=$REPO/opensm-patches
 # Bump when the build commands below change: the hash then names new prefixes.
-RECIPE=1
+RECIPE=2
+SUBDIRS="complib libopensm libvendor opensm include"
 
 SHA_3_3_24=211cf9e38a40b3330ff127985a26cba5d4e4203a66968ab02a495d45956c703c
 SHA_3_3_23=50773bfe7b66d3c70f4e572381904029023d3291f09ec4a9108219abd7430d3c
@@ -117,25 +120,47 @@ build_tree() {
     if ! (
         cd "$work"
         [ -x configure ] || ./autogen.sh
-        ./configure --prefix="$prefix" --disable-static
-        make -j"$(nproc)"
-        make install
+        ./configure --prefix="$prefix" --disable-static --disable-dependency-tracking
+        # OpenSM, its libraries and headers, in the order of the top Makefile's SUBDIRS; not
+        # osmtest, which the tests do not use.
+        for d in $SUBDIRS; do
+            make -C "$d" -j"$(nproc)"
+            make -C "$d" install
+        done
     ) >"$log" 2>&1; then
         tail -40 "$log" >&2
         die "building OpenSM $variant failed (log: $log)"
     fi
     touch "$prefix/.complete"
     rm -rf "$work"
+    # Earlier builds of this variant (other sources, patches or recipe) are stale now.
+    for p in "$ROOT/$variant"-????????????; do
+        [ "$p" = "$prefix" ] || rm -rf "$p"
+    done
     echo "opensm-tree: $variant: built in $((SECONDS - t0)) s" >&2
     echo "$prefix"
 }
 
 # build_plugin PREFIX: the plug-in as packaged, against PREFIX's headers, into PREFIX/lib.
 build_plugin() {
-    local prefix=$1 t0=$SECONDS
+    local prefix=$1 t0=$SECONDS headers
+    # The headers are copied to a directory named by their hash: trees with the same headers
+    # (3.3.24 with and without the patches) give cargo the same OPENSM_INCLUDE_DIR, so it does
+    # not rebuild the plug-in for the second one. The prefix itself is left out of the hash:
+    # osm_config.h names files under it (default config paths), which the plug-in never uses.
+    headers=$ROOT/headers-$(cd "$prefix/include/infiniband" &&
+        find . -type f | LC_ALL=C sort | while read -r f; do
+            echo "$f"
+            sed "s|$prefix|@PREFIX@|g" "$f"
+        done | sha256sum | cut -c1-12)
+    if [ ! -d "$headers" ]; then
+        rm -rf "$headers.tmp"
+        cp -R "$prefix/include/infiniband" "$headers.tmp"
+        mv "$headers.tmp" "$headers"
+    fi
     (
         cd "$REPO"
-        OPENSM_INCLUDE_DIR=$prefix/include/infiniband CARGO_TARGET_DIR=$ROOT/cargo \
+        OPENSM_INCLUDE_DIR=$headers CARGO_TARGET_DIR=$ROOT/cargo \
             cargo build --release --lib --no-default-features --features opensm --quiet
     ) || die "building the plug-in against $prefix failed"
     cp "$ROOT/cargo/release/libdfsssp_rs.so" "$prefix/lib/libdfsssp_rs.so.tmp"
