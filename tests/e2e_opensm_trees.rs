@@ -79,6 +79,13 @@ fn route_torus(
         tree.opensm().display(),
         run.summary()
     );
+    // The plug-in logs through OpenSM's log, which osm_opensm_t holds after the subnet and its
+    // options: bindgen laid the tree's structs out (3.3.24's osm_subn_opt_t is longer).
+    assert!(
+        !run.log_lines("dfsssp-rs: computed tables for").is_empty(),
+        "{}",
+        run.summary()
+    );
     let rec: RunRecord = serde_json::from_str(&run.read(RUN_FILE)).unwrap();
     assert!(
         rec.qos && rec.lanes == 8,
