@@ -10,8 +10,8 @@
 #
 # Cached: PREFIX is named by a hash of the source tarball, the patches applied and the build recipe,
 # under ${CARGO_TARGET_DIR:-target}/opensm/; an unchanged tree is built once and then reused. The
-# plug-in is rebuilt by cargo when the code or the headers change (one target dir for all trees,
-# .../opensm/cargo, so the dependencies are built once).
+# plug-in is rebuilt by cargo when the code or the headers change (a target dir per set of
+# headers, .../opensm/cargo-HASH, the first copied to start the others).
 #
 # Sources (sha256-checked):
 #   3.3.24  upstream's release tarball: $OPENSM_3_3_24_TARBALL, else shared/opensm/ next to the
@@ -158,12 +158,21 @@ build_plugin() {
         cp -R "$prefix/include/infiniband" "$headers.tmp"
         mv "$headers.tmp" "$headers"
     fi
+    # One cargo target dir per header set, so switching between trees rebuilds nothing; a new
+    # one starts as a copy of an existing one (the dependencies are built once).
+    local target=$ROOT/cargo-${headers##*headers-} seed
+    if [ ! -d "$target" ]; then
+        seed=$(ls -dt "$ROOT"/cargo-????????????  2>/dev/null | head -1 || true)
+        rm -rf "$target.tmp"
+        if [ -n "$seed" ]; then cp -a "$seed" "$target.tmp"; else mkdir "$target.tmp"; fi
+        mv "$target.tmp" "$target"
+    fi
     (
         cd "$REPO"
-        OPENSM_INCLUDE_DIR=$headers CARGO_TARGET_DIR=$ROOT/cargo \
+        OPENSM_INCLUDE_DIR=$headers CARGO_TARGET_DIR=$target \
             cargo build --release --lib --no-default-features --features opensm --quiet
     ) || die "building the plug-in against $prefix failed"
-    cp "$ROOT/cargo/release/libdfsssp_rs.so" "$prefix/lib/libdfsssp_rs.so.tmp"
+    cp "$target/release/libdfsssp_rs.so" "$prefix/lib/libdfsssp_rs.so.tmp"
     mv "$prefix/lib/libdfsssp_rs.so.tmp" "$prefix/lib/libdfsssp_rs.so"
     echo "opensm-tree: plug-in against $prefix in $((SECONDS - t0)) s" >&2
 }
