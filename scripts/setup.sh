@@ -7,6 +7,11 @@ set -euo pipefail
 # ca-certificates fetch rustup, gcc/libc6-dev build the C wrappers and link.
 PACKAGES=(opensm libopensm-dev libibumad-dev ibsim-utils libumad2sim0 infiniband-diags ibutils
           libclang-dev clang pkg-config time python3 curl ca-certificates gcc libc6-dev)
+# With SETUP_OPENSM_BUILD=1 (scripts/test.sh): what building OpenSM from source takes
+# (scripts/opensm-tree.sh).
+if [ -n "${SETUP_OPENSM_BUILD:-}" ]; then
+    PACKAGES+=(autoconf automake libtool-bin flex bison make patch)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
 # The project's test command: installs what is missing, builds the plug-in, runs every test
-# (unit, property, and end-to-end with the stock opensm in ibsim), then the lints.
+# (unit, property, and end-to-end with the stock opensm in ibsim, and with OpenSM 3.3.24 and the
+# patched OpenSMs built from source), then the lints.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh
+SETUP_OPENSM_BUILD=1 source scripts/setup.sh
 # The core, the CLI and the offline tests without OpenSM: no headers, no libclang needed.
 OPENSM_INCLUDE_DIR=/nonexistent cargo test --release --no-default-features
 # The plug-in as packaged: the adapter without the LID study.
 cargo build --release --lib --no-default-features --features opensm
 # The end-to-end tests load target/release/libdfsssp_rs.so into opensm: build it first.
 cargo build --release --lib
+# OpenSM 3.3.24 as released, and 3.3.24 and Debian's 3.3.23 with opensm-patches/, built from
+# source into private prefixes (cached under the target dir) with the plug-in built against each;
+# tests/e2e_opensm_trees.rs runs in them.
+while read -r variant prefix; do
+    var=DFSSSP_RS_OPENSM_${variant//./_}
+    var=${var/-patched/_PATCHED}
+    export "$var=$prefix"
+done < <(scripts/opensm-tree.sh 3.3.24 3.3.24-patched 3.3.23-patched)
 cargo test --release --all-targets
 cargo fmt --check
 cargo clippy --all-targets --release -- -D warnings

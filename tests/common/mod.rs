@@ -205,12 +205,19 @@ impl Sim {
         let plugin_dir = dir.join("plugin");
         fs::create_dir_all(&plugin_dir).unwrap();
         // A private copy: a concurrent `cargo build` must not swap the library under opensm.
-        fs::copy(plugin_so(), plugin_dir.join("libdfsssp_rs.so")).expect("copy plug-in");
+        let plugin = o.tree.as_ref().map_or_else(plugin_so, OpenSmTree::plugin);
+        fs::copy(&plugin, plugin_dir.join("libdfsssp_rs.so"))
+            .unwrap_or_else(|e| panic!("copy plug-in {}: {e}", plugin.display()));
         // A generous MAD timeout: on a loaded machine ibsim may answer later than OpenSM's
         // default 200 ms, and a timed-out sweep in --once mode never brings the subnet up.
         let mut conf = format!(
-            "event_plugin_name dfsssp_rs\nrouting_engine {}\ndump_files_dir {}\nlmc {}\nqos {}\n\
+            "{}routing_engine {}\ndump_files_dir {}\nlmc {}\nqos {}\n\
              force_log_flush {}\ntransaction_timeout 1000\n",
+            if o.event_plugin_line {
+                "event_plugin_name dfsssp_rs\n"
+            } else {
+                ""
+            },
             o.engine,
             dir.display(),
             o.lmc,
@@ -224,7 +231,15 @@ impl Sim {
         fs::write(dir.join("osm.conf"), conf).unwrap();
         let _ = fs::remove_file(dir.join(log));
 
-        let mut cmd = Command::new(OPENSM);
+        let (opensm, lib_path) = match &o.tree {
+            // OpenSM's own libraries from the tree's prefix, after the plug-in's copy.
+            Some(t) => (
+                t.opensm(),
+                std::env::join_paths([plugin_dir.clone(), t.lib_dir()]).unwrap(),
+            ),
+            None => (PathBuf::from(OPENSM), plugin_dir.clone().into_os_string()),
+        };
+        let mut cmd = Command::new(opensm);
         if once {
             cmd.arg("--once");
         }
@@ -232,7 +247,7 @@ impl Sim {
             .arg(format!("0x{:x}", o.log_flags))
             .current_dir(dir)
             .env("LD_PRELOAD", UMAD2SIM)
-            .env("LD_LIBRARY_PATH", &plugin_dir)
+            .env("LD_LIBRARY_PATH", lib_path)
             .env("IBSIM_SOCKNAME", &self.sock)
             .env("OSM_TMP_DIR", dir)
             .env("OSM_CACHE_DIR", dir)
@@ -301,6 +316,46 @@ impl Sim {
             .unwrap_or_else(|| panic!("no sl in path record {slid}:{dlid}:\n{out}"));
         u8::from_str_radix(sl.trim_start_matches("0x"), 16)
             .unwrap_or_else(|_| panic!("bad sl {sl:?}"))
+    }
+
+    /// The SLs of the paths OpenSM's SA gives the CA `host` (its ibsim node name) for
+    /// MultiPathRecord queries to each port GUID of `dests` (tests/tools/mpquery.c): one
+    /// (destination GUID, SLID, DLID, SL) per PathRecord in the answers.
+    pub fn multipath_sls(&self, host: &str, dests: &[u64]) -> Vec<(u64, u16, u16, u8)> {
+        let mut cmd = Command::new(mpquery_bin());
+        cmd.args(["-t", "3000", "-r", "4"]);
+        cmd.args(dests.iter().map(|g| format!("0x{g:016x}")));
+        // In the simulator's directory: the umad2sim shim writes sys-PID/ where it runs.
+        cmd.current_dir(self.dir())
+            .env("LD_PRELOAD", UMAD2SIM)
+            .env("IBSIM_SOCKNAME", &self.sock)
+            .env("SIM_HOST", host)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let (status, out, err) = run_with_timeout(cmd, Duration::from_secs(120));
+        assert!(
+            status.success(),
+            "mpquery as {host} failed ({status}):\n{err}{out}"
+        );
+        out.lines()
+            .map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                let parsed = match w[..] {
+                    [guid, "slid", slid, "dlid", dlid, "sl", sl] => Some((
+                        u64::from_str_radix(guid.trim_start_matches("0x"), 16).ok(),
+                        slid.parse().ok(),
+                        dlid.parse().ok(),
+                        sl.parse().ok(),
+                    )),
+                    _ => None,
+                };
+                match parsed {
+                    Some((Some(g), Some(s), Some(d), Some(sl))) => (g, s, d, sl),
+                    _ => panic!("mpquery as {host}: unexpected line {l:?}"),
+                }
+            })
+            .collect()
     }
 
     /// The LFT a simulated switch holds now, LIDs `1..=max_lid`: LID -> port, read back with
@@ -415,46 +470,54 @@ pub struct Joined {
 /// running at once do not trip over each other).
 pub fn mcjoin_bin() -> PathBuf {
     static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        let missing: Vec<&str> = [
-            ("gcc", on_path("gcc")),
-            (
-                "libibumad-dev",
-                Path::new("/usr/include/infiniband/umad.h").exists(),
-            ),
-        ]
-        .iter()
-        .filter(|x| !x.1)
-        .map(|x| x.0)
-        .collect();
-        assert!(
-            missing.is_empty(),
-            "building mcjoin needs {}; scripts/setup.sh installs them",
-            missing.join(", ")
-        );
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/mcjoin.c");
-        let exe = std::env::current_exe().expect("test executable path");
-        let deps = exe.parent().expect("deps dir");
-        let out_dir = deps.parent().unwrap_or(deps);
-        let out = out_dir.join("mcjoin");
-        let tmp = out_dir.join(format!("mcjoin.{}.tmp", std::process::id()));
-        let mut cmd = Command::new("gcc");
-        cmd.args(["-O2", "-Wall", "-Wextra", "-Werror", "-o"])
-            .arg(&tmp)
-            .arg(&src)
-            .arg("-libumad")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let (status, so, se) = run_with_timeout(cmd, Duration::from_secs(120));
-        assert!(
-            status.success(),
-            "gcc mcjoin.c failed ({status}):\n{so}\n{se}"
-        );
-        fs::rename(&tmp, &out).expect("move mcjoin into place");
-        out
-    })
-    .clone()
+    BIN.get_or_init(|| build_tool("mcjoin")).clone()
+}
+
+/// The `mpquery` MultiPathRecord client (tests/tools/mpquery.c), built like [`mcjoin_bin`].
+pub fn mpquery_bin() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| build_tool("mpquery")).clone()
+}
+
+/// Compiles tests/tools/NAME.c against libibumad into the target directory; returns its path.
+fn build_tool(name: &str) -> PathBuf {
+    let missing: Vec<&str> = [
+        ("gcc", on_path("gcc")),
+        (
+            "libibumad-dev",
+            Path::new("/usr/include/infiniband/umad.h").exists(),
+        ),
+    ]
+    .iter()
+    .filter(|x| !x.1)
+    .map(|x| x.0)
+    .collect();
+    assert!(
+        missing.is_empty(),
+        "building {name} needs {}; scripts/setup.sh installs them",
+        missing.join(", ")
+    );
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/tools/{name}.c"));
+    let exe = std::env::current_exe().expect("test executable path");
+    let deps = exe.parent().expect("deps dir");
+    let out_dir = deps.parent().unwrap_or(deps);
+    let out = out_dir.join(name);
+    let tmp = out_dir.join(format!("{name}.{}.tmp", std::process::id()));
+    let mut cmd = Command::new("gcc");
+    cmd.args(["-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&tmp)
+        .arg(&src)
+        .arg("-libumad")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let (status, so, se) = run_with_timeout(cmd, Duration::from_secs(120));
+    assert!(
+        status.success(),
+        "gcc {name}.c failed ({status}):\n{so}\n{se}"
+    );
+    fs::rename(&tmp, &out).unwrap_or_else(|e| panic!("move {name} into place: {e}"));
+    out
 }
 
 /// The ibsim node name of node `node` of `f` (what `SIM_HOST` takes).
@@ -707,6 +770,12 @@ pub struct OpenSm {
     /// Extra opensm.conf lines.
     pub extra_conf: Vec<String>,
     pub timeout: Duration,
+    /// The OpenSM built from source to run (and the plug-in built against it); `None`: the
+    /// stock /usr/sbin/opensm with the plug-in of this test build.
+    pub tree: Option<OpenSmTree>,
+    /// Whether osm.conf names the plug-in (`event_plugin_name dfsssp_rs`); without it only
+    /// `routing_engine` does (the one-line configuration of opensm-patches/0001).
+    pub event_plugin_line: bool,
 }
 
 impl OpenSm {
@@ -719,7 +788,18 @@ impl OpenSm {
             env: Vec::new(),
             extra_conf: Vec::new(),
             timeout: Duration::from_secs(300),
+            tree: None,
+            event_plugin_line: true,
         }
+    }
+    pub fn tree(mut self, tree: &OpenSmTree) -> Self {
+        self.tree = Some(tree.clone());
+        self
+    }
+    /// Leaves `event_plugin_name` out of osm.conf.
+    pub fn without_event_plugin_line(mut self) -> Self {
+        self.event_plugin_line = false;
+        self
     }
     pub fn lmc(mut self, lmc: u8) -> Self {
         self.lmc = lmc;
@@ -736,6 +816,66 @@ impl OpenSm {
     pub fn conf(mut self, line: &str) -> Self {
         self.extra_conf.push(line.to_string());
         self
+    }
+}
+
+/// An OpenSM built from source into a private prefix by scripts/opensm-tree.sh: `sbin/opensm`,
+/// its libraries in `lib/`, and `lib/libdfsssp_rs.so` built against its headers.
+#[derive(Clone, Debug)]
+pub struct OpenSmTree {
+    /// The environment variable that named it, e.g. `DFSSSP_RS_OPENSM_3_3_24`.
+    pub var: String,
+    pub prefix: PathBuf,
+}
+
+impl OpenSmTree {
+    /// The tree named by the environment variable `var`, or `None` when it is unset (the test
+    /// then skips, saying so; scripts/test.sh sets it). A set variable must name a built tree.
+    pub fn from_env(var: &str) -> Option<OpenSmTree> {
+        let Some(prefix) = std::env::var_os(var) else {
+            eprintln!(
+                "SKIPPED: {var} is not set; it names an OpenSM tree built by \
+                 scripts/opensm-tree.sh (scripts/test.sh builds the trees and sets it)"
+            );
+            return None;
+        };
+        let t = OpenSmTree {
+            var: var.to_string(),
+            prefix: PathBuf::from(prefix),
+        };
+        for f in [t.opensm(), t.plugin()] {
+            assert!(
+                f.is_file(),
+                "{var}={}: {} is missing; build the tree with scripts/opensm-tree.sh",
+                t.prefix.display(),
+                f.display()
+            );
+        }
+        Some(t)
+    }
+    pub fn opensm(&self) -> PathBuf {
+        self.prefix.join("sbin/opensm")
+    }
+    pub fn lib_dir(&self) -> PathBuf {
+        self.prefix.join("lib")
+    }
+    pub fn plugin(&self) -> PathBuf {
+        self.lib_dir().join("libdfsssp_rs.so")
+    }
+    /// OSM_VERSION of the tree's headers, e.g. "OpenSM 3.3.24".
+    pub fn version(&self) -> String {
+        let h = self.prefix.join("include/infiniband/opensm/osm_version.h");
+        let text = fs::read_to_string(&h).unwrap_or_else(|e| panic!("{}: {e}", h.display()));
+        text.lines()
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix("#define OSM_VERSION")?
+                    .trim()
+                    .strip_prefix('"')?
+                    .strip_suffix('"')
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| panic!("no OSM_VERSION in {}", h.display()))
     }
 }
 

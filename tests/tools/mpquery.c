@@ -1,0 +1,337 @@
+/*
+ * mpquery: ask the SA for MultiPathRecords, the way a client that wants several paths (or
+ * uses the MultiPathRecord API, e.g. for APM) does: one SubnAdmGetMulti(MultiPathRecord) per
+ * destination, from this port's GID to the destination port's GID, answered by
+ * SubnAdmGetMultiResp with PathRecords. `saquery` cannot send this query.
+ *
+ * Built by the end-to-end tests (tests/common/mod.rs) with `gcc ... -libumad` and run under the
+ * umad2sim shim with SIM_HOST=<ibsim node name> choosing the simulated CA.
+ *
+ * usage: mpquery [-C ca] [-P port] [-t timeout_ms] [-r retries] [-v] PORT_GUID...
+ *   PORT_GUID  the destination port's GUID (0x...); its GID is the default subnet prefix
+ *              fe80::/64 followed by the GUID
+ * Prints one line per PathRecord in the answers, in order:
+ *   "<dest GUID> slid <SLID> dlid <DLID> sl <SL>"
+ * Exits 0 when every query was answered with at least one record, 1 otherwise (the reason on
+ * stderr), 2 on bad usage.
+ */
+#include <errno.h>
+#include <infiniband/umad.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* MAD header (IBA 13.4.2), RMPP header (13.6.2.1), SA header (15.2.1.1): byte offsets */
+enum {
+	MAD_SIZE = 256,
+	MAD_BASE_VERSION = 0,
+	MAD_MGMT_CLASS = 1,
+	MAD_CLASS_VERSION = 2,
+	MAD_METHOD = 3,
+	MAD_STATUS = 4,		/* 16 bits */
+	MAD_TID = 8,		/* 64 bits */
+	MAD_ATTR_ID = 16,	/* 16 bits */
+	RMPP_VERSION = 24,
+	RMPP_TYPE = 25,
+	RMPP_FLAGS = 26,	/* RespTime:5 Flags:3 */
+	RMPP_SEGMENT = 28,	/* 32 bits */
+	RMPP_PAYLOAD_LEN = 32,	/* 32 bits */
+	SA_SM_KEY = 36,		/* 64 bits */
+	SA_ATTR_OFFSET = 44,	/* 16 bits, in 8-byte words */
+	SA_COMP_MASK = 48,	/* 64 bits */
+	SA_DATA = 56,		/* the record(s) */
+	SA_HEADER_LEN = 20,	/* SM_Key .. ComponentMask: counted in the RMPP payload length */
+};
+
+enum {
+	CLASS_SA = 0x03,
+	SA_CLASS_VERSION = 2,
+	METHOD_GET_MULTI = 0x14,
+	METHOD_GET_MULTI_RESP = 0x94,
+	ATTR_PATH_RECORD = 0x0035,
+	ATTR_MULTIPATH_RECORD = 0x003a,
+	RMPP_TYPE_DATA = 1,
+	RMPP_FLAG_ACTIVE = 1,
+	RMPP_FLAG_FIRST = 2,
+	RMPP_FLAG_LAST = 4,
+	GSI_QP = 1,
+	GSI_QKEY = 0x80010000,
+	RECV_SIZE = 8192,	/* room for an answer reassembled from several segments */
+};
+
+/* MultiPathRecord (IBA 15.2.5.20): byte offsets inside the record */
+enum {
+	MPR_NUM_PATH = 5,	/* Reversible:1 NumbPath:7 */
+	MPR_SGID_COUNT = 15,
+	MPR_DGID_COUNT = 16,
+	MPR_GIDS = 24,		/* SGIDs, then DGIDs, 16 bytes each */
+	MPR_LEN_1_1 = MPR_GIDS + 32,
+};
+
+/* MultiPathRecord component mask bits (OpenSM's IB_MPR_COMPMASK_*) */
+#define MPR_CM_REVERSIBLE (1ULL << 5)
+#define MPR_CM_NUMB_PATH (1ULL << 6)
+#define MPR_CM_SGID_COUNT (1ULL << 19)
+#define MPR_CM_DGID_COUNT (1ULL << 20)
+
+/* PathRecord (IBA 15.2.5.16): byte offsets inside the record */
+enum {
+	PR_DGID = 8,
+	PR_DLID = 40,
+	PR_SLID = 42,
+	PR_QOS_SL = 52,		/* QoSClass:12 SL:4 */
+	PR_LEN = 64,
+};
+
+static const char *prog = "mpquery";
+static int verbose;
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, v >> 16);
+	put16(p + 2, v);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, v >> 32);
+	put32(p + 4, v);
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void die(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: ", prog);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: %s [-C ca] [-P port] [-t timeout_ms] [-r retries] [-v] PORT_GUID...\n"
+		"  one MultiPathRecord query from this port to each destination port GUID\n",
+		prog);
+	exit(2);
+}
+
+/* Fills the SubnAdmGetMulti(MultiPathRecord) for one SGID and one DGID, one path. */
+static void build_request(uint8_t *mad, const uint8_t sgid[16], const uint8_t dgid[16],
+			  uint64_t tid)
+{
+	uint8_t *r = mad + SA_DATA;
+
+	memset(mad, 0, MAD_SIZE);
+	mad[MAD_BASE_VERSION] = 1;
+	mad[MAD_MGMT_CLASS] = CLASS_SA;
+	mad[MAD_CLASS_VERSION] = SA_CLASS_VERSION;
+	mad[MAD_METHOD] = METHOD_GET_MULTI;
+	put64(mad + MAD_TID, tid);
+	put16(mad + MAD_ATTR_ID, ATTR_MULTIPATH_RECORD);
+	/* GetMulti requests travel by RMPP (OpenSM rejects them without the Active flag): one
+	 * segment, first and last. */
+	mad[RMPP_VERSION] = 1;
+	mad[RMPP_TYPE] = RMPP_TYPE_DATA;
+	mad[RMPP_FLAGS] = RMPP_FLAG_ACTIVE | RMPP_FLAG_FIRST | RMPP_FLAG_LAST;
+	put32(mad + RMPP_SEGMENT, 1);
+	put32(mad + RMPP_PAYLOAD_LEN, SA_HEADER_LEN + MPR_LEN_1_1);
+
+	r[MPR_NUM_PATH] = 0x80 | 1; /* reversible, one path */
+	r[MPR_SGID_COUNT] = 1;
+	r[MPR_DGID_COUNT] = 1;
+	memcpy(r + MPR_GIDS, sgid, 16);
+	memcpy(r + MPR_GIDS + 16, dgid, 16);
+	put64(mad + SA_COMP_MASK, MPR_CM_REVERSIBLE | MPR_CM_NUMB_PATH | MPR_CM_SGID_COUNT |
+					  MPR_CM_DGID_COUNT);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * Sends the request and waits for its GetMultiResp (same transaction id, low 32 bits). Returns
+ * the received length, or -ETIMEDOUT.
+ */
+static int send_and_wait(int fd, int agent, void *umad, void *resp, int sm_lid, int timeout_ms)
+{
+	uint8_t *req = umad_get_mad(umad);
+	uint32_t tid = (uint32_t)get64(req + MAD_TID);
+	double deadline;
+
+	umad_set_addr(umad, sm_lid, GSI_QP, 0, GSI_QKEY);
+	if (umad_send(fd, agent, umad, MAD_SIZE, timeout_ms, 0) < 0)
+		die("umad_send failed: %s", strerror(errno));
+	deadline = now_ms() + timeout_ms + 100;
+	for (;;) {
+		int left = (int)(deadline - now_ms());
+		int len = RECV_SIZE;
+		uint8_t *mad;
+		int ret;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		ret = umad_recv(fd, resp, &len, left);
+		if (ret < 0) {
+			if (ret == -ETIMEDOUT || ret == -EAGAIN || ret == -EWOULDBLOCK ||
+			    ret == -EINTR)
+				continue;
+			die("umad_recv failed: %s", strerror(-ret));
+		}
+		mad = umad_get_mad(resp);
+		if ((uint32_t)get64(mad + MAD_TID) != tid)
+			continue;
+		if (umad_status(resp) == ETIMEDOUT)
+			return -ETIMEDOUT;
+		if (umad_status(resp))
+			die("receive error %s", strerror(umad_status(resp)));
+		if (mad[MAD_METHOD] != METHOD_GET_MULTI_RESP)
+			continue;
+		return len;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *ca = NULL;
+	int portnum = 0, timeout_ms = 2000, retries = 5, opt, fd, agent;
+	umad_port_t port;
+	uint8_t sgid[16];
+	void *umad, *resp;
+
+	while ((opt = getopt(argc, argv, "C:P:t:r:vh")) != -1) {
+		switch (opt) {
+		case 'C':
+			ca = optarg;
+			break;
+		case 'P':
+			portnum = atoi(optarg);
+			break;
+		case 't':
+			timeout_ms = atoi(optarg);
+			break;
+		case 'r':
+			retries = atoi(optarg);
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind == argc || timeout_ms <= 0 || retries < 0)
+		usage();
+
+	if (umad_init() < 0)
+		die("%s", "umad_init failed (no umad support? under ibsim: LD_PRELOAD the umad2sim shim)");
+	if (umad_get_port(ca, portnum, &port) < 0)
+		die("cannot find an InfiniBand port on CA \"%s\"", ca ? ca : "(any)");
+	if (port.sm_lid == 0)
+		die("port %s has no SM LID yet (is the SM running and the subnet up?)", port.ca_name);
+	/* GIDs = subnet prefix : port GUID, both already in network order */
+	memcpy(sgid, &port.gid_prefix, 8);
+	memcpy(sgid + 8, &port.port_guid, 8);
+
+	fd = umad_open_port(port.ca_name, port.portnum);
+	if (fd < 0)
+		die("cannot open umad port of %s", port.ca_name);
+	/* RMPP version 1: over a real HCA the kernel then segments and reassembles. */
+	agent = umad_register(fd, CLASS_SA, SA_CLASS_VERSION, 1, NULL);
+	if (agent < 0)
+		die("%s", "cannot register an SA class agent");
+	umad = umad_alloc(1, umad_size() + MAD_SIZE);
+	resp = umad_alloc(1, umad_size() + RECV_SIZE);
+	if (!umad || !resp)
+		die("%s", "out of memory");
+
+	srand((unsigned)(getpid() ^ time(NULL)));
+	for (int i = optind; i < argc; i++) {
+		char *end;
+		uint64_t dguid = strtoull(argv[i], &end, 0);
+		uint8_t dgid[16], *mad, *rec;
+		int try, len = -ETIMEDOUT, nrec = 0;
+		uint16_t status = 0, stride;
+
+		if (*end || !dguid)
+			die("bad port GUID \"%s\"", argv[i]);
+		memcpy(dgid, sgid, 8); /* the same subnet prefix */
+		put64(dgid + 8, dguid);
+		for (try = 0; try <= retries; try++) {
+			uint64_t tid = (uint64_t)rand() << 16 ^ (uint64_t)(i + 1) << 48 ^ (unsigned)try;
+			build_request(umad_get_mad(umad), sgid, dgid, tid);
+			if (verbose)
+				fprintf(stderr, "%s: MultiPathRecord to 0x%016llx try %d\n", prog,
+					(unsigned long long)dguid, try);
+			len = send_and_wait(fd, agent, umad, resp, (int)port.sm_lid, timeout_ms);
+			if (len >= 0) {
+				status = get16((uint8_t *)umad_get_mad(resp) + MAD_STATUS);
+				if ((status & 0x1f) == 1) { /* busy: try again a little later */
+					usleep(100000);
+					len = -EBUSY;
+					continue;
+				}
+				break;
+			}
+			fprintf(stderr, "%s: no answer for %s within %d ms%s\n", prog, argv[i],
+				timeout_ms, try < retries ? ", retrying" : "");
+		}
+		if (len == -ETIMEDOUT)
+			die("query to %s: the SA never answered", argv[i]);
+		if (len == -EBUSY)
+			die("query to %s: the SA stayed busy", argv[i]);
+		mad = umad_get_mad(resp);
+		if (status) {
+			fprintf(stderr, "%s: query to %s failed: MAD status 0x%04x\n", prog, argv[i],
+				status);
+			exit(1);
+		}
+		if (get16(mad + MAD_ATTR_ID) != ATTR_PATH_RECORD)
+			die("query to %s: the answer holds no PathRecords", argv[i]);
+		/* The records follow each other AttributeOffset 8-byte words apart. */
+		stride = (uint16_t)(get16(mad + SA_ATTR_OFFSET) * 8);
+		if (stride < PR_LEN)
+			stride = PR_LEN;
+		for (rec = mad + SA_DATA; rec + PR_LEN <= mad + len; rec += stride) {
+			if (!get16(rec + PR_DLID))
+				break;
+			printf("0x%016llx slid %u dlid %u sl %u\n",
+			       (unsigned long long)get64(rec + PR_DGID + 8), get16(rec + PR_SLID),
+			       get16(rec + PR_DLID), get16(rec + PR_QOS_SL) & 0x0f);
+			nrec++;
+		}
+		fflush(stdout);
+		if (!nrec)
+			die("query to %s: no PathRecord in the answer", argv[i]);
+	}
+	umad_free(umad);
+	umad_free(resp);
+	umad_unregister(fd, agent);
+	umad_close_port(fd);
+	return 0;
+}
