@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# The Debian package end to end: builds it (scripts/build-deb.sh), runs lintian (errors and
+# warnings fail), installs it with apt, and checks that the stock opensm in ibsim routes a 4x4x4
+# torus with dfsssp-rs from the packaged example's config lines alone (no LD_LIBRARY_PATH: the
+# plug-in is found where the package put it), deadlock-free by ibdmchk. Then it removes the
+# package and checks that the same configuration leaves OpenSM routing with its built-in nue (the
+# example's fallback; deadlock-free by ibdmchk too), saying why, without crashing.
+#
+# Installs and removes the package dfsssp-rs system-wide: root (or sudo) on a machine where it
+# is not installed. scripts/test.sh runs it; scripts/package-chroot-test.sh runs it on a clean
+# Debian system.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t0=$(date +%s.%N)
+source scripts/setup.sh
+source scripts/ibsim-lib.sh
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+apt_get() { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -y -qq "$@"; }
+fail() { echo "package-test: FAIL: $*" >&2; exit 1; }
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f s", b - a }'; }
+
+# A plug-in already on the loader's path would make both halves of the test meaningless.
+if dpkg-query -W -f='${Status}' dfsssp-rs 2>/dev/null | grep -q "ok installed"; then
+    fail "the package dfsssp-rs is installed; this test installs and removes it: remove it first"
+fi
+if ldconfig -p | grep -q 'libdfsssp_rs\.so'; then
+    fail "a libdfsssp_rs.so is already on the loader's path: $(ldconfig -p | grep 'libdfsssp_rs\.so')"
+fi
+
+WORK=$(mktemp -d /tmp/dfsssp-pkgtest.XXXXXX)
+export IBSIM_SOCKNAME="dfsssp-pkgtest-$$"
+installed=0
+cleanup() {
+    ibsim_stop
+    if [ "$installed" = 1 ]; then apt_get remove dfsssp-rs >/dev/null || true; fi
+}
+trap cleanup EXIT
+
+echo "== building the package" >&2
+t=$(date +%s.%N)
+deb=$(scripts/build-deb.sh "$WORK/deb")
+build_time=$(elapsed "$t")
+echo "   $deb ($build_time)" >&2
+
+echo "== lintian" >&2
+dpkg-query -W -f='${Status}' lintian 2>/dev/null | grep -q "ok installed" || apt_get install lintian >/dev/null
+lintian_rc=0
+lintian --fail-on error,warning --info "$deb" >"$WORK/lintian.out" 2>&1 || lintian_rc=$?
+# (--show-overrides would make the overridden tags count for the exit status: a second run shows
+# them, with debian/dfsssp-rs.lintian-overrides' reason.)
+lintian --show-overrides "$deb" 2>&1 | grep -v -e '^N:' -e 'running with root privileges' | sed 's/^/   /' >&2 || true
+[ "$lintian_rc" = 0 ] || fail "lintian reports errors or warnings ($WORK/lintian.out)"
+
+lib=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libdfsssp_rs.so
+example=/usr/share/doc/dfsssp-rs/examples/opensm.conf
+
+# run_opensm DIR: one OpenSM sweep on the running ibsim with the packaged example config (plus
+# where to put its dump files), the way an admin runs it: no LD_LIBRARY_PATH. Only the
+# simulator's umad shim is preloaded. Exit status in DIR/rc.
+run_opensm() {
+    local dir=$1
+    mkdir -p "$dir"
+    { cat "$example"; echo "dump_files_dir $dir"; } >"$dir/osm.conf"
+    local rc=0
+    (cd "$dir" && env -u LD_LIBRARY_PATH OSM_TMP_DIR="$dir" OSM_CACHE_DIR="$dir" \
+        LD_PRELOAD="$UMAD2SIM" timeout -k 10 300 \
+        opensm --once -F "$dir/osm.conf" -f "$dir/osm.log" -D 0x47 -d 0 >"$dir/opensm.out" 2>&1) || rc=$?
+    echo "$rc" >"$dir/rc"
+}
+
+# ibdmchk_clean DIR: ibdmchk over OpenSM's dumps (and the plug-in's path-SL dump when there is one)
+# reports every CA-to-CA path and no credit loop.
+ibdmchk_clean() {
+    local dir=$1
+    local chk=(-s "$dir/opensm-subnet.lst" -f "$dir/opensm.fdbs" -m "$dir/opensm.mcfdbs")
+    [ -f "$dir/opensm-path-sl.dump" ] && chk+=(-c "$dir/opensm-path-sl.dump")
+    # ibdmchk may segfault while exiting, after its report: judge the report.
+    (cd "$dir" && timeout 300 ibdmchk "${chk[@]}" >"$dir/ibdmchk.out" 2>&1) 2>/dev/null || true
+    grep -qi "no credit loops found" "$dir/ibdmchk.out" || fail "ibdmchk: credit loops or no verdict ($dir/ibdmchk.out)"
+    ! grep -q -E "^-E- .*(no path|Fail|missing|Unassigned|lid not found)" "$dir/ibdmchk.out" ||
+        fail "ibdmchk: path errors ($dir/ibdmchk.out)"
+    sed -n 's/^-I- Scanned:\([0-9]*\) CA to CA paths.*/\1 CA-to-CA paths/p' "$dir/ibdmchk.out"
+}
+
+echo "== apt-get install $deb" >&2
+t=$(date +%s.%N)
+installed=1
+apt_get install "$deb" >"$WORK/apt-install.out" 2>&1 || { cat "$WORK/apt-install.out" >&2; fail "apt-get install"; }
+install_time=$(elapsed "$t")
+dpkg -L dfsssp-rs | grep -qx "$lib" || fail "the package does not install $lib"
+[ -f "$example" ] || fail "no $example"
+[ -f /usr/share/man/man1/dfsssp-rs.1.gz ] || fail "no manual page dfsssp-rs(1)"
+[ "$(command -v dfsssp-rs)" = /usr/bin/dfsssp-rs ] || fail "dfsssp-rs is not /usr/bin/dfsssp-rs"
+ver=$(dpkg-query -W -f='${Version}' dfsssp-rs)
+dep=$(dpkg-query -W -f='${Depends}' dfsssp-rs)
+osm=$(dpkg-query -W -f='${Version}' opensm)
+grep -qF "opensm (= $osm)" <<<"$dep" || fail "Depends '$dep' does not pin the installed opensm $osm"
+echo "   dfsssp-rs $ver, Depends: $dep" >&2
+
+/usr/bin/dfsssp-rs generate torus:4x4x4,2 -o "$WORK/torus.net" 2>/dev/null
+ibsim_start "$WORK/torus.net" "$WORK"
+echo "== opensm with the packaged config ($example)" >&2
+run_opensm "$WORK/installed"
+ibsim_stop
+d=$WORK/installed
+[ "$(cat "$d/rc")" = 0 ] || fail "opensm exited with status $(cat "$d/rc") ($d)"
+! grep -q "Failed to open event plugin" "$d/osm.log" || fail "$(grep -m1 "Failed to open event plugin" "$d/osm.log")"
+used=$(engine_used "$d/osm.log")
+[ "$used" = dfsssp-rs ] || fail "OpenSM routed with '$used', not dfsssp-rs ($d/osm.log)"
+layers=$(grep -m1 -o "layers used: [0-9]* of [0-9]*" "$d/osm.log" || echo "layers used: 1")
+checked=$(ibdmchk_clean "$d")
+echo "   routed by dfsssp-rs, $layers, ibdmchk: $checked, no credit loops" >&2
+
+echo "== apt-get remove dfsssp-rs" >&2
+apt_get remove dfsssp-rs >"$WORK/apt-remove.out" 2>&1 || { cat "$WORK/apt-remove.out" >&2; fail "apt-get remove"; }
+installed=0
+[ ! -e "$lib" ] || fail "$lib is still there after removal"
+! ldconfig -p | grep -q 'libdfsssp_rs\.so' || fail "libdfsssp_rs.so still in the loader's cache"
+[ -z "$(dpkg-query -W -f='${Status}' dfsssp-rs 2>/dev/null | grep 'ok installed')" ] || fail "dfsssp-rs still installed"
+
+echo "== opensm with the same config, package removed" >&2
+# The example was removed with the package: keep the copy the first run used.
+example=$WORK/installed/osm.conf.example
+grep -v '^dump_files_dir' "$WORK/installed/osm.conf" >"$example"
+ibsim_start "$WORK/torus.net" "$WORK"
+run_opensm "$WORK/removed"
+ibsim_stop
+d=$WORK/removed
+[ "$(cat "$d/rc")" = 0 ] || fail "opensm exited with status $(cat "$d/rc") without the plug-in ($d)"
+grep -q 'Failed to open event plugin "libdfsssp_rs.so"' "$d/osm.log" || fail "OpenSM does not say the plug-in is missing ($d/osm.log)"
+grep -q "cannot find or setup routing engine 'dfsssp-rs'" "$d/osm.log" ||
+    fail "OpenSM does not say dfsssp-rs is unavailable ($d/osm.log)"
+used=$(engine_used "$d/osm.log")
+[ "$used" = nue ] || fail "OpenSM routed with '$used', not the configured fallback nue ($d/osm.log)"
+checked=$(ibdmchk_clean "$d")
+echo "   OpenSM logs: $(grep -m1 -o 'Failed to open event plugin.*' "$d/osm.log" | cut -c1-100)" >&2
+echo "   routed by nue (the configured fallback), ibdmchk: $checked, no credit loops" >&2
+
+rm -rf "$WORK"
+echo "package-test: OK (package build $build_time, install $install_time, total $(elapsed "$t0"))" >&2
