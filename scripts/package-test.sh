@@ -2,27 +2,31 @@
 # The Debian package end to end: builds it (scripts/build-deb.sh), runs lintian (errors and
 # warnings fail), installs it with apt, and checks that the stock opensm in ibsim routes a 4x4x4
 # torus with dfsssp-rs from the packaged example's config lines alone (no LD_LIBRARY_PATH: the
-# plug-in is found where the package put it), deadlock-free by ibdmchk. Then it removes the
-# package and checks that the same configuration leaves OpenSM routing with its built-in nue (the
-# example's fallback; deadlock-free by ibdmchk too), saying why, without crashing.
+# plug-in is found where the package put it), deadlock-free by ibdmchk. It checks that an opensm
+# upgrade would make apt remove the package (simulated), then removes the package and checks that
+# the same configuration leaves OpenSM routing with its built-in nue (the example's fallback;
+# deadlock-free by ibdmchk too), saying why, without crashing.
 #
 # Installs and removes the package dfsssp-rs system-wide: root (or sudo) on a machine where it
-# is not installed. scripts/test.sh runs it; scripts/package-chroot-test.sh runs it on a clean
-# Debian system.
+# is not installed. scripts/test.sh runs it. With DEB=FILE it tests that package instead of
+# building one, and needs no toolchain: scripts/package-chroot-test.sh runs it so on a clean
+# Debian system, where `apt-get install` has to pull opensm by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s.%N)
-source scripts/setup.sh
+DEB=${DEB:-}
+[ -n "$DEB" ] || source scripts/setup.sh
 source scripts/ibsim-lib.sh
 
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 apt_get() { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -y -qq "$@"; }
+has() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 fail() { echo "package-test: FAIL: $*" >&2; exit 1; }
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f s", b - a }'; }
 
 # A plug-in already on the loader's path would make both halves of the test meaningless.
-if dpkg-query -W -f='${Status}' dfsssp-rs 2>/dev/null | grep -q "ok installed"; then
+if has dfsssp-rs; then
     fail "the package dfsssp-rs is installed; this test installs and removes it: remove it first"
 fi
 if ldconfig -p | grep -q 'libdfsssp_rs\.so'; then
@@ -38,31 +42,24 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== building the package" >&2
-t=$(date +%s.%N)
-deb=$(scripts/build-deb.sh "$WORK/deb")
-build_time=$(elapsed "$t")
-echo "   $deb ($build_time)" >&2
+# lint DEB: lintian's errors and warnings fail the test; the overrides are shown with the rest.
+lint() {
+    local rc=0
+    lintian --fail-on error,warning --info "$1" >"$WORK/lintian.out" 2>&1 || rc=$?
+    # (--show-overrides would make the overridden tags count for the exit status: a second run
+    # shows them.)
+    lintian --show-overrides "$1" 2>&1 | grep -v -e '^N:' -e 'running with root privileges' |
+        sed 's/^/   /' >&2 || true
+    [ "$rc" = 0 ] || fail "lintian reports errors or warnings ($WORK/lintian.out)"
+}
 
-echo "== lintian" >&2
-dpkg-query -W -f='${Status}' lintian 2>/dev/null | grep -q "ok installed" || apt_get install lintian >/dev/null
-lintian_rc=0
-lintian --fail-on error,warning --info "$deb" >"$WORK/lintian.out" 2>&1 || lintian_rc=$?
-# (--show-overrides would make the overridden tags count for the exit status: a second run shows
-# them, with debian/dfsssp-rs.lintian-overrides' reason.)
-lintian --show-overrides "$deb" 2>&1 | grep -v -e '^N:' -e 'running with root privileges' | sed 's/^/   /' >&2 || true
-[ "$lintian_rc" = 0 ] || fail "lintian reports errors or warnings ($WORK/lintian.out)"
-
-lib=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libdfsssp_rs.so
-example=/usr/share/doc/dfsssp-rs/examples/opensm.conf
-
-# run_opensm DIR: one OpenSM sweep on the running ibsim with the packaged example config (plus
+# run_opensm DIR CONF: one OpenSM sweep on the running ibsim with the config lines of CONF (plus
 # where to put its dump files), the way an admin runs it: no LD_LIBRARY_PATH. Only the
 # simulator's umad shim is preloaded. Exit status in DIR/rc.
 run_opensm() {
-    local dir=$1
+    local dir=$1 conf=$2
     mkdir -p "$dir"
-    { cat "$example"; echo "dump_files_dir $dir"; } >"$dir/osm.conf"
+    { cat "$conf"; echo "dump_files_dir $dir"; } >"$dir/osm.conf"
     local rc=0
     (cd "$dir" && env -u LD_LIBRARY_PATH OSM_TMP_DIR="$dir" OSM_CACHE_DIR="$dir" \
         LD_PRELOAD="$UMAD2SIM" timeout -k 10 300 \
@@ -84,12 +81,37 @@ ibdmchk_clean() {
     sed -n 's/^-I- Scanned:\([0-9]*\) CA to CA paths.*/\1 CA-to-CA paths/p' "$dir/ibdmchk.out"
 }
 
+if [ -n "$DEB" ]; then
+    deb=$(realpath "$DEB")
+    build_time="not built here"
+else
+    echo "== building the package" >&2
+    t=$(date +%s.%N)
+    deb=$(scripts/build-deb.sh "$WORK/deb")
+    build_time=$(elapsed "$t")
+    echo "   $deb ($build_time)" >&2
+fi
+
+if [ -n "$DEB" ] && ! has lintian; then
+    echo "== lintian: not installed, skipped (the package was linted where it was built)" >&2
+else
+    echo "== lintian" >&2
+    has lintian || apt_get install lintian >/dev/null
+    lint "$deb"
+fi
+
 echo "== apt-get install $deb" >&2
 t=$(date +%s.%N)
 installed=1
 apt_get install "$deb" >"$WORK/apt-install.out" 2>&1 || { cat "$WORK/apt-install.out" >&2; fail "apt-get install"; }
 install_time=$(elapsed "$t")
-dpkg -L dfsssp-rs | grep -qx "$lib" || fail "the package does not install $lib"
+example=/usr/share/doc/dfsssp-rs/examples/opensm.conf
+lib=$(dpkg -L dfsssp-rs | grep '/libdfsssp_rs\.so$') || fail "the package installs no libdfsssp_rs.so"
+# OpenSM dlopen()s "libdfsssp_rs.so" by name: the dynamic loader must find it without help (its
+# own system directories, which need no ldconfig run).
+ldso=$(ldd /usr/sbin/opensm | awk '/ld-linux/ { print $1 }')
+"$ldso" --help | grep -qF "  $(dirname "$lib") (system search path)" ||
+    fail "$lib is not in a directory of the dynamic loader's search path ($ldso --help)"
 [ -f "$example" ] || fail "no $example"
 [ -f /usr/share/man/man1/dfsssp-rs.1.gz ] || fail "no manual page dfsssp-rs(1)"
 [ "$(command -v dfsssp-rs)" = /usr/bin/dfsssp-rs ] || fail "dfsssp-rs is not /usr/bin/dfsssp-rs"
@@ -97,12 +119,34 @@ ver=$(dpkg-query -W -f='${Version}' dfsssp-rs)
 dep=$(dpkg-query -W -f='${Depends}' dfsssp-rs)
 osm=$(dpkg-query -W -f='${Version}' opensm)
 grep -qF "opensm (= $osm)" <<<"$dep" || fail "Depends '$dep' does not pin the installed opensm $osm"
-echo "   dfsssp-rs $ver, Depends: $dep" >&2
+echo "   dfsssp-rs $ver, Depends: $dep; plug-in $lib" >&2
+if [ -n "$DEB" ]; then
+    echo "== the test's own tools: ibsim, its umad shim, ibdmchk" >&2
+    apt_get install ibsim-utils libumad2sim0 ibutils >/dev/null
+fi
+
+# An OpenSM upgrade must not leave the plug-in installed beside an opensm that refuses it: apt has
+# to remove dfsssp-rs (or hold opensm back). Simulated with a stand-in opensm of a newer version.
+fake=$WORK/fake-opensm
+mkdir -p "$fake/DEBIAN"
+cat >"$fake/DEBIAN/control" <<CONTROL
+Package: opensm
+Version: $osm.1
+Architecture: $(dpkg --print-architecture)
+Maintainer: package-test <root@localhost>
+Description: stand-in for a newer opensm (apt simulation only)
+CONTROL
+dpkg-deb --build "$fake" "$WORK/opensm-newer.deb" >/dev/null
+apt-get -s install "$WORK/opensm-newer.deb" >"$WORK/apt-upgrade-sim.out" 2>&1 || true
+grep -q "^Remv dfsssp-rs" "$WORK/apt-upgrade-sim.out" ||
+    fail "apt would upgrade opensm to $osm.1 and keep dfsssp-rs ($WORK/apt-upgrade-sim.out)"
+echo "   an opensm upgrade to $osm.1 (simulated): apt removes dfsssp-rs with it" >&2
 
 /usr/bin/dfsssp-rs generate torus:4x4x4,2 -o "$WORK/torus.net" 2>/dev/null
 ibsim_start "$WORK/torus.net" "$WORK"
 echo "== opensm with the packaged config ($example)" >&2
-run_opensm "$WORK/installed"
+cp "$example" "$WORK/example-opensm.conf" # the package's removal takes it away
+run_opensm "$WORK/installed" "$WORK/example-opensm.conf"
 ibsim_stop
 d=$WORK/installed
 [ "$(cat "$d/rc")" = 0 ] || fail "opensm exited with status $(cat "$d/rc") ($d)"
@@ -118,14 +162,11 @@ apt_get remove dfsssp-rs >"$WORK/apt-remove.out" 2>&1 || { cat "$WORK/apt-remove
 installed=0
 [ ! -e "$lib" ] || fail "$lib is still there after removal"
 ! ldconfig -p | grep -q 'libdfsssp_rs\.so' || fail "libdfsssp_rs.so still in the loader's cache"
-[ -z "$(dpkg-query -W -f='${Status}' dfsssp-rs 2>/dev/null | grep 'ok installed')" ] || fail "dfsssp-rs still installed"
+! has dfsssp-rs || fail "dfsssp-rs still installed"
 
 echo "== opensm with the same config, package removed" >&2
-# The example was removed with the package: keep the copy the first run used.
-example=$WORK/installed/osm.conf.example
-grep -v '^dump_files_dir' "$WORK/installed/osm.conf" >"$example"
 ibsim_start "$WORK/torus.net" "$WORK"
-run_opensm "$WORK/removed"
+run_opensm "$WORK/removed" "$WORK/example-opensm.conf"
 ibsim_stop
 d=$WORK/removed
 [ "$(cat "$d/rc")" = 0 ] || fail "opensm exited with status $(cat "$d/rc") without the plug-in ($d)"
