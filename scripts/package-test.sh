@@ -2,10 +2,10 @@
 # The Debian package end to end: builds it (scripts/build-deb.sh), runs lintian (errors and
 # warnings fail), installs it with apt, and checks that the stock opensm in ibsim routes a 4x4x4
 # torus with dfsssp-rs from the packaged example's config lines alone (no LD_LIBRARY_PATH: the
-# plug-in is found where the package put it), deadlock-free by ibdmchk. It checks that an opensm
-# upgrade would make apt remove the package (simulated), then removes the package and checks that
-# the same configuration leaves OpenSM routing with its built-in nue (the example's fallback;
-# deadlock-free by ibdmchk too), saying why, without crashing.
+# plug-in is found where the package put it), deadlock-free by ibdmchk. It checks that on an
+# opensm upgrade apt holds opensm back or removes the package (simulated), then removes the
+# package and checks that the same configuration leaves OpenSM routing with its built-in nue (the
+# example's fallback; deadlock-free by ibdmchk too), saying why, without crashing.
 #
 # Installs and removes the package dfsssp-rs system-wide: root (or sudo) on a machine where it
 # is not installed. scripts/test.sh runs it. With DEB=FILE it tests that package instead of
@@ -25,13 +25,19 @@ has() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; 
 fail() { echo "package-test: FAIL: $*" >&2; exit 1; }
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f s", b - a }'; }
 
+# present_plugins: the libdfsssp_rs.so files the dynamic loader could find (its cache may also
+# name a removed one: no ldconfig runs when the package goes, being no shared library).
+present_plugins() {
+    { ldconfig -p | awk '/libdfsssp_rs\.so / { print $NF }'
+      ls /lib/*/libdfsssp_rs.so /usr/lib/*/libdfsssp_rs.so /lib/libdfsssp_rs.so /usr/lib/libdfsssp_rs.so; } 2>/dev/null |
+        sort -u | while read -r f; do [ -e "$f" ] && echo "$f"; done
+}
+
 # A plug-in already on the loader's path would make both halves of the test meaningless.
 if has dfsssp-rs; then
     fail "the package dfsssp-rs is installed; this test installs and removes it: remove it first"
 fi
-if ldconfig -p | grep -q 'libdfsssp_rs\.so'; then
-    fail "a libdfsssp_rs.so is already on the loader's path: $(ldconfig -p | grep 'libdfsssp_rs\.so')"
-fi
+[ -z "$(present_plugins)" ] || fail "a libdfsssp_rs.so is already on the loader's path: $(present_plugins)"
 
 WORK=$(mktemp -d /tmp/dfsssp-pkgtest.XXXXXX)
 export IBSIM_SOCKNAME="dfsssp-pkgtest-$$"
@@ -125,22 +131,36 @@ if [ -n "$DEB" ]; then
     apt_get install ibsim-utils libumad2sim0 ibutils >/dev/null
 fi
 
-# An OpenSM upgrade must not leave the plug-in installed beside an opensm that refuses it: apt has
-# to remove dfsssp-rs (or hold opensm back). Simulated with a stand-in opensm of a newer version.
-fake=$WORK/fake-opensm
-mkdir -p "$fake/DEBIAN"
-cat >"$fake/DEBIAN/control" <<CONTROL
+# An OpenSM upgrade must not leave the plug-in installed beside an opensm that refuses it. A
+# stand-in newer opensm in a local repository, apt simulating against it alone (its own source
+# list and package lists; the system's apt state is not touched): `upgrade` must keep opensm
+# back, `full-upgrade` must remove dfsssp-rs.
+repo=$WORK/repo
+mkdir -p "$WORK/fake-opensm/DEBIAN" "$repo" "$WORK/apt-lists/partial"
+cat >"$WORK/fake-opensm/DEBIAN/control" <<CONTROL
 Package: opensm
 Version: $osm.1
 Architecture: $(dpkg --print-architecture)
 Maintainer: package-test <root@localhost>
 Description: stand-in for a newer opensm (apt simulation only)
 CONTROL
-dpkg-deb --build "$fake" "$WORK/opensm-newer.deb" >/dev/null
-apt-get -s install "$WORK/opensm-newer.deb" >"$WORK/apt-upgrade-sim.out" 2>&1 || true
-grep -q "^Remv dfsssp-rs" "$WORK/apt-upgrade-sim.out" ||
-    fail "apt would upgrade opensm to $osm.1 and keep dfsssp-rs ($WORK/apt-upgrade-sim.out)"
-echo "   an opensm upgrade to $osm.1 (simulated): apt removes dfsssp-rs with it" >&2
+dpkg-deb --build "$WORK/fake-opensm" "$repo/opensm-newer.deb" >/dev/null
+{ dpkg-deb -f "$repo/opensm-newer.deb"
+  echo "Filename: ./opensm-newer.deb"
+  echo "Size: $(stat -c %s "$repo/opensm-newer.deb")"
+  echo "SHA256: $(sha256sum "$repo/opensm-newer.deb" | cut -d' ' -f1)"
+  echo; } >"$repo/Packages"
+echo "deb [trusted=yes] file:$repo ./" >"$WORK/sources.list"
+apt_sim=(-o Dir::Etc::SourceList="$WORK/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+         -o Dir::State::Lists="$WORK/apt-lists" -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=)
+$SUDO apt-get "${apt_sim[@]}" update >"$WORK/apt-sim.out" 2>&1 || { cat "$WORK/apt-sim.out" >&2; fail "apt-get update (local repository)"; }
+$SUDO apt-get "${apt_sim[@]}" -s upgrade >"$WORK/apt-upgrade.out" 2>&1 || true
+grep -A1 "kept back" "$WORK/apt-upgrade.out" | grep -q "opensm" && ! grep -q "^Inst opensm" "$WORK/apt-upgrade.out" ||
+    fail "apt upgrade does not keep opensm $osm.1 back ($WORK/apt-upgrade.out)"
+$SUDO apt-get "${apt_sim[@]}" -s full-upgrade >"$WORK/apt-full-upgrade.out" 2>&1 || true
+grep -q "^Remv dfsssp-rs" "$WORK/apt-full-upgrade.out" ||
+    fail "apt full-upgrade to opensm $osm.1 keeps dfsssp-rs ($WORK/apt-full-upgrade.out)"
+echo "   opensm $osm.1 offered (simulated): apt upgrade keeps opensm back, full-upgrade removes dfsssp-rs" >&2
 
 /usr/bin/dfsssp-rs generate torus:4x4x4,2 -o "$WORK/torus.net" 2>/dev/null
 ibsim_start "$WORK/torus.net" "$WORK"
@@ -160,8 +180,7 @@ echo "   routed by dfsssp-rs, $layers, ibdmchk: $checked, no credit loops" >&2
 echo "== apt-get remove dfsssp-rs" >&2
 apt_get remove dfsssp-rs >"$WORK/apt-remove.out" 2>&1 || { cat "$WORK/apt-remove.out" >&2; fail "apt-get remove"; }
 installed=0
-[ ! -e "$lib" ] || fail "$lib is still there after removal"
-! ldconfig -p | grep -q 'libdfsssp_rs\.so' || fail "libdfsssp_rs.so still in the loader's cache"
+[ -z "$(present_plugins)" ] || fail "still on the loader's path after removal: $(present_plugins)"
 ! has dfsssp-rs || fail "dfsssp-rs still installed"
 
 echo "== opensm with the same config, package removed" >&2
