@@ -11,5 +11,9 @@ cargo build --release --lib --no-default-features --features opensm
 # The end-to-end tests load target/release/libdfsssp_rs.so into opensm: build it first.
 cargo build --release --lib
 cargo test --release --all-targets
+# The Debian package: built, linted, installed with apt, a torus routed by dfsssp-rs from the
+# documented opensm.conf lines alone, removed, OpenSM on its fallback (installs and removes the
+# package dfsssp-rs on this machine).
+scripts/package-test.sh
 cargo fmt --check
 cargo clippy --all-targets --release -- -D warnings
