@@ -6,6 +6,10 @@
 # torus with dfsssp-rs from the documented config lines alone, and routes with its fallback once
 # the package is removed. Not part of scripts/test.sh (a few minutes and ~400 MB of downloads).
 #
+# BUILD=1 builds the package in the chroot instead, from nothing but build-essential, the
+# Build-Depends of debian/control (`apt-get build-dep`) and a Rust toolchain from rustup: a check
+# that debian/control lists what the build needs (longer: every crate is compiled).
+#
 #   sudo scripts/package-chroot-test.sh            MIRROR=... to use another Debian mirror,
 #                                                  KEEP=1 to keep the chroot afterwards.
 set -euo pipefail
@@ -14,11 +18,14 @@ cd "$(dirname "$0")/.."
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 t0=$(date +%s)
 
-if [ -z "${DEB:-}" ]; then
-    source scripts/setup.sh
-    DEB=$(scripts/build-deb.sh)
+BUILD=${BUILD:-0}
+if [ "$BUILD" != 1 ]; then
+    if [ -z "${DEB:-}" ]; then
+        source scripts/setup.sh
+        DEB=$(scripts/build-deb.sh)
+    fi
+    DEB=$(realpath "$DEB")
 fi
-DEB=$(realpath "$DEB")
 command -v debootstrap >/dev/null ||
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
 
@@ -45,12 +52,44 @@ for m in proc dev dev/pts; do
 done
 t1=$(date +%s)
 
-# Only what the test needs: the package, the test and its ibsim helpers. No toolchain, no build
-# dependencies: the package must stand on its own.
-mkdir -p "$ROOT/test/scripts"
-cp "$DEB" "$ROOT/test/"
-cp scripts/package-test.sh scripts/ibsim-lib.sh "$ROOT/test/scripts/"
+in_chroot() {
+    chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/root/.cargo/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
+}
+in_chroot apt-get update -qq
+if [ "$BUILD" = 1 ]; then
+    mkdir -p "$ROOT/build/dfsssp-rs"
+    if [ -e .git ]; then
+        git ls-files -z --cached --others --exclude-standard |
+            tar --null -T - --ignore-failed-read -cf - | tar -xf - -C "$ROOT/build/dfsssp-rs"
+    else
+        tar --exclude=./target --exclude=./.git -cf - . | tar -xf - -C "$ROOT/build/dfsssp-rs"
+    fi
+    echo "== in the chroot: build-essential, apt-get build-dep, rustup, scripts/build-deb.sh" >&2
+    in_chroot apt-get install -y -qq build-essential curl ca-certificates >/dev/null
+    # The host's own local CAs (public certificates), for networks that intercept TLS: rustup
+    # and crates.io are fetched over https.
+    if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+        cp /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
+        in_chroot update-ca-certificates >/dev/null
+    fi
+    in_chroot apt-get build-dep -y -qq /build/dfsssp-rs >/dev/null
+    in_chroot bash -c 'curl --proto "=https" --tlsv1.2 -sSf -o /tmp/rustup-init \
+        "https://static.rust-lang.org/rustup/dist/$(uname -m)-unknown-linux-gnu/rustup-init" &&
+        chmod +x /tmp/rustup-init && /tmp/rustup-init -y -q --profile minimal >/dev/null'
+    tb=$(date +%s)
+    in_chroot CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-$(nproc)}" \
+        bash -c 'cd /build/dfsssp-rs && scripts/build-deb.sh /test' >&2
+    echo "   package build in the chroot: $(($(date +%s) - tb)) s" >&2
+    DEB=$(ls "$ROOT"/test/dfsssp-rs_*.deb)
+    cp -r "$ROOT/build/dfsssp-rs/scripts" "$ROOT/test/"
+else
+    # Only what the test needs: the package, the test and its ibsim helpers. No toolchain, no
+    # build dependencies: the package must stand on its own.
+    mkdir -p "$ROOT/test/scripts"
+    cp "$DEB" "$ROOT/test/"
+    cp scripts/package-test.sh scripts/ibsim-lib.sh "$ROOT/test/scripts/"
+fi
 echo "== in the chroot: scripts/package-test.sh on $(basename "$DEB")" >&2
-chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-    DEB="/test/$(basename "$DEB")" bash -c 'apt-get update -qq && cd /test && scripts/package-test.sh'
+in_chroot DEB="/test/$(basename "$DEB")" bash -c 'cd /test && scripts/package-test.sh'
 echo "package-chroot-test: OK (debootstrap $((t1 - t0)) s, test in the chroot $(($(date +%s) - t1)) s)" >&2
