@@ -7,8 +7,10 @@ cd "$(dirname "$0")/.."
 SETUP_OPENSM_BUILD=1 source scripts/setup.sh
 # The core, the CLI and the offline tests without OpenSM: no headers, no libclang needed.
 OPENSM_INCLUDE_DIR=/nonexistent cargo test --release --no-default-features
-# The plug-in as packaged: the adapter without the LID study.
-cargo build --release --lib --no-default-features --features opensm
+# The plug-in as packaged (the adapter without the LID study), in the Debian package: built,
+# linted, installed with apt, a torus routed by dfsssp-rs from the documented opensm.conf lines
+# alone, removed, OpenSM on its fallback (installs and removes the package dfsssp-rs here).
+scripts/package-test.sh
 # The end-to-end tests load target/release/libdfsssp_rs.so into opensm: build it first.
 cargo build --release --lib
 # OpenSM 3.3.24 as released, and 3.3.24 and Debian's 3.3.23 with opensm-patches/, built from

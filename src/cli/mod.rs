@@ -31,7 +31,10 @@ use dfsssp_rs::topo;
 #[command(
     name = "dfsssp-rs",
     version,
-    about = "Route and judge InfiniBand fabrics offline"
+    about = "Route and judge InfiniBand fabrics offline",
+    long_about = "Route and judge InfiniBand fabrics offline, with the same core the OpenSM plug-in \
+                  libdfsssp_rs.so routes with (routing engine `dfsssp-rs`; its opensm.conf lines: \
+                  README.md, or /usr/share/doc/dfsssp-rs/examples/ from the Debian package)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -103,6 +106,13 @@ enum Command {
     /// of other engines, as a table and an SVG bar chart of Λ and lanes per engine.
     #[command(after_help = compare::AFTER_HELP)]
     Compare(compare::CompareArgs),
+    /// Write the manual pages (dfsssp-rs.1 and one per subcommand) into a directory: the Debian
+    /// package builds them with this, so they always match the options.
+    #[command(hide = true)]
+    ManPages {
+        /// Directory to write the pages into (created if missing)
+        out_dir: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -351,7 +361,17 @@ fn run(cli: Cli) -> CliResult<()> {
         }
         Command::Eval(args) => eval::run(&args),
         Command::Compare(args) => compare::run(&args),
+        Command::ManPages { out_dir } => write_man_pages(&out_dir),
     }
+}
+
+/// One roff page per visible command, from the same clap definitions `--help` prints. No date in
+/// the pages: the package build stays reproducible.
+fn write_man_pages(out_dir: &Path) -> CliResult<()> {
+    use clap::CommandFactory;
+    std::fs::create_dir_all(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    clap_mangen::generate_to(Cli::command(), out_dir)
+        .map_err(|e| format!("{}: {e}", out_dir.display()))
 }
 
 /// The previous routing of `route --previous-*`.
