@@ -14,11 +14,12 @@
 # headers, .../opensm/cargo-HASH, the first copied to start the others).
 #
 # Sources (sha256-checked):
-#   3.3.24  upstream's release tarball: $OPENSM_3_3_24_TARBALL, else shared/opensm/ next to the
-#           repository (../shared/opensm/opensm-3.3.24.tar.gz) or /work/shared/opensm/.
+#   3.3.24  upstream's release tarball: $OPENSM_3_3_24_TARBALL, else the copy in
+#           opensm-patches/upstream/ (CI needs no network for it), else ../shared/opensm/ or
+#           /work/shared/opensm/.
 #   3.3.23  Debian's source (opensm_3.3.23.orig.tar.gz): $OPENSM_3_3_23_TARBALL, else
-#           ../src-opensm/ or /work/src-opensm/, else `apt-get source --download-only opensm`
-#           (needs a deb-src entry in apt's sources).
+#           opensm-patches/upstream/, ../src-opensm/ or /work/src-opensm/, else
+#           `apt-get source --download-only opensm` (needs a deb-src entry in apt's sources).
 # Needs autoconf automake libtool-bin flex bison make patch libibumad-dev (SETUP_OPENSM_BUILD=1
 # scripts/setup.sh installs them; scripts/test.sh does that).
 set -euo pipefail
@@ -46,12 +47,15 @@ tarball() {
     case $version in
     3.3.24)
         want=$SHA_3_3_24
-        candidates=("${OPENSM_3_3_24_TARBALL:-}" "$REPO/../shared/opensm/opensm-3.3.24.tar.gz"
+        candidates=("${OPENSM_3_3_24_TARBALL:-}" "$REPO/opensm-patches/upstream/opensm-3.3.24.tar.gz"
+            "$REPO/../shared/opensm/opensm-3.3.24.tar.gz"
             /work/shared/opensm/opensm-3.3.24.tar.gz)
         ;;
     3.3.23)
         want=$SHA_3_3_23
-        candidates=("${OPENSM_3_3_23_TARBALL:-}" "$REPO/../src-opensm/opensm_3.3.23.orig.tar.gz"
+        candidates=("${OPENSM_3_3_23_TARBALL:-}"
+            "$REPO/opensm-patches/upstream/opensm_3.3.23.orig.tar.gz"
+            "$REPO/../src-opensm/opensm_3.3.23.orig.tar.gz"
             /work/src-opensm/opensm_3.3.23.orig.tar.gz "$ROOT/src/opensm_3.3.23.orig.tar.gz")
         ;;
     *) die "unknown OpenSM version $version" ;;
