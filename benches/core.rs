@@ -1,6 +1,7 @@
 //! Criterion benches of the routing core on generated fabrics of about 1k, 6k and 12k CAs:
 //! SSSP routing, deadlock removal (CDG construction and cycle breaking), verification and the
-//! effective bisection bandwidth. `cargo bench --bench core`; `-- sssp/` etc. to pick one group.
+//! effective bisection bandwidth; deadlock removal also on random fabrics of 2.5k and 5k CAs.
+//! `cargo bench --bench core`; `-- sssp/` etc. to pick one group.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use dfsssp_rs::fabric::Fabric;
@@ -57,6 +58,28 @@ fn benches(c: &mut Criterion) {
         }
         group.finish();
     }
+
+    // Random irregular fabrics (36-port switches, 16 CAs each), where pure DFSSSP needs more
+    // than 8 layers and the escape settles most destinations with incremental cycle checks
+    // (their span limit, issue 16): the part that grew fastest with size.
+    let mut group = c.benchmark_group("dfsssp-8-lanes-random");
+    group.sample_size(10);
+    for (label, spec) in [
+        ("random-160 (2560 CAs)", "random:160,36,16,1280"),
+        ("random-320 (5120 CAs)", "random:320,36,16,2560"),
+    ] {
+        let f = topo::by_name(spec).expect("bench fabric spec");
+        let g = SwitchGraph::new(&f).expect("bench fabric graph");
+        let r = sssp::route(&g);
+        group.bench_with_input(BenchmarkId::from_parameter(label), &g, |b, g| {
+            b.iter_batched(
+                || r.clone(),
+                |mut r| dfsssp::make_deadlock_free(g, &mut r, 8).map(|rep| rep.layers_used),
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
 
     let mut group = c.benchmark_group("lambda-1000");
     group.sample_size(10);
