@@ -402,12 +402,7 @@ fn eval_judges_compute_and_io_traffic() {
     let spec = "ktree:4,3";
     let f = by_name(spec).unwrap();
     let sim = Sim::start("eval-classes", &f);
-    let cas: Vec<u64> = f
-        .endpoints()
-        .iter()
-        .filter(|e| f.nodes()[e.node as usize].kind == NodeKind::Ca)
-        .map(|e| e.port_guid)
-        .collect();
+    let cas = common::ca_port_guids(&f);
     let write = |name: &str, g: &[u64]| {
         let p = sim.dir().join(name);
         let text: String = g.iter().map(|x| format!("0x{x:016x}\n")).collect();

@@ -715,12 +715,7 @@ fn throttled_links_are_avoided_without_splitting_the_fabric() {
 fn compute_and_io_node_lists_from_opensm() {
     let f = fabric("ktree:4,3");
     let sim = Sim::start("cn-io", &f);
-    let cas: Vec<u64> = f
-        .endpoints()
-        .iter()
-        .filter(|e| f.nodes()[e.node as usize].kind == NodeKind::Ca)
-        .map(|e| e.port_guid)
-        .collect();
+    let cas = common::ca_port_guids(&f);
     let list = |g: &[u64]| {
         let mut s = String::from("# written by the test\n");
         for x in g {

@@ -292,13 +292,13 @@ pub fn evaluate(s: Subject, o: &EvalOptions, p: &Progress) -> CliResult<Evaluati
     });
     let mut m = m.map_err(|e| format!("{label}: {e}"))?;
     let mut t_bis = Duration::ZERO;
+    let spec = BisectionSpec {
+        patterns: o.patterns,
+        seed: o.seed,
+        lid_choice: o.lid_choice,
+        traffic: o.traffic,
+    };
     if o.patterns > 0 && g.terminals().len() >= 2 {
-        let spec = BisectionSpec {
-            patterns: o.patterns,
-            seed: o.seed,
-            lid_choice: o.lid_choice,
-            traffic: o.traffic,
-        };
         let (b, t) = p.stage(
             &format!("{label}: Λ over {} random bisection patterns", o.patterns),
             || metrics::effective_bisection_bandwidth(g, &r.lft, &spec),
@@ -314,12 +314,6 @@ pub fn evaluate(s: Subject, o: &EvalOptions, p: &Progress) -> CliResult<Evaluati
         Some(lists) if o.patterns > 0 => {
             let (classes, w) = lists.classes(f);
             warnings.extend(w);
-            let spec = BisectionSpec {
-                patterns: o.patterns,
-                seed: o.seed,
-                lid_choice: o.lid_choice,
-                traffic: o.traffic,
-            };
             let (b, t) = p.stage(
                 &format!("{label}: Λ of compute and compute-to-I/O traffic"),
                 || class_bandwidth(g, &r.lft, &classes, &spec),

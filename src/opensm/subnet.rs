@@ -175,6 +175,16 @@ pub(crate) fn read(api: &ffi::Api, osm: &LockedSubnet<'_>) -> Result<Subnet, Fab
                 continue; // the far node is not in the node table (yet)
             };
             let (lport, rport) = (p.port_num(), r.port_num());
+            let ends = (
+                PortRef {
+                    node: idx,
+                    port: lport,
+                },
+                PortRef {
+                    node: ridx,
+                    port: rport,
+                },
+            );
             let up = p.is_up() && r.is_up();
             if up {
                 if let Some(v) = data_vls(p.op_vls_code()) {
@@ -196,27 +206,9 @@ pub(crate) fn read(api: &ffi::Api, osm: &LockedSubnet<'_>) -> Result<Subnet, Fab
                 && nodes[ridx as usize].kind() == Some(NodeKind::Switch)
                 && p.link_is_throttled(api, opt.fdr10)
             {
-                throttled.push((
-                    PortRef {
-                        node: idx,
-                        port: lport,
-                    },
-                    PortRef {
-                        node: ridx,
-                        port: rport,
-                    },
-                ));
+                throttled.push(ends);
             } else {
-                b.link(
-                    PortRef {
-                        node: idx,
-                        port: lport,
-                    },
-                    PortRef {
-                        node: ridx,
-                        port: rport,
-                    },
-                )?;
+                b.link(ends.0, ends.1)?;
             }
         }
     }

@@ -1226,6 +1226,16 @@ pub fn parse_lfts_dump(text: &str) -> BTreeMap<u64, BTreeMap<u16, u8>> {
     out
 }
 
+/// The port GUIDs of the fabric's CA ports, in endpoint order (what OpenSM's cn_guid_file and
+/// io_guid_file list).
+pub fn ca_port_guids(f: &Fabric) -> Vec<u64> {
+    f.endpoints()
+        .iter()
+        .filter(|e| f.nodes()[e.node as usize].kind == dfsssp_rs::fabric::NodeKind::Ca)
+        .map(|e| e.port_guid)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
