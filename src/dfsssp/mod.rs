@@ -386,7 +386,7 @@ pub fn make_deadlock_free_with(
                 &own
             }
         };
-        let ud = crate::updown::UpDown::new(g, dist);
+        let ud = onelane::orientation(g, &ei, dist, &counts0);
         let out = onelane::run(g, &ei, &ud, dist, &cols, routing)?;
         report.one_lane = Some(OneLaneReport {
             tree_roots: out.roots,

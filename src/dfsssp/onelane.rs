@@ -38,8 +38,13 @@ use super::DfssspError;
 
 /// Channels an incremental cycle check may visit before it refuses a dependency (refusing is
 /// safe: the search takes another channel, or the switch follows the tree). Larger limits changed
-/// nothing on the 6x6x6 torus and the random 128-switch fabric.
+/// nothing on the 6x6x6 torus and the random 128-switch fabric; 64 lowers the torus's Λ to 0.295.
 const SEARCH_LIMIT: usize = 4096;
+
+/// The same for switch LIDs, whose routes carry no CA-to-CA traffic: on the 18-ary 3-tree only
+/// they need searching (every CA LID keeps its SSSP routes), and checks bounded by 4096 channels
+/// took a minute there, by 64 a few seconds.
+const SWITCH_LID_SEARCH_LIMIT: usize = 64;
 
 /// Rip-up-and-reroute passes after the first: each destination is taken out (its loads and
 /// dependencies) and searched again against all the others. One pass raises Λ on the 6x6x6 torus
@@ -112,6 +117,33 @@ impl Tree {
     }
 }
 
+/// The orientation of the spanning tree: the Up*/Down* root under which the SSSP routes'
+/// dependencies (`counts`, layer 0 of the input) weigh least on illegal turns, as the escape
+/// chooses it. On fat trees a leaf switch, under which every CA LID's minimal routes are legal:
+/// they then fit the layer with the tree's routes and stay.
+pub(crate) fn orientation(
+    g: &SwitchGraph,
+    ei: &EdgeIndex,
+    dist: &SwitchDistances,
+    counts: &[u32],
+) -> UpDown {
+    UpDown::fitted(g, dist, |ud| {
+        let mut w = 0u64;
+        for c1 in 0..g.num_channels() as u32 {
+            if ud.is_up(g, c1) {
+                continue;
+            }
+            let b = ei.base[c1 as usize];
+            for slot in 0..ei.degree(c1) {
+                if ud.is_up(g, ei.target(g, c1, slot)) {
+                    w += u64::from(counts[(b + slot) as usize]);
+                }
+            }
+        }
+        w
+    })
+}
+
 /// Routes every destination of `routing`'s fabric deadlock-free within one layer (module
 /// documentation); rewrites the LFT and hop tables. `ud` gives the spanning tree's roots.
 pub(crate) fn run(
@@ -125,30 +157,47 @@ pub(crate) fn run(
     let tree = Tree::new(g, ud);
     let mut counts = vec![0u32; ei.num_edges()];
     tree.pin(g, ei, &mut counts);
-    let order = topological_order(g, ei, &counts)
-        .ok_or_else(|| DfssspError::Internal("spanning tree routes have a cycle".into()))?;
-    let mut r = Router::new(g, ei, tree, counts, DynTopo::from_order(&order));
+    // Tree turns are legal Up*/Down* turns, so the legal order fits them, and every legal turn
+    // the search adds later goes in without a search (on fat trees: every CA LID's SSSP routes).
+    let mut topo = DynTopo::from_order(&ud.legal_order(g));
+    if !topo.fits(g, ei, &counts) {
+        let order = topological_order(g, ei, &counts)
+            .ok_or_else(|| DfssspError::Internal("spanning tree routes have a cycle".into()))?;
+        topo = DynTopo::from_order(&order);
+    }
+    let mut r = Router::new(g, ei, tree, counts, topo);
     let dests = interleaved_order(g);
     let mut out = OneLaneOutcome {
         roots: ud.roots.clone(),
         ..Default::default()
     };
     for pass in 0..=REROUTE_PASSES {
-        out.tree_routes = 0;
-        out.nonminimal_routes = 0;
         for &di in &dests {
             let d = g.dests()[di as usize];
+            // Switch LIDs carry no CA-to-CA traffic: routed once, with cheap cycle checks.
+            let last = if d.exit_port == 0 { 0 } else { REROUTE_PASSES };
+            if pass > last {
+                continue;
+            }
             if pass > 0 {
                 r.remove(&d, routing);
             }
             let to = dist.to(d.switch);
             let ns = g.num_switches();
-            out.restarts += r.search(&d, &input[di as usize * ns..(di as usize + 1) * ns], to);
-            out.kept_dests += u64::from(r.kept && pass == REROUTE_PASSES);
-            for &s in &r.members {
-                if s != d.switch {
-                    out.tree_routes += u64::from(r.in_a[s as usize]);
-                    out.nonminimal_routes += u64::from(r.depth[s as usize] != to[s as usize]);
+            let limit = if d.exit_port == 0 {
+                SWITCH_LID_SEARCH_LIMIT
+            } else {
+                SEARCH_LIMIT
+            };
+            let input = &input[di as usize * ns..(di as usize + 1) * ns];
+            out.restarts += r.search(&d, input, to, limit);
+            if pass == last {
+                out.kept_dests += u64::from(r.kept);
+                for &s in &r.members {
+                    if s != d.switch {
+                        out.tree_routes += u64::from(r.in_a[s as usize]);
+                        out.nonminimal_routes += u64::from(r.depth[s as usize] != to[s as usize]);
+                    }
                 }
             }
             let depth = &r.depth;
@@ -300,7 +349,7 @@ impl<'a> Router<'a> {
 
     /// Chooses destination `d`'s routes (`next`, `depth`), adds their dependencies to the CDG and
     /// their routes to the loads. Returns how many times the search was repeated.
-    fn search(&mut self, d: &Dest, input: &[u8], to: &[u16]) -> u64 {
+    fn search(&mut self, d: &Dest, input: &[u8], to: &[u16], limit: usize) -> u64 {
         let g = self.g;
         let root = d.switch;
         let my_comp = self.comp[root as usize];
@@ -311,9 +360,9 @@ impl<'a> Router<'a> {
         self.in_a.fill(false);
         self.in_a[root as usize] = true;
         let mut restarts = 0;
-        self.kept = self.try_input(root, input, to);
+        self.kept = self.try_input(root, input, to, limit);
         if !self.kept {
-            while !self.search_once(root) {
+            while !self.search_once(root, limit) {
                 restarts += 1;
             }
         }
@@ -347,7 +396,7 @@ impl<'a> Router<'a> {
     /// Takes the input routes (`input`: the port of every switch, minimal when `to` gives their
     /// lengths) as they are when all their dependencies fit the layer; `false` (nothing changed)
     /// when one does not, or the routes are not minimal.
-    fn try_input(&mut self, root: u32, input: &[u8], to: &[u16]) -> bool {
+    fn try_input(&mut self, root: u32, input: &[u8], to: &[u16], limit: usize) -> bool {
         let (g, ei) = (self.g, self.ei);
         self.next.fill(NO_CHANNEL);
         for &s in &self.members {
@@ -378,7 +427,7 @@ impl<'a> Router<'a> {
             if self.counts[e] == 0
                 && !self
                     .topo
-                    .try_insert(g, ei, &self.counts, &mut self.sc, c, cu, SEARCH_LIMIT)
+                    .try_insert(g, ei, &self.counts, &mut self.sc, c, cu, limit)
             {
                 for &e in &self.added {
                     self.counts[e as usize] -= 1;
@@ -396,7 +445,7 @@ impl<'a> Router<'a> {
 
     /// One search with `A` fixed; `false` (and `A` grown, the dependencies it added taken out
     /// again) when some switch could not be reached.
-    fn search_once(&mut self, root: u32) -> bool {
+    fn search_once(&mut self, root: u32, limit: usize) -> bool {
         let (g, ei) = (self.g, self.ei);
         let load = &self.load;
         let wt = |c: u32| load[c as usize];
@@ -454,7 +503,7 @@ impl<'a> Router<'a> {
                 if self.counts[e] == 0
                     && !self
                         .topo
-                        .try_insert(g, ei, &self.counts, &mut self.sc, c, cu, SEARCH_LIMIT)
+                        .try_insert(g, ei, &self.counts, &mut self.sc, c, cu, limit)
                 {
                     continue;
                 }
