@@ -27,10 +27,10 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::balance::{routing_order, write_dest};
+use crate::balance::{routing_order, write_dest, Balancer};
 use crate::graph::{order_by_distance, Dest, SwitchDistances, SwitchGraph, NO_CHANNEL};
 use crate::routing::{Routing, NO_PATH};
-use crate::updown::UpDown;
+use crate::updown::{UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, EdgeIndex};
 use super::dyntopo::{DynTopo, TopoScratch};
@@ -167,6 +167,8 @@ pub(crate) fn run(
     }
     let mut r = Router::new(g, ei, tree, counts, topo);
     let dests = interleaved_order(g);
+    let mut udr = UpDownRouter::new(g, ud);
+    let mut bal = Balancer::new(g);
     let mut out = OneLaneOutcome {
         roots: ud.roots.clone(),
         ..Default::default()
@@ -190,7 +192,14 @@ pub(crate) fn run(
                 SEARCH_LIMIT
             };
             let input = &input[di as usize * ns..(di as usize + 1) * ns];
-            out.restarts += r.search(&d, input, to, limit);
+            // Switch LIDs whose SSSP routes do not fit try a balanced Up*/Down* tree next: on fat
+            // trees, whose CA LIDs keep their legal SSSP routes, it always fits, without a search.
+            let alt = if d.exit_port == 0 {
+                Some(udr.route_dest(&mut bal, &d, &mut routing.lft, &mut routing.hops))
+            } else {
+                None
+            };
+            out.restarts += r.search(&d, input, to, alt, limit);
             if pass == last {
                 out.kept_dests += u64::from(r.kept);
                 for &s in &r.members {
@@ -349,7 +358,14 @@ impl<'a> Router<'a> {
 
     /// Chooses destination `d`'s routes (`next`, `depth`), adds their dependencies to the CDG and
     /// their routes to the loads. Returns how many times the search was repeated.
-    fn search(&mut self, d: &Dest, input: &[u8], to: &[u16], limit: usize) -> u64 {
+    fn search(
+        &mut self,
+        d: &Dest,
+        input: &[u8],
+        to: &[u16],
+        alt: Option<&[u32]>,
+        limit: usize,
+    ) -> u64 {
         let g = self.g;
         let root = d.switch;
         let my_comp = self.comp[root as usize];
@@ -361,7 +377,8 @@ impl<'a> Router<'a> {
         self.in_a[root as usize] = true;
         let mut restarts = 0;
         self.kept = self.try_input(root, input, to, limit);
-        if !self.kept {
+        let fitted = self.kept || alt.is_some_and(|next| self.try_tree(root, next, limit));
+        if !fitted {
             while !self.search_once(root, limit) {
                 restarts += 1;
             }
@@ -397,9 +414,11 @@ impl<'a> Router<'a> {
     /// lengths) as they are when all their dependencies fit the layer; `false` (nothing changed)
     /// when one does not, or the routes are not minimal.
     fn try_input(&mut self, root: u32, input: &[u8], to: &[u16], limit: usize) -> bool {
-        let (g, ei) = (self.g, self.ei);
+        let g = self.g;
         self.next.fill(NO_CHANNEL);
+        self.hops.fill(u16::MAX);
         for &s in &self.members {
+            self.hops[s as usize] = to[s as usize];
             if s == root {
                 continue;
             }
@@ -412,7 +431,41 @@ impl<'a> Router<'a> {
                 _ => return false,
             }
         }
-        order_by_distance(to, &mut self.settled, &mut self.sort_counts);
+        self.fit_tree(limit)
+    }
+
+    /// Takes the tree `next` (every member switch but the root routed, [`NO_CHANNEL`] elsewhere)
+    /// when all its dependencies fit the layer; `false` (nothing changed) when one does not.
+    fn try_tree(&mut self, root: u32, next: &[u32], limit: usize) -> bool {
+        let g = self.g;
+        self.next.copy_from_slice(next);
+        self.next[root as usize] = NO_CHANNEL;
+        // Lengths along the tree, by walking up to a switch already measured.
+        self.hops.fill(u16::MAX);
+        self.hops[root as usize] = 0;
+        for &s in &self.members {
+            self.stack.clear();
+            let mut v = s;
+            while self.hops[v as usize] == u16::MAX {
+                self.stack.push(v);
+                let c = self.next[v as usize];
+                if c == NO_CHANNEL || self.stack.len() > self.members.len() {
+                    return false;
+                }
+                v = g.chan_head()[c as usize];
+            }
+            while let Some(v) = self.stack.pop() {
+                let h = g.chan_head()[self.next[v as usize] as usize];
+                self.hops[v as usize] = self.hops[h as usize] + 1;
+            }
+        }
+        self.fit_tree(limit)
+    }
+
+    /// Adds the dependencies of `next` (lengths in `hops`) to the layer if all fit.
+    fn fit_tree(&mut self, limit: usize) -> bool {
+        let (g, ei) = (self.g, self.ei);
+        order_by_distance(&self.hops, &mut self.settled, &mut self.sort_counts);
         self.added.clear();
         for &s in &self.settled {
             let c = self.next[s as usize];
@@ -438,7 +491,7 @@ impl<'a> Router<'a> {
             self.added.push(e as u32);
         }
         for &s in &self.settled {
-            self.depth[s as usize] = to[s as usize];
+            self.depth[s as usize] = self.hops[s as usize];
         }
         true
     }
