@@ -81,6 +81,40 @@ fn benches(c: &mut Criterion) {
     }
     group.finish();
 
+    // One lane on fabrics whose SSSP routes do not fit it: the balanced acyclic search
+    // (`one_lane`, the default) against the Up*/Down* escape it replaced.
+    let mut group = c.benchmark_group("dfsssp-1-lane-search");
+    group.sample_size(10);
+    for (label, spec) in [
+        ("torus-6x6x6 (864 CAs)", "torus:6x6x6,4"),
+        ("random-128 (2048 CAs)", "random:128,32,16,300,seed=1"),
+    ] {
+        let f = topo::by_name(spec).expect("bench fabric spec");
+        let g = SwitchGraph::new(&f).expect("bench fabric graph");
+        let r = sssp::route(&g);
+        for one_lane in [true, false] {
+            let opts = dfsssp::DfssspOptions {
+                one_lane,
+                ..Default::default()
+            };
+            let id = format!(
+                "{label} {}",
+                if one_lane { "search" } else { "updown-escape" }
+            );
+            group.bench_with_input(BenchmarkId::from_parameter(id), &g, |b, g| {
+                b.iter_batched(
+                    || r.clone(),
+                    |mut r| {
+                        dfsssp::make_deadlock_free_with(g, &mut r, 1, &opts, None)
+                            .map(|rep| rep.layers_used)
+                    },
+                    criterion::BatchSize::LargeInput,
+                )
+            });
+        }
+    }
+    group.finish();
+
     let mut group = c.benchmark_group("lambda-1000");
     group.sample_size(10);
     for (label, _, g) in &all {

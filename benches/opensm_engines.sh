@@ -13,8 +13,24 @@
 # CLASSES=1 gives OpenSM compute and I/O node lists (--cn_guid_file/--io_guid_file: three CAs in
 # four compute, in runs of 8 by LID; every fourth of the rest I/O) and also reports Λ of
 # compute-to-compute bisections and of compute nodes writing to I/O nodes for every engine.
+#
+#   benches/opensm_engines.sh one-lane
+# QoS off (one lane) on the 6x6x6 torus and the random 128-switch fabric: stock nue and dfsssp-rs
+# in OpenSM side by side, then dfsssp-rs's one-lane Λ as a share of its 8-lane Λ (in-process, the
+# same PATTERNS and seed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = one-lane ]; then
+    for f in torus:6x6x6,4 random:128,32,16,300,seed=1; do
+        QOS=0 "$0" "$f" nue dfsssp-rs
+        l1=$(./target/release/dfsssp-rs eval --topo "$f" --no-qos --patterns "${PATTERNS:-100}" --json --quiet |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["metrics"]["bisection"]["lambda"])')
+        l8=$(./target/release/dfsssp-rs eval --topo "$f" --lanes 8 --patterns "${PATTERNS:-100}" --json --quiet |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["metrics"]["bisection"]["lambda"])')
+        python3 -c "print('dfsssp-rs in-process: one lane Λ %.4f, 8 lanes Λ %.4f: %.1f%%' % ($l1, $l8, 100 * $l1 / $l8))"
+    done
+    exit 0
+fi
 source scripts/setup.sh
 cargo build --release --quiet
 source scripts/ibsim-lib.sh

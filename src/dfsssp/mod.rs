@@ -17,6 +17,9 @@
 //!    beyond the other layers first get Up*/Down* trees, then are *settled* one by one on hybrid
 //!    trees: minimal SSSP hops wherever their paths fit acyclically in some layer (incremental
 //!    cycle checks), Up*/Down* hops from the switches whose paths do not.
+//!    With a budget of one layer (QoS off) steps 2 and 3 give way to [`onelane`]: destinations keep
+//!    their SSSP routes where all fit the layer, else get balanced detours from a search that only
+//!    takes dependencies keeping the layer acyclic (Nue-like), spanning-tree routes as the fallback.
 //! 4. **Balancing** (as stock dfsssp): layers left empty are shared out among the used ones, the
 //!    fullest first; a used layer's paths are spread over its share (any subset of an acyclic
 //!    layer is acyclic).
@@ -36,6 +39,7 @@ pub mod breaking;
 pub mod cdg;
 pub(crate) mod dyntopo;
 mod escape;
+mod onelane;
 mod switch_dests;
 
 use std::time::Instant;
@@ -84,6 +88,9 @@ pub struct DfssspOptions {
     /// Leave one lane of the budget free (for multicast) when cycle breaking needs fewer layers
     /// than the budget: balancing then spreads over one layer less ([`LayerReport::spare_lane`]).
     pub spare_lane: bool,
+    /// With a budget of one layer, route what does not fit by a balanced search that keeps the
+    /// layer acyclic ([`onelane`]) instead of cycle breaking and the Up*/Down* escape.
+    pub one_lane: bool,
 }
 
 impl Default for DfssspOptions {
@@ -95,6 +102,7 @@ impl Default for DfssspOptions {
             reclaim: true,
             fit_switch_dests: true,
             spare_lane: false,
+            one_lane: true,
         }
     }
 }
@@ -179,6 +187,23 @@ pub struct LayerReport {
     /// One lane of the budget left free ([`DfssspOptions::spare_lane`]): the layers use at most
     /// `budget - 1`.
     pub spare_lane: bool,
+    /// One-lane routing ([`DfssspOptions::one_lane`]), when it ran.
+    pub one_lane: Option<OneLaneReport>,
+}
+
+/// What one-lane routing did ([`onelane`]).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OneLaneReport {
+    /// Roots of the spanning tree whose routes guarantee that every switch reaches every LID.
+    pub tree_roots: Vec<u32>,
+    /// Destination searches repeated because some switch could not be reached.
+    pub restarts: u64,
+    /// Destination LIDs that kept their SSSP routes (all of them fitted the layer).
+    pub kept_dests: u64,
+    /// Routed (switch, LID) paths that follow the tree from some switch on.
+    pub tree_routes: u64,
+    /// Routed (switch, LID) paths longer than minimal.
+    pub nonminimal_routes: u64,
 }
 
 impl LayerReport {
@@ -210,6 +235,20 @@ impl LayerReport {
             "cycle breaking cut {} dependency edge(s), moving {} path(s) between layers",
             self.cuts, self.moved_paths
         ));
+        if let Some(o) = &self.one_lane {
+            v.push(format!(
+                "one lane: balanced searches that keep the layer acyclic, spanning-tree routes \
+                 (root switch(es) {:?}) where they cannot: {} of {} route(s) follow the tree \
+                 from some switch on, {} route(s) longer than minimal, {} search(es) repeated; \
+                 {} destination LID(s) kept their SSSP routes",
+                o.tree_roots,
+                o.tree_routes,
+                self.routes,
+                o.nonminimal_routes,
+                o.restarts,
+                o.kept_dests
+            ));
+        }
         if let Some(e) = self.escape_layer {
             v.push(format!(
                 "escape: layer {e} reserved for Up*/Down* (root switch(es) {:?}); {} destination LID(s) \
@@ -336,6 +375,43 @@ pub fn make_deadlock_free_with(
     }
     let mut layers = SwitchLidTable::new(ns, routing.lft.max_lid, 0);
     report.seconds_cdg = t0.elapsed().as_secs_f64();
+
+    if budget == 1 && opts.one_lane && topological_order(g, &ei, &counts0).is_none() {
+        let t2 = Instant::now();
+        let own;
+        let dist = match dist {
+            Some(d) => d,
+            None => {
+                own = SwitchDistances::new(g);
+                &own
+            }
+        };
+        let ud = onelane::orientation(g, &ei, dist, &counts0);
+        let out = onelane::run(g, &ei, &ud, dist, &cols, routing)?;
+        report.one_lane = Some(OneLaneReport {
+            tree_roots: out.roots,
+            restarts: out.restarts,
+            kept_dests: out.kept_dests,
+            tree_routes: out.tree_routes,
+            nonminimal_routes: out.nonminimal_routes,
+        });
+        report.seconds_escape = t2.elapsed().as_secs_f64();
+        report.layers_before_balancing = 1;
+        report.layers_used = 1;
+        let per_layer = routes_per_layer(g, routing, &layers);
+        report.routes = per_layer.iter().sum();
+        report.routes_per_layer = per_layer;
+        report.kept_routes = report.routes;
+        report.minimal_fraction = if report.routes == 0 {
+            1.0
+        } else {
+            (report.routes - out.nonminimal_routes) as f64 / report.routes as f64
+        };
+        routing.num_layers = 1;
+        routing.layers = Some(layers);
+        report.seconds_total = t0.elapsed().as_secs_f64();
+        return Ok(report);
+    }
 
     // Offline cycle breaking over as many layers as we measure.
     let t1 = Instant::now();
@@ -632,6 +708,7 @@ pub fn layers_needed(g: &SwitchGraph, r: &Routing) -> Result<LayersNeeded, Strin
             reclaim: false,
             fit_switch_dests: false,
             spare_lane: false,
+            one_lane: false,
         };
         let mut copy = r.clone();
         make_deadlock_free_with(g, &mut copy, MAX_LAYERS, &opts, None)

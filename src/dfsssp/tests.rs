@@ -124,11 +124,24 @@ fn check_routes(g: &SwitchGraph, orig: &Routing, r: &Routing, rep: &LayerReport)
     changed
 }
 
+/// Deadlock removal within `budget` layers, checked; with a budget of one layer the Up*/Down*
+/// escape (`one_lane` off, so the escape's properties can be checked) and the default one-lane
+/// search (checked deadlock-free and complete here, the rest in `onelane`'s tests).
 fn run(f: &Fabric, budget: u8) -> (SwitchGraph, Routing, Routing, LayerReport) {
     let g = SwitchGraph::new(f).unwrap();
     let orig = sssp::route(&g);
+    if budget == 1 {
+        let mut r = orig.clone();
+        make_deadlock_free(&g, &mut r, 1).unwrap();
+        check_deadlock_free(&g, &r);
+        crate::verify::verify(&g, &r).unwrap_or_else(|e| panic!("verify: {e}"));
+    }
     let mut r = orig.clone();
-    let rep = make_deadlock_free(&g, &mut r, budget).unwrap();
+    let opts = DfssspOptions {
+        one_lane: false,
+        ..Default::default()
+    };
+    let rep = make_deadlock_free_with(&g, &mut r, budget, &opts, None).unwrap();
     check_deadlock_free(&g, &r);
     let v = crate::verify::verify(&g, &r).unwrap_or_else(|e| panic!("verify: {e}"));
     assert_eq!(v.paths_per_layer.iter().sum::<u64>(), v.paths);
@@ -180,6 +193,7 @@ fn escape_without_reclaim_leaves_overflowing_destinations_on_updown() {
         let mut r = orig.clone();
         let opts = DfssspOptions {
             reclaim: false,
+            one_lane: false,
             ..Default::default()
         };
         let rep = make_deadlock_free_with(&g, &mut r, budget, &opts, None).unwrap();
@@ -303,7 +317,8 @@ fn disconnected_fabric_is_handled_per_component() {
     let orig = sssp::route(&g);
     let mut r = orig.clone();
     let rep = make_deadlock_free(&g, &mut r, 1).unwrap();
-    assert_eq!(rep.updown_roots.len(), 2);
+    // One spanning tree per component (the one-lane search's fallback).
+    assert_eq!(rep.one_lane.as_ref().map(|o| o.tree_roots.len()), Some(2));
     // Routes within each component are complete; across components there are none.
     for s in 0..10u32 {
         for d in g.dests() {
