@@ -535,7 +535,11 @@ mod tests {
                 for (s, &b) in bfs.iter().enumerate() {
                     assert_eq!(
                         u32::from(d.get(s as u32, t)),
-                        if b == u32::MAX { u32::from(u16::MAX) } else { b },
+                        if b == u32::MAX {
+                            u32::from(u16::MAX)
+                        } else {
+                            b
+                        },
                         "{spec}: {s} -> {t}"
                     );
                 }
