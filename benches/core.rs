@@ -1,11 +1,11 @@
 //! Criterion benches of the routing core on generated fabrics of about 1k, 6k and 12k CAs:
-//! SSSP routing, deadlock removal (CDG construction and cycle breaking), verification and the
+//! SSSP routing, all-pairs switch distances, deadlock removal (CDG construction and cycle breaking), verification and the
 //! effective bisection bandwidth; deadlock removal also on random fabrics of 2.5k and 5k CAs.
 //! `cargo bench --bench core`; `-- sssp/` etc. to pick one group.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use dfsssp_rs::fabric::Fabric;
-use dfsssp_rs::graph::SwitchGraph;
+use dfsssp_rs::graph::{SwitchDistances, SwitchGraph};
 use dfsssp_rs::metrics::{self, BisectionSpec};
 use dfsssp_rs::{dfsssp, sssp, topo, verify};
 
@@ -39,8 +39,19 @@ fn benches(c: &mut Criterion) {
     }
     group.finish();
 
+    // All-pairs switch distances (SSSP's and the escape's input), 64 BFS fronts per sweep.
+    let mut group = c.benchmark_group("switch-distances");
+    group.sample_size(10);
+    for (label, _, g) in &all {
+        group.bench_with_input(BenchmarkId::from_parameter(label), g, |b, g| {
+            b.iter(|| SwitchDistances::new(g))
+        });
+    }
+    group.finish();
+
     // Deadlock removal (CDG construction, cycle breaking, escape when needed) with 8 lanes and
-    // with 1 (OpenSM without QoS), from the same SSSP routes each iteration.
+    // with 1 (OpenSM without QoS), from the same SSSP routes each iteration. With one lane the
+    // three-level fat trees route their switch LIDs straight onto Up*/Down* (issue 16).
     for budget in [8u8, 1] {
         let mut group = c.benchmark_group(format!("dfsssp-{budget}-lanes"));
         group.sample_size(10);

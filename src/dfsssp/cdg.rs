@@ -392,6 +392,18 @@ impl TreeIndex {
         &self.at[base + k..base + usize::from(self.end[base + k])]
     }
 
+    /// Reads what [`Self::subtree_at`] reads first (the subtree's bound and first switch) and
+    /// returns a value derived from it: touching the entries of destinations some way ahead lets
+    /// their cache misses overlap the work on earlier ones.
+    #[inline]
+    pub fn touch(&self, di: usize, k: u16) -> u32 {
+        if k == NOT_IN_TREE {
+            return 0;
+        }
+        let i = di * self.ns + usize::from(k);
+        u32::from(self.end[i]) ^ u32::from(self.at[i])
+    }
+
     /// The switches of the subtree of `s` in destination `di`'s tree (`s` first, pre-order).
     #[inline]
     pub fn subtree(&self, di: usize, s: u32) -> &[u16] {

@@ -154,7 +154,7 @@ pub struct LayerReport {
     /// Routed (switch, DLID) paths per layer, after balancing.
     pub routes_per_layer: Vec<u64>,
     /// Switch-LID destinations re-routed to fit layer 0 with the CA routes (of those, how many
-    /// differ from SSSP), and how many were left to cycle breaking.
+    /// differ from SSSP), and how many were left to cycle breaking or the escape.
     pub switch_dests_fitted: usize,
     pub switch_dests_changed: usize,
     pub switch_dests_unfitted: usize,
@@ -227,7 +227,7 @@ impl LayerReport {
         if self.switch_dests_fitted + self.switch_dests_unfitted > 0 {
             v.push(format!(
                 "switch LIDs: {} fit layer 0 with the CA routes ({} re-routed among minimal routes), \
-                 {} left to cycle breaking",
+                 {} left to cycle breaking or the escape",
                 self.switch_dests_fitted, self.switch_dests_changed, self.switch_dests_unfitted
             ));
         }
@@ -359,6 +359,8 @@ pub fn make_deadlock_free_with(
         });
     }
     let mut counts0 = build_layer0(g, &ei, &cols, &comp, &weight)?;
+    // Switch LIDs on Up*/Down* routes in a single lane, if that fits them (see below).
+    let mut updown_fit = None;
     if opts.fit_switch_dests && topological_order(g, &ei, &counts0).is_none() {
         let ctx = switch_dests::FitCtx {
             g,
@@ -371,6 +373,17 @@ pub fn make_deadlock_free_with(
             report.switch_dests_fitted = fit.fitted;
             report.switch_dests_changed = fit.changed;
             report.switch_dests_unfitted = fit.unfitted;
+            // One lane and still a cycle: cycle breaking cannot help, the escape would re-route
+            // the switch LIDs on Up*/Down* anyway; doing it here directly (when every CA route
+            // is legal under some orientation, as on fat trees) is much cheaper and leaves every
+            // CA route as it is.
+            if budget == 1
+                && opts.measure_up_to <= budget
+                && fit.unfitted > 0
+                && topological_order(g, &ei, &counts0).is_none()
+            {
+                updown_fit = switch_dests::fit_updown(&ctx, routing, &mut cols, &mut counts0)?;
+            }
         }
     }
     let mut layers = SwitchLidTable::new(ns, routing.lft.max_lid, 0);
@@ -448,6 +461,22 @@ pub fn make_deadlock_free_with(
         )
     };
     report.dfsssp_layers_needed = needed;
+    if let Some(ud) = updown_fit {
+        // Minimal routes needed more than the one lane; the switch LIDs that did not fit are on
+        // Up*/Down* routes in layer 0, which acts as the escape layer.
+        report.dfsssp_layers_needed = None;
+        report.measured_up_to = budget;
+        report.escape_layer = Some(0);
+        report.updown_roots = ud.roots;
+        report.escape_dests_initial = ud.illegal;
+        report.reclaimed_dests = ud.minimal;
+        report.escape_dests = ud.updown;
+        report.escape_routes = ud.updown_routes;
+        report.escape_routes_minimal = ud.updown_minimal;
+        report.switch_dests_fitted += report.switch_dests_unfitted - ud.updown;
+        report.switch_dests_changed += ud.minimal;
+        report.switch_dests_unfitted = ud.updown;
+    }
     report.cuts = cuts;
     report.moved_paths = moved;
     report.seconds_breaking = t1.elapsed().as_secs_f64();

@@ -15,9 +15,11 @@
 //! is left to cycle breaking. CA routes never change; switch-LID routes stay minimal (hops are
 //! unchanged), only their balance may suffer, which matters little for management traffic.
 
+use crate::balance::Balancer;
 use crate::graph::{order_by_distance, SwitchDistances};
 use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
-use crate::routing::Lft;
+use crate::routing::{Lft, Routing};
+use crate::updown::{UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, DestTree, EdgeIndex};
 use super::dyntopo::{DynTopo, TopoScratch};
@@ -176,5 +178,164 @@ pub(crate) fn fit(
         tree.apply(g, ei, &mut exact, |s| weight[s as usize], true);
     }
     counts.copy_from_slice(&exact);
+    Ok(Some(out))
+}
+
+/// What routing the switch LIDs on Up*/Down* did ([`fit_updown`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SwitchDestUpDown {
+    /// The Up*/Down* roots, one per connected component.
+    pub roots: Vec<u32>,
+    /// Switch-LID destinations whose routes were not all legal Up*/Down* routes.
+    pub illegal: usize,
+    /// Of those, how many now take other minimal routes, all legal.
+    pub minimal: usize,
+    /// Of those, how many take balanced Up*/Down* trees.
+    pub updown: usize,
+    /// (switch, LID) paths on those trees, and how many of them are minimal anyway.
+    pub updown_routes: u64,
+    pub updown_minimal: u64,
+}
+
+/// With a single lane, when re-routing among minimal routes ([`fit`]) leaves switch LIDs whose
+/// routes close cycles with the CA routes: routes every switch LID by Up*/Down* rules under an
+/// orientation in which every CA route is already legal, so that layer 0 is acyclic without
+/// cycle breaking or an escape, and no CA route changes.
+///
+/// Why minimal switch routes cannot fit on three-level fat trees: a route between two
+/// aggregation switches of one pod turns down-then-up at a leaf (a valley), in both directions
+/// for every pair of columns and in every pod; the valleys `j1 -> j2` at a leaf of one pod and
+/// `j2 -> j1` at a leaf of another close a cycle with the CA routes between those two leaves
+/// through columns `j2` and `j1`, which balanced CA routes use. Rooted at a leaf switch, the
+/// Up*/Down* orientation makes every CA route legal (up to a top, then down), and all valleys go
+/// through the root.
+///
+/// Returns `None`, changing nothing, when no candidate orientation ([`UpDown::fitted`]) makes
+/// every CA route legal. Otherwise every switch-LID destination keeps its routes when they are
+/// legal, else takes legal minimal routes where every switch has one (the current choice
+/// first), else a balanced Up*/Down* tree ([`UpDownRouter`]); `lft`, `hops`, `cols` and
+/// `counts` are rewritten to match. All routes of layer 0 are then legal, hence acyclic.
+pub(crate) fn fit_updown(
+    ctx: &FitCtx,
+    routing: &mut Routing,
+    cols: &mut [u8],
+    counts: &mut [u32],
+) -> Result<Option<SwitchDestUpDown>, DfssspError> {
+    let FitCtx {
+        g,
+        ei,
+        comp,
+        weight,
+        ..
+    } = *ctx;
+    let ns = g.num_switches();
+    let switch_dests: Vec<usize> = (0..g.dests().len())
+        .filter(|&di| g.dests()[di].switch != NO_SWITCH && g.dests()[di].exit_port == 0)
+        .collect();
+    if switch_dests.is_empty() {
+        return Ok(None);
+    }
+    let mut tree = DestTree::new(ns);
+    let mut ca_counts = counts.to_vec();
+    for &di in &switch_dests {
+        let d = &g.dests()[di];
+        let col = &cols[di * ns..(di + 1) * ns];
+        tree.build_from_ports(g, d, |s| col[s as usize], comp)
+            .map_err(|f| fault_error(g, d.lid, f))?;
+        tree.apply(g, ei, &mut ca_counts, |s| weight[s as usize], false);
+    }
+    let own;
+    let dist = match ctx.dist {
+        Some(d) => d,
+        None => {
+            own = SwitchDistances::new(g);
+            &own
+        }
+    };
+    let illegal_weight = |ud: &UpDown| {
+        let mut w = 0u64;
+        for c1 in 0..g.num_channels() as u32 {
+            if ud.is_up(g, c1) {
+                continue;
+            }
+            let b = ei.base[c1 as usize];
+            for slot in 0..ei.degree(c1) {
+                if ud.is_up(g, ei.target(g, c1, slot)) {
+                    w += u64::from(ca_counts[(b + slot) as usize]);
+                }
+            }
+        }
+        w
+    };
+    let ud = UpDown::fitted(g, dist, illegal_weight);
+    if illegal_weight(&ud) > 0 {
+        return Ok(None);
+    }
+    let mut out = SwitchDestUpDown {
+        roots: ud.roots.clone(),
+        ..Default::default()
+    };
+    let mut bal = Balancer::new(g);
+    let mut router = UpDownRouter::new(g, &ud);
+    let (mut by_dist, mut counting) = (Vec::new(), Vec::new());
+    let mut next = vec![NO_CHANNEL; ns];
+    for &di in &switch_dests {
+        let d = g.dests()[di];
+        let col = &cols[di * ns..(di + 1) * ns];
+        tree.build_from_ports(g, &d, |s| col[s as usize], comp)
+            .map_err(|f| fault_error(g, d.lid, f))?;
+        let legal = tree.order[1..].iter().all(|&s| {
+            let p = tree.parent(g, s);
+            p == d.switch || ud.legal_turn(g, tree.next[s as usize], tree.next[p as usize])
+        });
+        if legal {
+            continue;
+        }
+        out.illegal += 1;
+        tree.apply(g, ei, counts, |s| weight[s as usize], false);
+        // Legal minimal routes, switch by switch outwards, the current choice first.
+        let to = dist.to(d.switch);
+        order_by_distance(to, &mut by_dist, &mut counting);
+        next.fill(NO_CHANNEL);
+        let fits = by_dist.iter().skip(1).all(|&s| {
+            let original = g.channel_at(s, col[s as usize]).unwrap_or(NO_CHANNEL);
+            let minimal = g.out_channels(s).filter(|&c| {
+                to[g.chan_head()[c as usize] as usize].wrapping_add(1) == to[s as usize]
+            });
+            let chosen = std::iter::once(original)
+                .filter(|&c| c != NO_CHANNEL)
+                .chain(minimal.filter(|&c| c != original))
+                .find(|&c| {
+                    let h = g.chan_head()[c as usize];
+                    h == d.switch || ud.legal_turn(g, c, next[h as usize])
+                });
+            next[s as usize] = chosen.unwrap_or(NO_CHANNEL);
+            chosen.is_some()
+        });
+        if fits {
+            out.minimal += 1;
+            for &s in by_dist.iter().skip(1) {
+                let port = g.chan_port()[next[s as usize] as usize];
+                cols[di * ns + s as usize] = port;
+                routing.lft.set(s, d.lid, port);
+            }
+        } else {
+            out.updown += 1;
+            let ud_next = router.route_dest(&mut bal, &d, &mut routing.lft, &mut routing.hops);
+            next.copy_from_slice(ud_next);
+            for (s, &c) in next.iter().enumerate() {
+                if c != NO_CHANNEL {
+                    cols[di * ns + s] = g.chan_port()[c as usize];
+                    let hops = routing.hops.get(s as u32, d.lid);
+                    out.updown_routes += 1;
+                    out.updown_minimal += u64::from(u16::from(hops) == to[s]);
+                }
+            }
+        }
+        tree.next.copy_from_slice(&next);
+        tree.link(g, d.switch)
+            .map_err(|f| fault_error(g, d.lid, f))?;
+        tree.apply(g, ei, counts, |s| weight[s as usize], true);
+    }
     Ok(Some(out))
 }

@@ -728,3 +728,35 @@ fn a_spare_lane_is_left_only_when_the_layers_leave_room() {
     assert!(!rep2.spare_lane && rep2.escape_layer.is_some(), "{rep2:?}");
     check_deadlock_free(&g, &r2);
 }
+
+/// On three-level fat trees minimal switch-to-switch routes cannot share one lane with the CA
+/// routes (valleys in both directions in every pod). With one lane the switch LIDs that do not
+/// fit go straight onto Up*/Down* routes under a leaf root, where every CA route is legal: no
+/// cycle breaking, no escape search, every CA route unchanged and minimal.
+#[test]
+fn three_level_fat_tree_one_lane_routes_switch_lids_on_updown_directly() {
+    for spec in ["ktree:4,3", "fattree3:8"] {
+        let f = crate::topo::by_name(spec).unwrap();
+        let (g, orig, r, rep) = run(&f, 1);
+        assert_eq!(rep.cuts, 0, "{spec}: {rep:?}");
+        assert_eq!(rep.escape_layer, Some(0), "{spec}");
+        assert_eq!(rep.dfsssp_layers_needed, None, "{spec}");
+        assert!(rep.escape_dests > 0, "{spec}: {rep:?}");
+        let root = rep.updown_roots[0];
+        assert!(
+            g.terminal_count()[root as usize] > 0,
+            "{spec}: root is a leaf"
+        );
+        for d in g.dests() {
+            for s in 0..g.num_switches() as u32 {
+                if d.exit_port != 0 {
+                    assert_eq!(r.lft.port(s, d.lid), orig.lft.port(s, d.lid), "{spec}");
+                }
+            }
+        }
+        // With lanes enough the minimal routes fit (cycle breaking): nothing of this applies.
+        let (_, _, _, rep2) = run(&f, 8);
+        assert_eq!(rep2.escape_layer, None, "{spec}: {rep2:?}");
+        assert_eq!(rep2.minimal_fraction, 1.0, "{spec}");
+    }
+}
