@@ -25,6 +25,30 @@ pub struct EdgeIndex {
 }
 
 impl EdgeIndex {
+    /// Total weight of the dependencies Up*/Down* orientation `ud` forbids (a down channel
+    /// followed by an up one), edge `e` weighing `weight(e)`: how far routes are from legal
+    /// under `ud`, the measure every Up*/Down* root choice here minimises.
+    pub(super) fn down_up_weight(
+        &self,
+        g: &SwitchGraph,
+        ud: &crate::updown::UpDown,
+        weight: impl Fn(usize) -> u64,
+    ) -> u64 {
+        let mut w = 0u64;
+        for c1 in 0..g.num_channels() as u32 {
+            if ud.is_up(g, c1) {
+                continue;
+            }
+            let b = self.base[c1 as usize];
+            for slot in 0..self.degree(c1) {
+                if ud.is_up(g, self.target(g, c1, slot)) {
+                    w += weight((b + slot) as usize);
+                }
+            }
+        }
+        w
+    }
+
     pub fn new(g: &SwitchGraph) -> Self {
         let nc = g.num_channels();
         let mut base = Vec::with_capacity(nc + 1);

@@ -115,21 +115,7 @@ pub(crate) fn run(
                 *t += u64::from(c);
             }
         }
-        UpDown::fitted(g, ctx.dist, |ud| {
-            let mut w = 0u64;
-            for c1 in 0..g.num_channels() as u32 {
-                if ud.is_up(g, c1) {
-                    continue;
-                }
-                let b = ei.base[c1 as usize];
-                for slot in 0..ei.degree(c1) {
-                    if ud.is_up(g, ei.target(g, c1, slot)) {
-                        w += total[(b + slot) as usize];
-                    }
-                }
-            }
-            w
-        })
+        UpDown::fitted(g, ctx.dist, |ud| ei.down_up_weight(g, ud, |e| total[e]))
     };
 
     // Settling starts from the layers cycle breaking left: the escape destinations' paths that

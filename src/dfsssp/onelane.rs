@@ -128,19 +128,7 @@ pub(crate) fn orientation(
     counts: &[u32],
 ) -> UpDown {
     UpDown::fitted(g, dist, |ud| {
-        let mut w = 0u64;
-        for c1 in 0..g.num_channels() as u32 {
-            if ud.is_up(g, c1) {
-                continue;
-            }
-            let b = ei.base[c1 as usize];
-            for slot in 0..ei.degree(c1) {
-                if ud.is_up(g, ei.target(g, c1, slot)) {
-                    w += u64::from(counts[(b + slot) as usize]);
-                }
-            }
-        }
-        w
+        ei.down_up_weight(g, ud, |e| u64::from(counts[e]))
     })
 }
 

@@ -252,21 +252,7 @@ pub(crate) fn fit_updown(
             &own
         }
     };
-    let illegal_weight = |ud: &UpDown| {
-        let mut w = 0u64;
-        for c1 in 0..g.num_channels() as u32 {
-            if ud.is_up(g, c1) {
-                continue;
-            }
-            let b = ei.base[c1 as usize];
-            for slot in 0..ei.degree(c1) {
-                if ud.is_up(g, ei.target(g, c1, slot)) {
-                    w += u64::from(ca_counts[(b + slot) as usize]);
-                }
-            }
-        }
-        w
-    };
+    let illegal_weight = |ud: &UpDown| ei.down_up_weight(g, ud, |e| u64::from(ca_counts[e]));
     let ud = UpDown::fitted(g, dist, illegal_weight);
     if illegal_weight(&ud) > 0 {
         return Ok(None);
