@@ -51,6 +51,42 @@ pub(crate) struct FitCtx<'a> {
     pub dist: Option<&'a SwitchDistances>,
 }
 
+/// Switch-LID destinations (indices into `g.dests()`) and the CDG counts of the CA routes.
+type CaRouteCounts = (Vec<usize>, Vec<u32>);
+
+/// The switch-LID destinations, and the layer-0 CDG `counts` without their routes (the CA
+/// routes' dependencies); `None` when there are no switch LIDs.
+fn ca_route_counts(
+    ctx: &FitCtx,
+    cols: &[u8],
+    counts: &[u32],
+) -> Result<Option<CaRouteCounts>, DfssspError> {
+    let FitCtx {
+        g,
+        ei,
+        comp,
+        weight,
+        ..
+    } = *ctx;
+    let ns = g.num_switches();
+    let switch_dests: Vec<usize> = (0..g.dests().len())
+        .filter(|&di| g.dests()[di].switch != NO_SWITCH && g.dests()[di].exit_port == 0)
+        .collect();
+    if switch_dests.is_empty() {
+        return Ok(None);
+    }
+    let mut tree = DestTree::new(ns);
+    let mut ca_counts = counts.to_vec();
+    for &di in &switch_dests {
+        let d = &g.dests()[di];
+        let col = &cols[di * ns..(di + 1) * ns];
+        tree.build_from_ports(g, d, |s| col[s as usize], comp)
+            .map_err(|f| fault_error(g, d.lid, f))?;
+        tree.apply(g, ei, &mut ca_counts, |s| weight[s as usize], false);
+    }
+    Ok(Some((switch_dests, ca_counts)))
+}
+
 /// Re-routes the switch-LID destinations of a layer-0 CDG `counts` (all routes, as
 /// `build_layer0` gives), rewriting `lft` and the destination-major `cols` where routes change and
 /// `counts` to match. Returns `None`, changing nothing, when the CA routes alone already have a
@@ -69,22 +105,10 @@ pub(crate) fn fit(
         ..
     } = *ctx;
     let ns = g.num_switches();
-    let switch_dests: Vec<usize> = (0..g.dests().len())
-        .filter(|&di| g.dests()[di].switch != NO_SWITCH && g.dests()[di].exit_port == 0)
-        .collect();
-    if switch_dests.is_empty() {
+    let Some((switch_dests, mut exact)) = ca_route_counts(ctx, cols, counts)? else {
         return Ok(None);
-    }
-    // The CDG of the CA routes: all routes minus those towards switch LIDs.
+    };
     let mut tree = DestTree::new(ns);
-    let mut exact = counts.to_vec();
-    for &di in &switch_dests {
-        let d = &g.dests()[di];
-        let col = &cols[di * ns..(di + 1) * ns];
-        tree.build_from_ports(g, d, |s| col[s as usize], comp)
-            .map_err(|f| fault_error(g, d.lid, f))?;
-        tree.apply(g, ei, &mut exact, |s| weight[s as usize], false);
-    }
     let Some(order) = topological_order(g, ei, &exact) else {
         return Ok(None);
     };
@@ -229,21 +253,10 @@ pub(crate) fn fit_updown(
         ..
     } = *ctx;
     let ns = g.num_switches();
-    let switch_dests: Vec<usize> = (0..g.dests().len())
-        .filter(|&di| g.dests()[di].switch != NO_SWITCH && g.dests()[di].exit_port == 0)
-        .collect();
-    if switch_dests.is_empty() {
+    let Some((switch_dests, ca_counts)) = ca_route_counts(ctx, cols, counts)? else {
         return Ok(None);
-    }
+    };
     let mut tree = DestTree::new(ns);
-    let mut ca_counts = counts.to_vec();
-    for &di in &switch_dests {
-        let d = &g.dests()[di];
-        let col = &cols[di * ns..(di + 1) * ns];
-        tree.build_from_ports(g, d, |s| col[s as usize], comp)
-            .map_err(|f| fault_error(g, d.lid, f))?;
-        tree.apply(g, ei, &mut ca_counts, |s| weight[s as usize], false);
-    }
     let own;
     let dist = match ctx.dist {
         Some(d) => d,
