@@ -322,17 +322,10 @@ impl Sim {
     /// MultiPathRecord queries to each port GUID of `dests` (tests/tools/mpquery.c): one
     /// (destination GUID, SLID, DLID, SL) per PathRecord in the answers.
     pub fn multipath_sls(&self, host: &str, dests: &[u64]) -> Vec<(u64, u16, u16, u8)> {
-        let mut cmd = Command::new(mpquery_bin());
+        let mut cmd = self.client(mpquery_bin());
         cmd.args(["-t", "3000", "-r", "4"]);
         cmd.args(dests.iter().map(|g| format!("0x{g:016x}")));
-        // In the simulator's directory: the umad2sim shim writes sys-PID/ where it runs.
-        cmd.current_dir(self.dir())
-            .env("LD_PRELOAD", UMAD2SIM)
-            .env("IBSIM_SOCKNAME", &self.sock)
-            .env("SIM_HOST", host)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.env("SIM_HOST", host);
         let (status, out, err) = run_with_timeout(cmd, Duration::from_secs(120));
         assert!(
             status.success(),
@@ -419,16 +412,22 @@ impl Sim {
     }
 
     fn diag(&self, tool: &str, args: &[&str]) -> (ExitStatus, String, String) {
-        let mut cmd = Command::new(tool);
-        // umad2sim writes a sys-PID/ folder into the working directory.
-        cmd.args(args)
-            .current_dir(self.dir())
+        let mut cmd = self.client(tool);
+        cmd.args(args);
+        run_with_timeout(cmd, Duration::from_secs(120))
+    }
+
+    /// A command that talks to this simulator through the umad2sim shim, run in the
+    /// simulator's directory (the shim writes a sys-PID/ folder where it runs), output captured.
+    fn client(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(self.dir())
             .env("LD_PRELOAD", UMAD2SIM)
             .env("IBSIM_SOCKNAME", &self.sock)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        run_with_timeout(cmd, Duration::from_secs(120))
+        cmd
     }
 }
 
@@ -534,7 +533,7 @@ impl Sim {
         host: &str,
         joins: &[(Mgid, JoinState)],
     ) -> (ExitStatus, String, String) {
-        let mut cmd = Command::new(mcjoin_bin());
+        let mut cmd = self.client(mcjoin_bin());
         cmd.args(["-t", "3000", "-r", "4"]);
         for (mgid, state) in joins {
             match (mgid, state) {
@@ -556,14 +555,7 @@ impl Sim {
                 (m, s) => panic!("mcjoin cannot join {m:?} as {s:?}"),
             }
         }
-        // In the simulator's directory: the umad2sim shim writes sys-PID/ where it runs.
-        cmd.current_dir(self.dir())
-            .env("LD_PRELOAD", UMAD2SIM)
-            .env("IBSIM_SOCKNAME", &self.sock)
-            .env("SIM_HOST", host)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.env("SIM_HOST", host);
         run_with_timeout(cmd, Duration::from_secs(120))
     }
 

@@ -1,13 +1,42 @@
 /*
- * Shared by the test tools' SA clients (mcjoin.c, mpquery.c): big-endian MAD field access and
- * the exit on error. The including file defines `prog` (its name, for messages) first.
+ * Shared by the test tools' SA clients (mcjoin.c, mpquery.c): the MAD and SA header layout,
+ * big-endian field access, the exit on error and one request/response exchange with the SA.
+ * The including file defines `prog` (its name, for messages) and `verbose` first.
  */
 #ifndef DFSSSP_RS_TEST_MAD_H
 #define DFSSSP_RS_TEST_MAD_H
 
+#include <errno.h>
+#include <infiniband/umad.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* MAD header (IBA 13.4.2) and SA header (IBA 15.2.1.1): byte offsets in the 256-byte MAD */
+enum {
+	MAD_SIZE = 256,
+	MAD_BASE_VERSION = 0,
+	MAD_MGMT_CLASS = 1,
+	MAD_CLASS_VERSION = 2,
+	MAD_METHOD = 3,
+	MAD_STATUS = 4,		/* 16 bits */
+	MAD_TID = 8,		/* 64 bits */
+	MAD_ATTR_ID = 16,	/* 16 bits */
+	MAD_ATTR_MOD = 20,	/* 32 bits */
+	SA_SM_KEY = 36,		/* 64 bits, after the 12-byte RMPP header at 24 */
+	SA_ATTR_OFFSET = 44,	/* 16 bits, in 8-byte words */
+	SA_COMP_MASK = 48,	/* 64 bits */
+	SA_DATA = 56,		/* the record(s) */
+};
+
+enum {
+	CLASS_SA = 0x03,
+	SA_CLASS_VERSION = 2,
+	GSI_QP = 1,
+	GSI_QKEY = 0x80010000,
+};
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -46,6 +75,63 @@ static void die(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fputc('\n', stderr);
 	exit(1);
+}
+
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * Sends the request to the SA and waits for the response `is_answer` accepts with the same
+ * transaction id (the low 32 bits, as the kernel and umad2sim both put the agent in the high
+ * bits). Returns the received length (at most `recv_size`), or -ETIMEDOUT. A real kernel
+ * reports the timeout as a receive with status ETIMEDOUT; umad2sim has no send timeout, so the
+ * receive itself times out.
+ */
+static int sa_send_and_wait(int fd, int agent, void *umad, void *resp, int recv_size, int sm_lid,
+			    int timeout_ms, int (*is_answer)(const uint8_t *mad))
+{
+	uint8_t *req = umad_get_mad(umad);
+	uint32_t tid = (uint32_t)get64(req + MAD_TID);
+	double deadline;
+
+	umad_set_addr(umad, sm_lid, GSI_QP, 0, GSI_QKEY);
+	if (umad_send(fd, agent, umad, MAD_SIZE, timeout_ms, 0) < 0)
+		die("umad_send failed: %s", strerror(errno));
+	deadline = now_ms() + timeout_ms + 100;
+	for (;;) {
+		int left = (int)(deadline - now_ms());
+		int len = recv_size;
+		uint8_t *mad;
+		int ret;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		ret = umad_recv(fd, resp, &len, left);
+		if (ret < 0) {
+			if (ret == -ETIMEDOUT || ret == -EAGAIN || ret == -EWOULDBLOCK ||
+			    ret == -EINTR)
+				continue;
+			die("umad_recv failed: %s", strerror(-ret));
+		}
+		mad = umad_get_mad(resp);
+		if ((uint32_t)get64(mad + MAD_TID) != tid) {
+			if (verbose)
+				fprintf(stderr, "%s: skipping a MAD of another transaction\n", prog);
+			continue;
+		}
+		if (umad_status(resp) == ETIMEDOUT)
+			return -ETIMEDOUT;
+		if (umad_status(resp))
+			die("receive error %s", strerror(umad_status(resp)));
+		if (!is_answer(mad))
+			continue;
+		return len;
+	}
 }
 
 #endif

@@ -29,33 +29,12 @@
 #include <time.h>
 #include <unistd.h>
 
-/* MAD header (IBA 13.4.2) and SA header (IBA 15.2.1.1): byte offsets in the 256-byte MAD */
 enum {
-	MAD_SIZE = 256,
-	MAD_BASE_VERSION = 0,
-	MAD_MGMT_CLASS = 1,
-	MAD_CLASS_VERSION = 2,
-	MAD_METHOD = 3,
-	MAD_STATUS = 4,		/* 16 bits */
-	MAD_TID = 8,		/* 64 bits */
-	MAD_ATTR_ID = 16,	/* 16 bits */
-	MAD_ATTR_MOD = 20,	/* 32 bits */
-	SA_SM_KEY = 36,		/* 64 bits, after the 12-byte RMPP header at 24 */
-	SA_ATTR_OFFSET = 44,	/* 16 bits */
-	SA_COMP_MASK = 48,	/* 64 bits */
-	SA_DATA = 56,		/* the record */
-};
-
-enum {
-	CLASS_SA = 0x03,
-	SA_CLASS_VERSION = 2,
 	METHOD_SET = 0x02,
 	METHOD_DELETE = 0x15,
 	METHOD_GET_RESP = 0x81,	/* the answer to a Set */
 	METHOD_DELETE_RESP = 0x95,
 	ATTR_MCMEMBER_RECORD = 0x0038,
-	GSI_QP = 1,
-	GSI_QKEY = 0x80010000,
 };
 
 /* MCMemberRecord (IBA 15.2.5.17): byte offsets inside the record, 52 bytes used */
@@ -232,59 +211,11 @@ static uint64_t build_request(uint8_t *mad, const struct join *j, const uint8_t 
 	return mask;
 }
 
-static double now_ms(void)
+/* The answer mcjoin waits for: a Set's or Delete's response on MCMemberRecord. */
+static int is_mcmember_answer(const uint8_t *mad)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/*
- * Sends the request and waits for its response (same transaction id; the low 32 bits, as the
- * kernel and umad2sim both put the agent in the high bits). Returns 0 with the response in
- * `resp`, or -ETIMEDOUT. A real kernel reports the timeout as a receive with status
- * ETIMEDOUT; umad2sim has no send timeout, so the receive itself times out.
- */
-static int send_and_wait(int fd, int agent, void *umad, void *resp, int sm_lid, int timeout_ms)
-{
-	uint8_t *req = umad_get_mad(umad);
-	uint32_t tid = (uint32_t)get64(req + MAD_TID);
-	double deadline;
-
-	umad_set_addr(umad, sm_lid, GSI_QP, 0, GSI_QKEY);
-	if (umad_send(fd, agent, umad, MAD_SIZE, timeout_ms, 0) < 0)
-		die("umad_send failed: %s", strerror(errno));
-	deadline = now_ms() + timeout_ms + 100;
-	for (;;) {
-		int left = (int)(deadline - now_ms());
-		int len = MAD_SIZE;
-		uint8_t *mad;
-		int ret;
-
-		if (left <= 0)
-			return -ETIMEDOUT;
-		ret = umad_recv(fd, resp, &len, left);
-		if (ret < 0) {
-			if (ret == -ETIMEDOUT || ret == -EAGAIN || ret == -EWOULDBLOCK ||
-			    ret == -EINTR)
-				continue;
-			die("umad_recv failed: %s", strerror(-ret));
-		}
-		mad = umad_get_mad(resp);
-		if ((uint32_t)get64(mad + MAD_TID) != tid) {
-			if (verbose)
-				fprintf(stderr, "%s: skipping a MAD of another transaction\n", prog);
-			continue;
-		}
-		if (umad_status(resp) == ETIMEDOUT)
-			return -ETIMEDOUT;
-		if (umad_status(resp))
-			die("receive error %s", strerror(umad_status(resp)));
-		if ((mad[MAD_METHOD] != METHOD_GET_RESP && mad[MAD_METHOD] != METHOD_DELETE_RESP) ||
-		    get16(mad + MAD_ATTR_ID) != ATTR_MCMEMBER_RECORD)
-			continue;
-		return 0;
-	}
+	return (mad[MAD_METHOD] == METHOD_GET_RESP || mad[MAD_METHOD] == METHOD_DELETE_RESP) &&
+	       get16(mad + MAD_ATTR_ID) == ATTR_MCMEMBER_RECORD;
 }
 
 int main(int argc, char **argv)
@@ -388,8 +319,9 @@ int main(int argc, char **argv)
 			if (verbose)
 				fprintf(stderr, "%s: join %s state %d mask 0x%llx try %d\n", prog,
 					mgid_str(j->mgid, gbuf), j->state, (unsigned long long)mask, try);
-			ret = send_and_wait(fd, agent, umad, resp, (int)port.sm_lid, timeout_ms);
-			if (ret == 0) {
+			ret = sa_send_and_wait(fd, agent, umad, resp, MAD_SIZE, (int)port.sm_lid, timeout_ms,
+					       is_mcmember_answer);
+			if (ret >= 0) {
 				status = get16((uint8_t *)umad_get_mad(resp) + MAD_STATUS);
 				if ((status & 0x1f) == 1) { /* busy: try again a little later */
 					usleep(100000);

@@ -24,31 +24,17 @@
 #include <time.h>
 #include <unistd.h>
 
-/* MAD header (IBA 13.4.2), RMPP header (13.6.2.1), SA header (15.2.1.1): byte offsets */
+/* RMPP header (IBA 13.6.2.1): byte offsets */
 enum {
-	MAD_SIZE = 256,
-	MAD_BASE_VERSION = 0,
-	MAD_MGMT_CLASS = 1,
-	MAD_CLASS_VERSION = 2,
-	MAD_METHOD = 3,
-	MAD_STATUS = 4,		/* 16 bits */
-	MAD_TID = 8,		/* 64 bits */
-	MAD_ATTR_ID = 16,	/* 16 bits */
 	RMPP_VERSION = 24,
 	RMPP_TYPE = 25,
 	RMPP_FLAGS = 26,	/* RespTime:5 Flags:3 */
 	RMPP_SEGMENT = 28,	/* 32 bits */
 	RMPP_PAYLOAD_LEN = 32,	/* 32 bits */
-	SA_SM_KEY = 36,		/* 64 bits */
-	SA_ATTR_OFFSET = 44,	/* 16 bits, in 8-byte words */
-	SA_COMP_MASK = 48,	/* 64 bits */
-	SA_DATA = 56,		/* the record(s) */
 	SA_HEADER_LEN = 20,	/* SM_Key .. ComponentMask: counted in the RMPP payload length */
 };
 
 enum {
-	CLASS_SA = 0x03,
-	SA_CLASS_VERSION = 2,
 	METHOD_GET_MULTI = 0x14,
 	METHOD_GET_MULTI_RESP = 0x94,
 	ATTR_PATH_RECORD = 0x0035,
@@ -57,8 +43,6 @@ enum {
 	RMPP_FLAG_ACTIVE = 1,
 	RMPP_FLAG_FIRST = 2,
 	RMPP_FLAG_LAST = 4,
-	GSI_QP = 1,
-	GSI_QKEY = 0x80010000,
 	RECV_SIZE = 8192,	/* room for an answer reassembled from several segments */
 };
 
@@ -130,53 +114,10 @@ static void build_request(uint8_t *mad, const uint8_t sgid[16], const uint8_t dg
 					  MPR_CM_DGID_COUNT);
 }
 
-static double now_ms(void)
+/* The answer mpquery waits for: a GetMultiResp. */
+static int is_get_multi_resp(const uint8_t *mad)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/*
- * Sends the request and waits for its GetMultiResp (same transaction id, low 32 bits). Returns
- * the received length, or -ETIMEDOUT.
- */
-static int send_and_wait(int fd, int agent, void *umad, void *resp, int sm_lid, int timeout_ms)
-{
-	uint8_t *req = umad_get_mad(umad);
-	uint32_t tid = (uint32_t)get64(req + MAD_TID);
-	double deadline;
-
-	umad_set_addr(umad, sm_lid, GSI_QP, 0, GSI_QKEY);
-	if (umad_send(fd, agent, umad, MAD_SIZE, timeout_ms, 0) < 0)
-		die("umad_send failed: %s", strerror(errno));
-	deadline = now_ms() + timeout_ms + 100;
-	for (;;) {
-		int left = (int)(deadline - now_ms());
-		int len = RECV_SIZE;
-		uint8_t *mad;
-		int ret;
-
-		if (left <= 0)
-			return -ETIMEDOUT;
-		ret = umad_recv(fd, resp, &len, left);
-		if (ret < 0) {
-			if (ret == -ETIMEDOUT || ret == -EAGAIN || ret == -EWOULDBLOCK ||
-			    ret == -EINTR)
-				continue;
-			die("umad_recv failed: %s", strerror(-ret));
-		}
-		mad = umad_get_mad(resp);
-		if ((uint32_t)get64(mad + MAD_TID) != tid)
-			continue;
-		if (umad_status(resp) == ETIMEDOUT)
-			return -ETIMEDOUT;
-		if (umad_status(resp))
-			die("receive error %s", strerror(umad_status(resp)));
-		if (mad[MAD_METHOD] != METHOD_GET_MULTI_RESP)
-			continue;
-		return len;
-	}
+	return mad[MAD_METHOD] == METHOD_GET_MULTI_RESP;
 }
 
 int main(int argc, char **argv)
@@ -251,7 +192,8 @@ int main(int argc, char **argv)
 			if (verbose)
 				fprintf(stderr, "%s: MultiPathRecord to 0x%016llx try %d\n", prog,
 					(unsigned long long)dguid, try);
-			len = send_and_wait(fd, agent, umad, resp, (int)port.sm_lid, timeout_ms);
+			len = sa_send_and_wait(fd, agent, umad, resp, RECV_SIZE, (int)port.sm_lid,
+					       timeout_ms, is_get_multi_resp);
 			if (len >= 0) {
 				status = get16((uint8_t *)umad_get_mad(resp) + MAD_STATUS);
 				if ((status & 0x1f) == 1) { /* busy: try again a little later */
