@@ -519,7 +519,7 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     stats.layers = routing.num_layers;
 
     let verify_start = Instant::now();
-    let verified = match verify::verify(&graph, &routing) {
+    let verified = match verify::verify_and_load(&graph, &routing) {
         Ok(report) => Some(report),
         // sssp-rs is not deadlock-free by design (like stock sssp); complete routes suffice.
         Err(VerifyError::CreditLoop { layer, ref cycle }) if cfg.kind == EngineKind::Sssp => {
@@ -543,9 +543,14 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     log_verified(cfg, verified.as_ref(), &stats, "routed", &mut log);
 
     let metrics = metrics_logged(fabric, &graph, &routing, cfg, sl_offset, &mut log);
-    let loads = crate::balance::channel_loads(&graph, &routing.lft);
-    let full_max_load = loads.iter().copied().max().unwrap_or(0);
     let mut verified = verified;
+    // Counted by the verification where it passed; sssp-rs's routes with credit loops are
+    // walked once more.
+    let loads = verified
+        .as_mut()
+        .and_then(|v| v.channel_loads.take())
+        .unwrap_or_else(|| crate::balance::channel_loads(&graph, &routing.lft));
+    let full_max_load = loads.iter().copied().max().unwrap_or(0);
     let summary = summary_of(loads, verified.as_mut());
     Ok(EngineOutput {
         graph,

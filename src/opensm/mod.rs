@@ -426,6 +426,7 @@ impl EngineCtx {
                 fabric: a.fabric,
             }),
         });
+        raw::release_free_heap();
         Ok(())
     }
 
@@ -683,6 +684,7 @@ impl EngineCtx {
             hints_replaced: AtomicU16::new(0),
             warned_shared_vl: AtomicBool::new(false),
         });
+        raw::release_free_heap();
         Ok(())
     }
 

@@ -331,6 +331,12 @@ pub(crate) struct SwitchTables<'a> {
     _lock: PhantomData<&'a mut ffi::osm_switch_t>,
 }
 
+// SAFETY: a handle is the only view of its switch's new_lft and hop rows (one handle per
+// switch, see `LockedSubnet::switch_by_guid`), so moving it to another thread shares nothing; it
+// cannot outlive the callback whose thread holds OpenSM's lock, and the rows it allocates with
+// malloc may be freed by OpenSM from any thread.
+unsafe impl Send for SwitchTables<'_> {}
+
 /// `malloc` failed for a hop row.
 #[derive(Debug)]
 pub(crate) struct OutOfMemory;
@@ -350,6 +356,11 @@ impl SwitchTables<'_> {
 
     pub(crate) fn limits(&self) -> SwitchLimits {
         self.limits
+    }
+
+    /// The OpenSM switch this handle writes (two handles of one switch must not coexist).
+    pub(crate) fn address(&self) -> usize {
+        self.sw as usize
     }
 
     /// Whether OpenSM allocated both tables (`osm_switch_prepare_path_rebuild` ran).
@@ -561,5 +572,17 @@ impl<'a> LockedSubnet<'a> {
             .iter()
             .filter_map(|&p| unsafe { p.cast::<ffi::osm_mgrp_box_t>().as_ref() })
             .map(McastBox)
+    }
+}
+
+/// Hands the heap memory the routing freed back to the system, from every malloc arena (rayon's
+/// worker threads have their own, which OpenSM's thread would never reuse). OpenSM's own peak
+/// comes after the routing, when it queues the LFT blocks for upload; without this, the routing's
+/// freed working memory stays resident beneath it.
+pub(crate) fn release_free_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: glibc's malloc_trim only walks its own arenas under their locks.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

@@ -197,6 +197,14 @@ pub(crate) struct WriteStats {
     pub hop_rows: u64,
 }
 
+/// Why one switch's tables could not be written.
+#[derive(Clone, Copy, Debug)]
+enum WriteFault {
+    NoLft,
+    /// No memory for the hop row of this LID.
+    NoMemory(u16),
+}
+
 /// Writes the planned routing into OpenSM's switches. `fail_after` (a test hook) makes the write
 /// fail as if `malloc` had failed after that many hop rows, to exercise the reset. Call it from
 /// the routing callbacks after `osm_switch_prepare_path_rebuild` ran for this routing (as
@@ -211,6 +219,7 @@ pub(crate) fn write(
 ) -> Result<WriteStats, String> {
     // 1. Find every switch again and check it is still what was planned: read-only.
     let mut sws = Vec::with_capacity(plan.switches.len());
+    let mut seen = std::collections::HashSet::with_capacity(plan.switches.len());
     for p in &plan.switches {
         let Some(sw) = osm.switch_by_guid(api, p.guid) else {
             return Err(format!(
@@ -225,53 +234,82 @@ pub(crate) fn write(
                 p.guid, p.limits, now
             ));
         }
+        // The handles are written in parallel: each must own its switch alone.
+        if !seen.insert(sw.address()) {
+            return Err(format!("switch 0x{:016x} is planned twice", p.guid));
+        }
         sws.push(sw);
     }
 
-    // 2. The LFTs: plain stores into new_lft, which cannot fail.
-    let mut stats = WriteStats {
-        switches: sws.len(),
-        ..Default::default()
-    };
+    // 2. Per switch, in parallel (each handle owns its switch's tables; rows are malloc'ed as
+    //    OpenSM does, from whichever thread): the LFT, plain stores into new_lft that cannot
+    //    fail, then the LID matrix, where a row needs memory if OpenSM has none yet for that LID.
+    //    Rows are numbered switch-major, as the test hook counts them.
+    let rows_per_switch = plan.switch_lids.len() as u64;
     let max_lid = usize::from(routing.lft.max_lid);
-    for (p, sw) in plan.switches.iter().zip(&mut sws) {
-        let lft = sw.new_lft().ok_or("new_lft vanished")?;
-        let row = routing.lft.table(p.switch);
-        // lft_size > max_lid_ho (checked in plan and above).
-        for lid in 1..=usize::from(p.limits.max_lid_ho) {
-            lft[lid] = if lid <= max_lid { row[lid] } else { NO_PATH };
-            stats.routed_entries += u64::from(lft[lid] != NO_PATH);
-        }
-    }
-
-    // 3. The LID matrix. A row needs memory where OpenSM has none yet for that LID; if that
-    //    fails, undo everything.
-    let mut row = vec![NO_PATH; 256];
-    for i in 0..plan.switches.len() {
-        let p = &plan.switches[i];
-        let row = &mut row[..usize::from(p.limits.num_ports)];
-        for &(lid, t) in &plan.switch_lids {
-            plan.hop_row(g, p.switch, t, row);
-            let injected = fail_after.is_some_and(|n| stats.hop_rows >= n);
-            if sws[i].set_hop_row(lid, row, injected).is_err() {
-                for sw in &mut sws {
-                    sw.reset(api, NO_PATH);
-                }
-                return Err(format!(
-                    "out of memory for the hop counts of switch 0x{:016x}, LID {lid}{}; the \
-                     new tables of all {} switches were reset",
-                    p.guid,
-                    if injected {
-                        " (injected failure, a test hook)"
-                    } else {
-                        ""
-                    },
-                    sws.len()
-                ));
+    let written: Vec<Result<u64, WriteFault>> = plan
+        .switches
+        .par_iter()
+        .zip(sws.par_iter_mut())
+        .enumerate()
+        .map(|(i, (p, sw))| {
+            let mut routed = 0u64;
+            let table = routing.lft.table(p.switch);
+            let lft = sw.new_lft().ok_or(WriteFault::NoLft)?;
+            // lft_size > max_lid_ho (checked in plan and above).
+            for lid in 1..=usize::from(p.limits.max_lid_ho) {
+                lft[lid] = if lid <= max_lid { table[lid] } else { NO_PATH };
+                routed += u64::from(lft[lid] != NO_PATH);
             }
-            stats.hop_rows += 1;
+            let mut row = [NO_PATH; 256];
+            let row = &mut row[..usize::from(p.limits.num_ports)];
+            for (j, &(lid, t)) in plan.switch_lids.iter().enumerate() {
+                plan.hop_row(g, p.switch, t, row);
+                let injected =
+                    fail_after.is_some_and(|n| i as u64 * rows_per_switch + j as u64 >= n);
+                sw.set_hop_row(lid, row, injected)
+                    .map_err(|_| WriteFault::NoMemory(lid))?;
+            }
+            Ok(routed)
+        })
+        .collect();
+
+    // 3. All or nothing: if any switch failed, every switch's new tables are reset.
+    if let Some((i, fault)) = written
+        .iter()
+        .enumerate()
+        .find_map(|(i, w)| w.err().map(|f| (i, f)))
+    {
+        for sw in &mut sws {
+            sw.reset(api, NO_PATH);
         }
+        let p = &plan.switches[i];
+        let WriteFault::NoMemory(lid) = fault else {
+            return Err(format!(
+                "new_lft of switch 0x{:016x} vanished; the new tables of all {} switches were \
+                 reset",
+                p.guid,
+                sws.len()
+            ));
+        };
+        let injected = fail_after.is_some();
+        return Err(format!(
+            "out of memory for the hop counts of switch 0x{:016x}, LID {lid}{}; the new tables \
+             of all {} switches were reset",
+            p.guid,
+            if injected {
+                " (injected failure, a test hook)"
+            } else {
+                ""
+            },
+            sws.len()
+        ));
     }
+    let stats = WriteStats {
+        switches: sws.len(),
+        routed_entries: written.iter().map(|w| w.unwrap_or(0)).sum(),
+        hop_rows: rows_per_switch * sws.len() as u64,
+    };
     Ok(stats)
 }
 

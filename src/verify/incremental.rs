@@ -86,12 +86,12 @@ pub fn verify_since(
     // The changed LIDs' shares now (exact, with their faults), and before (to take off).
     let now = merge(
         r.num_layers,
-        check_dests(g, r, &slots, words, &comp, &changed),
+        check_dests(g, r, &slots, words, &comp, &changed, false),
     )?;
     let old_words = old_slots.len().div_ceil(64) as usize;
     let (was, _) = merge(
         or.num_layers,
-        check_dests(og, or, &old_slots, old_words, &comp, &changed),
+        check_dests(og, or, &old_slots, old_words, &comp, &changed, false),
     )
     .map_err(|_| VerifyError::Shape("the previous routing does not verify".into()))?;
     let (mut report, mut bits) = now;

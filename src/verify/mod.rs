@@ -67,6 +67,10 @@ pub struct VerifyReport {
     /// `dfsssp::cdg::EdgeIndex`. What an incremental re-route starts from next time.
     #[serde(skip)]
     pub layer_edges: Vec<Vec<u64>>,
+    /// Channel loads (as [`crate::balance::channel_loads`] counts them), when asked for
+    /// ([`verify_and_load`]): the same traversal, so the engine need not walk the routes twice.
+    #[serde(skip)]
+    pub channel_loads: Option<Vec<u64>>,
     /// Destinations whose paths were taken over from the previous verification unchanged
     /// ([`verify_since`]); 0 when every destination was checked.
     pub dests_reused: u64,
@@ -263,6 +267,8 @@ struct ChunkResult {
     fault_count: u64,
     bad_layer: Option<(u32, u16, u8)>,
     bad_layer_count: u64,
+    /// Channel loads of the chunk's destinations, when counted.
+    loads: Option<Vec<u64>>,
 }
 
 impl ChunkResult {
@@ -298,13 +304,18 @@ impl ChunkResult {
 
 /// Checks completeness, layers and deadlock freedom of `r` on `g`; see the module doc.
 pub fn verify(g: &SwitchGraph, r: &Routing) -> Result<VerifyReport, VerifyError> {
-    // Trees need a layer bit mask per switch; beyond 64 layers (IB has 15) walk every path.
-    let method = if r.num_layers <= 64 {
-        Method::Trees
-    } else {
-        Method::Walks
-    };
-    verify_with(g, r, method)
+    verify_with(g, r, Method::Trees, false)
+}
+
+/// [`verify`], also counting the channel loads of the routes on the way
+/// ([`VerifyReport::channel_loads`]; with more than 64 layers they are left to
+/// [`crate::balance::channel_loads`]).
+pub fn verify_and_load(g: &SwitchGraph, r: &Routing) -> Result<VerifyReport, VerifyError> {
+    let mut report = verify_with(g, r, Method::Trees, r.num_layers <= 64)?;
+    if report.channel_loads.is_none() {
+        report.channel_loads = Some(crate::balance::channel_loads(g, &r.lft));
+    }
+    Ok(report)
 }
 
 /// How [`verify_with`] finds the paths: the same answers, different speed.
@@ -316,7 +327,18 @@ enum Method {
     Walks,
 }
 
-fn verify_with(g: &SwitchGraph, r: &Routing, method: Method) -> Result<VerifyReport, VerifyError> {
+fn verify_with(
+    g: &SwitchGraph,
+    r: &Routing,
+    method: Method,
+    loads: bool,
+) -> Result<VerifyReport, VerifyError> {
+    // Trees need a layer bit mask per switch; beyond 64 layers (IB has 15) walk every path.
+    let method = if r.num_layers > 64 {
+        Method::Walks
+    } else {
+        method
+    };
     check_shape(g, r)?;
     let ns = g.num_switches();
     let nl = usize::from(r.num_layers);
@@ -344,7 +366,7 @@ fn verify_with(g: &SwitchGraph, r: &Routing, method: Method) -> Result<VerifyRep
                 })
                 .collect()
         }
-        Method::Trees => check_dests(g, r, &slots, words, &comp, g.dests()),
+        Method::Trees => check_dests(g, r, &slots, words, &comp, g.dests(), loads),
     };
 
     let (report, bits) = merge(r.num_layers, results)?;
@@ -384,6 +406,7 @@ fn check_dests(
     words: usize,
     comp: &[u32],
     dests: &[Dest],
+    loads: bool,
 ) -> Vec<ChunkResult> {
     let (ns, nl, nd) = (g.num_switches(), usize::from(r.num_layers), dests.len());
     let chunks = (rayon::current_num_threads() * 8).clamp(1, nd.max(1));
@@ -392,13 +415,16 @@ fn check_dests(
         .into_par_iter()
         .map(|k| {
             let mut res = ChunkResult::new(nl);
+            res.loads = loads.then(|| vec![0u64; g.num_channels()]);
+            let mut flow = if loads { vec![0u64; ns] } else { Vec::new() };
             let mut paths = DestPaths::new(ns);
             let mut mask = vec![0u64; ns];
             let dests = &dests[(k * per).min(nd)..((k + 1) * per).min(nd)];
             for_each_column(g, &r.lft, r.layers.as_ref(), dests, |d, ports, layers| {
                 if d.switch != NO_SWITCH {
                     check_dest(
-                        g, r, slots, words, comp, d, ports, layers, &mut paths, &mut mask, &mut res,
+                        g, r, slots, words, comp, d, ports, layers, &mut paths, &mut mask,
+                        &mut flow, &mut res,
                     );
                 }
             });
@@ -436,6 +462,12 @@ fn merge(
                 (_, None) => {}
                 (None, Some(p)) => *acc = Some(p),
                 (Some(a), Some(p)) => a.iter_mut().zip(&p).for_each(|(x, y)| *x |= y),
+            }
+        }
+        if let Some(part) = res.loads {
+            match report.channel_loads.as_mut() {
+                None => report.channel_loads = Some(part),
+                Some(acc) => acc.iter_mut().zip(&part).for_each(|(x, y)| *x += y),
             }
         }
         fault_count += res.fault_count;
@@ -564,6 +596,7 @@ fn check_dest(
     layers: Option<&[u8]>,
     paths: &mut DestPaths,
     mask: &mut [u64],
+    flow: &mut [u64],
     res: &mut ChunkResult,
 ) {
     let ns = g.num_switches();
@@ -603,8 +636,14 @@ fn check_dest(
         return;
     }
     // With one layer every mask is already the union of its subtree's.
-    if layers.is_some() {
+    let ordered = layers.is_some() || res.loads.is_some();
+    if ordered {
         paths.compute_order();
+    }
+    if let Some(load) = res.loads.as_mut() {
+        crate::balance::add_dest_loads(g, paths, flow, load);
+    }
+    if layers.is_some() {
         for &u in &paths.order {
             let c = paths.next[u as usize];
             if c != NO_CHANNEL {
@@ -940,6 +979,29 @@ mod tests {
         }
     }
 
+    #[test]
+    fn loads_counted_while_verifying_equal_a_separate_count() {
+        for (spec, budget) in [
+            ("ktree:3,3", 1),
+            ("torus:4x4,2", 4),
+            ("random:16,8,3,30", 4),
+        ] {
+            let f = crate::topo::by_name(spec).unwrap();
+            let g = SwitchGraph::new(&f).unwrap();
+            let mut r = crate::sssp::route(&g);
+            crate::dfsssp::make_deadlock_free(&g, &mut r, budget).unwrap();
+            let mut rep = verify_and_load(&g, &r).unwrap();
+            let loads = rep.channel_loads.take().unwrap();
+            assert_eq!(loads, crate::balance::channel_loads(&g, &r.lft), "{spec}");
+            assert!(loads.iter().any(|&l| l > 0), "{spec}");
+            assert_eq!(
+                rep,
+                verify(&g, &r).unwrap(),
+                "{spec}: the same report otherwise"
+            );
+        }
+    }
+
     /// The variant of an error, with counts where they do not depend on the order of the search.
     fn gist(r: &Result<VerifyReport, VerifyError>) -> String {
         match r {
@@ -1024,8 +1086,8 @@ mod tests {
                     }
                 }
                 let (a, b) = (
-                    verify_with(&g, &r, Method::Trees),
-                    verify_with(&g, &r, Method::Walks),
+                    verify_with(&g, &r, Method::Trees, false),
+                    verify_with(&g, &r, Method::Walks, false),
                 );
                 assert_eq!(gist(&a), gist(&b), "{spec} trial {trial}");
                 outcomes.insert(gist(&a).split_whitespace().next().unwrap_or("").to_string());
