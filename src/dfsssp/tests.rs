@@ -760,3 +760,25 @@ fn three_level_fat_tree_one_lane_routes_switch_lids_on_updown_directly() {
         assert_eq!(rep2.minimal_fraction, 1.0, "{spec}");
     }
 }
+
+/// With one lane the routing keeps no layer table, and its hop counts (detours of the one-lane
+/// search and the escape included) are what walking its tables gives, so a plug-in that drops
+/// them while OpenSM uploads the tables can rebuild them exactly.
+#[test]
+fn one_lane_keeps_no_layer_table_and_its_hops_are_the_walked_ones() {
+    for spec in [
+        "torus:4x4x4,2",
+        "random:24,8,3,50",
+        "ktree:3,3",
+        "dragonfly:2,1,1,3",
+    ] {
+        let f = crate::topo::by_name(spec).unwrap();
+        let (g, _, r, _) = run(&f, 1);
+        assert!(r.layers.is_none(), "{spec}");
+        assert_eq!(r.num_layers, 1, "{spec}");
+        assert_eq!(crate::routing::walked_hops(&g, &r.lft), r.hops, "{spec}");
+        let (g, _, r, _) = run(&f, 3);
+        assert!(r.layers.is_some(), "{spec}: a budget of 3 keeps its layers");
+        assert_eq!(crate::routing::walked_hops(&g, &r.lft), r.hops, "{spec}");
+    }
+}

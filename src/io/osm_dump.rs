@@ -571,20 +571,7 @@ pub fn parse_path_sl(
 /// A [`Routing`] from dumped LFTs (and optionally path-SL layers), with hop counts found by walking
 /// the tables (NO_PATH where the walk does not deliver), so any engine's tables can be judged.
 pub fn routing_from_dumps(g: &SwitchGraph, lft: Lft, path_sl: Option<PathSlDump>) -> Routing {
-    use rayon::prelude::*;
-    let mut hops = SwitchLidTable::new(g.num_switches(), lft.max_lid, NO_PATH);
-    hops.rows_mut()
-        .collect::<Vec<_>>()
-        .into_par_iter()
-        .enumerate()
-        .for_each(|(s, row)| {
-            for d in g.dests() {
-                if let Ok(hops) = crate::routing::walk(g, &lft, s as u32, d.lid, |_| {}) {
-                    let last = u32::from(d.exit_port != 0);
-                    row[usize::from(d.lid)] = (hops + last).min(u32::from(NO_PATH) - 1) as u8;
-                }
-            }
-        });
+    let hops = crate::routing::walked_hops(g, &lft);
     let (layers, num_layers) = match path_sl {
         Some(p) => (Some(p.layers), p.num_layers),
         None => (None, 1),

@@ -110,7 +110,7 @@ use self::subnet::Subnet;
 use crate::engine::{self, EngineConfig, EngineError, EngineKind, McastLane};
 use crate::fabric::{Fabric, FabricError};
 use crate::graph::{SwitchGraph, NO_SWITCH};
-use crate::routing::Routing;
+use crate::routing::{Routing, SwitchLidTable, NO_PATH};
 
 /// Environment variable capping dfsssp-rs's virtual lanes.
 pub const ENV_MAX_LANES: &str = "DFSSSP_RS_MAX_LANES";
@@ -233,7 +233,11 @@ struct Previous {
 
 struct Active {
     graph: SwitchGraph,
+    /// Its hop counts are dropped while OpenSM uploads the tables ([`Active::hops_dropped`]).
     routing: Routing,
+    /// `routing.hops` is empty: rebuilt from the tables ([`Active::restore_hops`]) once the
+    /// upload is done, or before the next re-route.
+    hops_dropped: bool,
     fabric: Fabric,
     cfg: EngineConfig,
     dump_dir: Option<PathBuf>,
@@ -290,6 +294,14 @@ impl SlRange {
 }
 
 impl Active {
+    /// Rebuilds the hop counts dropped for the upload (exactly the engine's: they are the
+    /// tables' path lengths).
+    fn restore_hops(&mut self) {
+        if std::mem::take(&mut self.hops_dropped) {
+            self.routing.hops = crate::routing::walked_hops(&self.graph, &self.routing.lft);
+        }
+    }
+
     /// SL (= VL) of layer 0.
     fn base_sl(&self) -> u8 {
         self.sls.first + self.sl_offset
@@ -312,6 +324,9 @@ impl EngineCtx {
         // The routing the switches hold now is the one to re-route from; if this run fails,
         // OpenSM's next engine replaces it, so it is not kept beyond this run.
         let mut prior = std::mem::take(&mut *self.write()).active;
+        if let Some(a) = prior.as_mut() {
+            a.restore_hops();
+        }
         let heavy_sweep = self.heavy_sweep.swap(false, Ordering::Relaxed);
         match std::env::var(ENV_INJECT_FAILURE).as_deref() {
             Ok("panic") => panic!("{ENV_INJECT_FAILURE}=panic: injected panic (test hook)"),
@@ -663,9 +678,14 @@ impl EngineCtx {
             p.started.elapsed().as_secs_f64()
         ));
         let metrics_due = p.cfg.bisection_patterns > 0;
+        // OpenSM's memory peaks next, while it queues every LFT block for the upload; the hop
+        // counts (a switch-by-LID table) are not needed until the upload is done.
+        let mut routing = p.routing;
+        routing.hops = SwitchLidTable::new(0, routing.lft.max_lid, NO_PATH);
         self.write().active = Some(Active {
             graph: p.graph,
-            routing: p.routing,
+            routing,
+            hops_dropped: true,
             fabric: p.subnet.fabric,
             cfg: p.cfg,
             dump_dir: p.subnet.dump_dir,
@@ -688,9 +708,28 @@ impl EngineCtx {
         Ok(())
     }
 
+    /// The hop counts dropped for the upload, rebuilt under the read lock (path_sl answers
+    /// meanwhile) and put back under the write lock.
+    fn restore_hops(&self) {
+        let hops = {
+            let st = self.read();
+            match st.active.as_ref() {
+                Some(a) if a.hops_dropped => crate::routing::walked_hops(&a.graph, &a.routing.lft),
+                _ => return,
+            }
+        };
+        if let Some(a) = self.write().active.as_mut() {
+            if a.hops_dropped && hops.shape() == (a.graph.num_switches(), a.routing.lft.stride()) {
+                a.routing.hops = hops;
+                a.hops_dropped = false;
+            }
+        }
+    }
+
     /// The engine's own dumps of the active routing, if due. The tables are in place already: a
     /// failure here is logged only.
     fn write_due_dumps(&self) {
+        self.restore_hops();
         let st = self.read();
         let Some(a) = st.active.as_ref() else { return };
         self.log_change(a);
@@ -1314,6 +1353,7 @@ mod tests {
             active: Some(Active {
                 graph,
                 routing,
+                hops_dropped: false,
                 fabric: f,
                 cfg: EngineConfig::new(EngineKind::Dfsssp),
                 dump_dir: None,
@@ -1344,6 +1384,23 @@ mod tests {
             options_line: Default::default(),
             class_lists: Default::default(),
         }
+    }
+
+    #[test]
+    fn hops_dropped_for_the_upload_come_back_the_same() {
+        let ctx = ctx_with_layers(false);
+        let before = ctx.read().active.as_ref().unwrap().routing.hops.clone();
+        {
+            let mut st = ctx.write();
+            let a = st.active.as_mut().unwrap();
+            a.routing.hops = SwitchLidTable::new(0, a.routing.lft.max_lid, NO_PATH);
+            a.hops_dropped = true;
+        }
+        ctx.restore_hops();
+        let st = ctx.read();
+        let a = st.active.as_ref().unwrap();
+        assert!(!a.hops_dropped);
+        assert_eq!(a.routing.hops, before);
     }
 
     #[test]

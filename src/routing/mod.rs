@@ -10,7 +10,7 @@ use serde::Serialize;
 
 mod traverse;
 
-pub use traverse::{for_each_column, Columns, DestPaths};
+pub use traverse::{for_each_column, walked_hops, Columns, DestPaths};
 
 use crate::graph::{SwitchGraph, NO_SWITCH};
 

@@ -202,6 +202,51 @@ impl Columns {
     }
 }
 
+/// The hop counts of every (switch, LID) path as the tables deliver it, counting the final link
+/// to a CA (what [`super::Routing::hops`] holds), [`NO_PATH`] where they do not deliver: for
+/// tables read from dumps, or to rebuild the hops of a routing that did not keep them.
+pub fn walked_hops(g: &SwitchGraph, lft: &Lft) -> SwitchLidTable {
+    use rayon::prelude::*;
+    let (ns, dests) = (g.num_switches(), g.dests());
+    let nd = dests.len();
+    let chunks = (rayon::current_num_threads() * 4).clamp(1, nd.max(1));
+    let per = nd.div_ceil(chunks).max(1);
+    // Destination-major per chunk (one tree per LID), then scattered into the switch rows.
+    let parts: Vec<Vec<u8>> = (0..chunks)
+        .into_par_iter()
+        .map(|k| {
+            let part = &dests[(k * per).min(nd)..((k + 1) * per).min(nd)];
+            let mut out = vec![NO_PATH; part.len() * ns];
+            let mut paths = DestPaths::new(ns);
+            let mut i = 0;
+            for_each_column(g, lft, None, part, |d, ports, _| {
+                paths.resolve_column(g, d, ports);
+                let last = u32::from(d.exit_port != 0);
+                for (o, end) in out[i * ns..(i + 1) * ns].iter_mut().zip(&paths.end) {
+                    if let Ok(h) = end {
+                        *o = (h + last).min(u32::from(NO_PATH) - 1) as u8;
+                    }
+                }
+                i += 1;
+            });
+            out
+        })
+        .collect();
+    let mut hops = SwitchLidTable::new(ns, lft.max_lid, NO_PATH);
+    for (k, out) in parts.iter().enumerate() {
+        let part = &dests[(k * per).min(nd)..((k + 1) * per).min(nd)];
+        for (i, d) in part.iter().enumerate() {
+            if d.lid > lft.max_lid {
+                continue;
+            }
+            for (s, &h) in out[i * ns..(i + 1) * ns].iter().enumerate() {
+                hops.set(s as u32, d.lid, h);
+            }
+        }
+    }
+    hops
+}
+
 /// Calls `f(d, ports, layers)` for every destination of `dests` (sorted by LID, as `g.dests()`)
 /// with its LFT column (`None` beyond the tables) and, when `layers` is given, its layer column,
 /// gathering the columns a window of [`Columns::WIDTH`] LIDs at a time.
