@@ -400,7 +400,7 @@ pub fn make_deadlock_free_with(
             }
         };
         let ud = onelane::orientation(g, &ei, dist, &counts0);
-        let out = onelane::run(g, &ei, &ud, dist, &cols, routing)?;
+        let out = onelane::run(g, &ei, &ud, dist, &cols, &counts0, routing)?;
         report.one_lane = Some(OneLaneReport {
             tree_roots: out.roots,
             restarts: out.restarts,
