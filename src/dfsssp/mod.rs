@@ -19,7 +19,8 @@
 //!    cycle checks), Up*/Down* hops from the switches whose paths do not.
 //!    With a budget of one layer (QoS off) steps 2 and 3 give way to [`onelane`]: destinations keep
 //!    their SSSP routes where all fit the layer, else get balanced detours from a search that only
-//!    takes dependencies keeping the layer acyclic (Nue-like), spanning-tree routes as the fallback.
+//!    takes dependencies keeping the layer acyclic (Nue-like), spanning-tree routes as the fallback;
+//!    the layer is first seeded with a heavy acyclic part of the SSSP routes' dependencies.
 //! 4. **Balancing** (as stock dfsssp): layers left empty are shared out among the used ones, the
 //!    fullest first; a used layer's paths are spread over its share (any subset of an acyclic
 //!    layer is acyclic).
