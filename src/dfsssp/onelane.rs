@@ -917,7 +917,7 @@ mod tests {
                 let e = ei.base[c as usize] + slot;
                 let t = ei.target(&g, c, slot);
                 weight[e as usize] = u64::from(e * 7919 % 13);
-                if e % 5 == 0 && pos[c as usize] < pos[t as usize] {
+                if e.is_multiple_of(5) && pos[c as usize] < pos[t as usize] {
                     weight[e as usize] = PIN_WEIGHT;
                     pins.push((c, t));
                 }
