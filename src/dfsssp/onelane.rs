@@ -60,6 +60,24 @@ const SWITCH_LID_SEARCH_LIMIT: usize = 64;
 /// after three, random none) and cost a pass each.
 const REROUTE_PASSES: usize = 1;
 
+/// How the layer is seeded before the searches ([`seed_input_turns`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Seeding {
+    /// The greedy seeds, improved by the local search.
+    Sifted,
+    /// None: the searches start from the tree's pins alone.
+    Unseeded,
+}
+
+impl Seeding {
+    pub fn name(self) -> &'static str {
+        match self {
+            Seeding::Sifted => "sifted",
+            Seeding::Unseeded => "none",
+        }
+    }
+}
+
 /// What one-lane routing did.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct OneLaneOutcome {
@@ -144,6 +162,7 @@ pub(crate) fn orientation(
 /// Routes every destination of `routing`'s fabric deadlock-free within one layer (module
 /// documentation); rewrites the LFT and hop tables. `ud` gives the spanning tree's roots;
 /// `input_weight` is the weight of every dependency edge of the input routes (`input`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     g: &SwitchGraph,
     ei: &EdgeIndex,
@@ -151,6 +170,7 @@ pub(crate) fn run(
     dist: &SwitchDistances,
     input: &[u8],
     input_weight: &[u32],
+    seeding: Seeding,
     routing: &mut Routing,
 ) -> Result<OneLaneOutcome, DfssspError> {
     let tree = Tree::new(g, ud);
@@ -164,7 +184,7 @@ pub(crate) fn run(
             .ok_or_else(|| DfssspError::Internal("spanning tree routes have a cycle".into()))?;
         topo = DynTopo::from_order(&order);
     }
-    let seeds = seed_input_turns(g, ei, input_weight, &mut counts, &mut topo)?;
+    let seeds = seed_input_turns(g, ei, input_weight, seeding, &mut counts, &mut topo)?;
     let mut r = Router::new(g, ei, tree, counts, topo);
     let dests = interleaved_order(g);
     let mut udr = UpDownRouter::new(g, ud);
@@ -240,9 +260,13 @@ fn seed_input_turns(
     g: &SwitchGraph,
     ei: &EdgeIndex,
     weight: &[u32],
+    seeding: Seeding,
     counts: &mut [u32],
     topo: &mut DynTopo,
 ) -> Result<Vec<u32>, DfssspError> {
+    if seeding == Seeding::Unseeded {
+        return Ok(Vec::new());
+    }
     let pinned: Vec<bool> = counts.iter().map(|&n| n > 0).collect();
     let mut cand: Vec<(u32, u32, u32, u32)> = Vec::new();
     for c in 0..g.num_channels() as u32 {
