@@ -849,6 +849,8 @@ mod tests {
             "hypercube:4,2",
             "random:24,16,4,40,seed=3",
             "kautz:2,3,2",
+            // Lost a little to the escape before the layer was seeded (0.6648 against 0.6652).
+            "dragonfly:4,2,2,9",
         ] {
             let (g, r) = one_lane(spec, true);
             assert_eq!(r.num_layers, 1, "{spec}");
