@@ -31,9 +31,10 @@
 //! O(S·(S+C)) for distances and the root, O(D·(S+C)) for the Up*/Down* trees, and for settling
 //! O(S·depth·L) per escape destination and round plus the incremental cycle checks (bounded by the
 //! part of a layer's topological order they reorder). Memory: L·E counters of 4 bytes, D·S bytes
-//! for a destination-major copy of the LFT, 6·D·S bytes of pre-order tree index when layer 0 has
-//! a cycle (plus 4·D·S for the per-edge destination lists, and as much again while building
-//! them, when cycle breaking cuts many edges), the S·max_lid layer table.
+//! for a destination-major copy of the LFT, 14·D·S bytes of pre-order tree index when layer 0 has
+//! a cycle (12-byte nodes holding each path's layer and ports, 2-byte positions dropped once the
+//! per-edge destination lists exist: 4·D·S, and as much again while building them, when cycle
+//! breaking cuts many edges), the S·max_lid layer table.
 
 pub mod breaking;
 pub mod cdg;
@@ -453,12 +454,8 @@ pub fn make_deadlock_free_with(
                 needed = Some(cap);
             }
         }
-        (
-            needed,
-            std::mem::take(&mut br.counts),
-            br.cuts,
-            br.moved_paths,
-        )
+        let (counts, cuts, moved) = br.finish();
+        (needed, counts, cuts, moved)
     };
     report.dfsssp_layers_needed = needed;
     if let Some(ud) = updown_fit {

@@ -428,8 +428,7 @@ fn breaking_counts_stay_consistent() {
         while br.break_layer(i) > 0 {
             i += 1;
         }
-        let counts = std::mem::take(&mut br.counts);
-        drop(br);
+        let (counts, _, _) = br.finish();
         assert!(counts.len() >= 2, "the fabric should need layers");
         let mut tree = DestTree::new(g.num_switches());
         let mut recount = vec![vec![0u32; ei.num_edges()]; counts.len()];
@@ -485,8 +484,7 @@ fn breaking_edge_lists_match_row_scans() {
             while br.break_layer(i) > 0 {
                 i += 1;
             }
-            let out = (std::mem::take(&mut br.counts), br.cuts, br.moved_paths);
-            drop(br);
+            let out = br.finish();
             (out, layers)
         };
         let ((c_scan, cuts, moved), l_scan) = run(usize::MAX);
