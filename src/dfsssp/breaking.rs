@@ -307,15 +307,17 @@ impl<'a> Breaker<'a> {
             None => behind,
         };
         // Destinations behind an edge are scattered over the tree index: each costs a cache
-        // miss or two. Reading the node of the destination `AHEAD` places on while working on
-        // this one lets those misses overlap (the values read ahead are not used, only folded
-        // into `sink`).
-        const AHEAD: usize = 8;
+        // miss. The nodes of the next `BATCH` destinations are read back to back before working
+        // on them, so their misses overlap (an independent load each; the values only go into
+        // `sink`) instead of stalling one after the other.
+        const BATCH: usize = 16;
         let mut sink = 0u32;
         let mut kept = 0usize;
         for j in 0..list.len() {
-            if let Some(&ahead) = list.get(j + AHEAD) {
-                sink ^= trees.touch((ahead >> 16) as usize, ahead as u16);
+            if j % BATCH == 0 {
+                for &ahead in &list[j..(j + BATCH).min(list.len())] {
+                    sink ^= trees.touch((ahead >> 16) as usize, ahead as u16);
+                }
             }
             let packed = list[j];
             let (di, k) = ((packed >> 16) as usize, usize::from(packed as u16));
