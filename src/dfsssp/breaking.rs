@@ -13,8 +13,8 @@
 
 use rayon::prelude::*;
 
-use crate::graph::{SwitchGraph, NO_CHANNEL, NO_DEST, NO_SWITCH};
-use crate::routing::{Lft, SwitchLidTable};
+use crate::graph::{SwitchGraph, NO_CHANNEL, NO_DEST};
+use crate::routing::Lft;
 
 use super::cdg::{EdgeIndex, TreeIndex};
 
@@ -38,7 +38,6 @@ pub(crate) struct Breaker<'a> {
     trees: TreeIndex,
     /// Path weight of every source switch (source ports it stands for).
     pub weight: &'a [u32],
-    pub layers: &'a mut SwitchLidTable,
     /// Per-layer edge counts (allocated when a layer is first used).
     pub counts: Vec<Vec<u32>>,
     /// Dependency edges cut so far.
@@ -81,7 +80,6 @@ impl<'a> Breaker<'a> {
         lft: &'a Lft,
         cols: &'a [u8],
         weight: &'a [u32],
-        layers: &'a mut SwitchLidTable,
         counts0: Vec<u32>,
     ) -> Self {
         let nc = g.num_channels();
@@ -92,7 +90,6 @@ impl<'a> Breaker<'a> {
             cols,
             trees: TreeIndex::build(g, cols),
             weight,
-            layers,
             counts: vec![counts0],
             cuts: 0,
             moved_paths: 0,
@@ -402,22 +399,22 @@ impl<'a> Breaker<'a> {
         std::hint::black_box(sink);
     }
 
-    /// Writes the layer of every path into the layer table and returns the per-layer edge
-    /// counts, cuts and moved paths.
-    pub fn finish(self) -> (Vec<Vec<u32>>, u64, u64) {
-        let g = self.g;
-        for (row, d) in self.trees.rows().zip(g.dests()) {
-            if d.switch == NO_SWITCH {
-                continue;
-            }
-            let size = usize::from(row[0].end);
-            for n in &row[..size] {
-                if n.layer != 0 {
-                    self.layers.set(u32::from(n.at), d.lid, n.layer);
-                }
-            }
+    /// The layer of every path, destination-major (`[di * S + s]`, 0 where there is no path),
+    /// and the per-layer edge counts, cuts and moved paths.
+    pub fn finish(self) -> (Vec<u8>, Vec<Vec<u32>>, u64, u64) {
+        let ns = self.g.num_switches();
+        let mut dl = vec![0u8; self.g.dests().len() * ns];
+        if ns > 0 {
+            dl.par_chunks_mut(ns)
+                .zip(self.trees.par_rows())
+                .for_each(|(out, row)| {
+                    let size = usize::from(row[0].end);
+                    for n in &row[..size] {
+                        out[usize::from(n.at)] = n.layer;
+                    }
+                });
         }
-        (self.counts, self.cuts, self.moved_paths)
+        (dl, self.counts, self.cuts, self.moved_paths)
     }
 }
 

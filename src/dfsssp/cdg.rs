@@ -453,9 +453,11 @@ impl TreeIndex {
         self.pos = Vec::new();
     }
 
-    /// Every destination's rows (`S` nodes each), in destination order.
-    pub fn rows(&self) -> std::slice::ChunksExact<'_, TreeNode> {
-        self.nodes.chunks_exact(self.ns.max(1))
+    /// Every destination's rows (`S` nodes each, a tree of `row[0].end` of them), in
+    /// destination order, in parallel.
+    pub fn par_rows(&self) -> rayon::slice::ChunksExact<'_, TreeNode> {
+        use rayon::prelude::*;
+        self.nodes.par_chunks_exact(self.ns.max(1))
     }
 }
 
