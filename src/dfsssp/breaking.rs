@@ -61,6 +61,10 @@ pub(crate) struct Breaker<'a> {
     /// How many entries at the start of each edge's list are still live (destinations with
     /// paths above the layers already processed behind the edge).
     edge_live: Vec<u32>,
+    /// Per list entry, a lower bound on the layers of the destination's paths behind the edge
+    /// (the least seen when it was last visited: layers only grow), so a cut in a lower layer
+    /// than that skips it without reading its tree.
+    edge_floor: Vec<u8>,
     /// Cuts moved by scanning LFT rows so far.
     scanned_cuts: usize,
     /// Build the lists once `scanned_cuts · (max_lid + 1) ≥ list_ratio · S · D` (about what
@@ -100,6 +104,7 @@ impl<'a> Breaker<'a> {
             edge_start: Vec::new(),
             edge_dests: Vec::new(),
             edge_live: Vec::new(),
+            edge_floor: Vec::new(),
             scanned_cuts: 0,
             list_ratio: 32,
             behind: Vec::new(),
@@ -257,6 +262,7 @@ impl<'a> Breaker<'a> {
             self.edge_live = (0..ei.num_edges())
                 .map(|e| start[e + 1] - start[e])
                 .collect();
+            self.edge_floor = vec![0; dests.len()];
             self.edge_start = start;
             self.edge_dests = dests;
             self.trees.drop_positions();
@@ -286,6 +292,7 @@ impl<'a> Breaker<'a> {
             edge_start,
             edge_dests,
             edge_live,
+            edge_floor,
             moved_paths,
             ..
         } = self;
@@ -296,13 +303,16 @@ impl<'a> Breaker<'a> {
         let (lo, hi) = counts.split_at_mut(i + 1);
         let (cur, nxt) = (&mut lo[i], &mut hi[0]);
         zeroed.clear();
-        let list: &mut [u32] = match listed {
+        let mut no_floor = [];
+        let (list, floor): (&mut [u32], &mut [u8]) = match listed {
             Some(e) => {
                 let a = edge_start[e] as usize;
-                &mut edge_dests[a..a + edge_live[e] as usize]
+                let b = a + edge_live[e] as usize;
+                (&mut edge_dests[a..b], &mut edge_floor[a..b])
             }
-            None => behind,
+            None => (behind, &mut no_floor),
         };
+        let floor_of = |floor: &[u8], j: usize| floor.get(j).copied().unwrap_or(0);
         // Destinations behind an edge are scattered over the tree index: each costs a cache
         // miss. The nodes of the next `BATCH` destinations are read back to back before working
         // on them, so their misses overlap (an independent load each; the values only go into
@@ -312,11 +322,23 @@ impl<'a> Breaker<'a> {
         let mut kept = 0usize;
         for j in 0..list.len() {
             if j % BATCH == 0 {
-                for &ahead in &list[j..(j + BATCH).min(list.len())] {
-                    sink ^= trees.touch((ahead >> 16) as usize, ahead as u16);
+                for (jj, &ahead) in list.iter().enumerate().skip(j).take(BATCH) {
+                    if floor_of(floor, jj) <= layer {
+                        sink ^= trees.touch((ahead >> 16) as usize, ahead as u16);
+                    }
                 }
             }
             let packed = list[j];
+            let fl = floor_of(floor, j);
+            if fl > layer {
+                // Nothing in this layer: kept for the later ones.
+                list[kept] = packed;
+                if let Some(f) = floor.get_mut(kept) {
+                    *f = fl;
+                }
+                kept += 1;
+                continue;
+            }
             let (di, k) = ((packed >> 16) as usize, usize::from(packed as u16));
             let root = g.dests()[di].switch;
             let row = trees.row_mut(di);
@@ -325,6 +347,7 @@ impl<'a> Breaker<'a> {
             // (`sub` by switch).
             let mut moved = 0u64;
             let mut above = false;
+            let mut least = u8::MAX;
             for n in &mut row[k..end] {
                 sub[usize::from(n.at)] = if n.layer == layer {
                     n.layer = layer + 1;
@@ -334,9 +357,13 @@ impl<'a> Breaker<'a> {
                     above |= n.layer > layer;
                     0
                 };
+                least = least.min(n.layer);
             }
             if moved > 0 || above {
                 list[kept] = packed;
+                if let Some(f) = floor.get_mut(kept) {
+                    *f = least;
+                }
                 kept += 1;
             }
             if moved == 0 {
