@@ -65,6 +65,8 @@ pub(crate) struct Breaker<'a> {
     /// (the least seen when it was last visited: layers only grow), so a cut in a lower layer
     /// than that skips it without reading its tree.
     edge_floor: Vec<u8>,
+    /// Destinations with a path moved (the others have every path in layer 0).
+    touched: Vec<bool>,
     /// Cuts moved by scanning LFT rows so far.
     scanned_cuts: usize,
     /// Build the lists once `scanned_cuts · (max_lid + 1) ≥ list_ratio · S · D` (about what
@@ -105,6 +107,7 @@ impl<'a> Breaker<'a> {
             edge_dests: Vec::new(),
             edge_live: Vec::new(),
             edge_floor: Vec::new(),
+            touched: vec![false; g.dests().len()],
             scanned_cuts: 0,
             list_ratio: 32,
             behind: Vec::new(),
@@ -294,6 +297,7 @@ impl<'a> Breaker<'a> {
             edge_live,
             edge_floor,
             moved_paths,
+            touched,
             ..
         } = self;
         let (g, ei, weight, cols) = (*g, *ei, *weight, *cols);
@@ -370,6 +374,7 @@ impl<'a> Breaker<'a> {
                 continue;
             }
             *moved_paths += moved;
+            touched[di] = true;
             let run = &row[k..end];
             // The trees were validated when layer 0 was built.
             let chan = |s: u32, p: u8| g.channel_at(s, p).unwrap_or(NO_CHANNEL);
@@ -427,21 +432,28 @@ impl<'a> Breaker<'a> {
     }
 
     /// The layer of every path, destination-major (`[di * S + s]`, 0 where there is no path),
-    /// and the per-layer edge counts, cuts and moved paths.
-    pub fn finish(self) -> (Vec<u8>, Vec<Vec<u32>>, u64, u64) {
+    /// the destinations with a path outside layer 0, and the per-layer edge counts, cuts and
+    /// moved paths.
+    pub fn finish(self) -> (Vec<u8>, Vec<u32>, Vec<Vec<u32>>, u64, u64) {
         let ns = self.g.num_switches();
         let mut dl = vec![0u8; self.g.dests().len() * ns];
+        let touched = &self.touched;
         if ns > 0 {
             dl.par_chunks_mut(ns)
                 .zip(self.trees.par_rows())
-                .for_each(|(out, row)| {
+                .enumerate()
+                .filter(|(di, _)| touched[*di])
+                .for_each(|(_, (out, row))| {
                     let size = usize::from(row[0].end);
                     for n in &row[..size] {
                         out[usize::from(n.at)] = n.layer;
                     }
                 });
         }
-        (dl, self.counts, self.cuts, self.moved_paths)
+        let moved: Vec<u32> = (0..touched.len() as u32)
+            .filter(|&di| touched[di as usize])
+            .collect();
+        (dl, moved, self.counts, self.cuts, self.moved_paths)
     }
 }
 

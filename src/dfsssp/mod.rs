@@ -31,8 +31,8 @@
 //! O(S·(S+C)) for distances and the root, O(D·(S+C)) for the Up*/Down* trees, and for settling
 //! O(S·depth·L) per escape destination and round plus the incremental cycle checks (bounded by the
 //! part of a layer's topological order they reorder). Memory: L·E counters of 4 bytes, D·S bytes
-//! for a destination-major copy of the LFT, 14·D·S bytes of pre-order tree index when layer 0 has
-//! a cycle (12-byte nodes holding each path's layer and ports, 2-byte positions dropped once the
+//! for a destination-major copy of the LFT, 10·D·S bytes of pre-order tree index when layer 0 has
+//! a cycle (8-byte nodes holding each path's layer and first ports, 2-byte positions dropped once the
 //! per-edge destination lists exist: 4·D·S, and as much again while building them, when cycle
 //! breaking cuts many edges), the S·max_lid layer table.
 
@@ -456,8 +456,8 @@ pub fn make_deadlock_free_with(
                 needed = Some(cap);
             }
         }
-        let (dl, counts, cuts, moved) = br.finish();
-        (needed, counts, cuts, moved, Some(dl))
+        let (dl, touched, counts, cuts, moved) = br.finish();
+        (needed, counts, cuts, moved, Some((dl, touched)))
     };
     report.dfsssp_layers_needed = needed;
     if let Some(ud) = updown_fit {
@@ -503,7 +503,7 @@ pub fn make_deadlock_free_with(
                 dist,
                 reclaim: opts.reclaim,
             };
-            let dl = dl.get_or_insert_with(|| vec![0; g.dests().len() * ns]);
+            let (dl, _) = dl.get_or_insert_with(|| (vec![0; g.dests().len() * ns], Vec::new()));
             let out = escape::run(&ctx, routing, dl, counts, budget)?;
             report.escape_layer = Some(budget - 1);
             report.updown_roots = out.roots;
@@ -512,12 +512,14 @@ pub fn make_deadlock_free_with(
             report.escape_dests = out.escape_dests;
             report.escape_routes = out.escape_routes;
             report.escape_routes_minimal = out.escape_minimal;
-            layers_from_dest_major(g, dl, &mut layers);
+            let all: Vec<u32> = (0..g.dests().len() as u32).collect();
+            layers_from_dest_major(g, dl, &all, &mut layers);
             report.layers_before_balancing = count_used(g, routing, &layers, budget);
         }
     }
-    if let (Some(dl), None) = (dl, report.escape_layer) {
-        layers_from_dest_major(g, &dl, &mut layers);
+    if let (Some((dl, touched)), None) = (dl, report.escape_layer) {
+        // Paths never moved are in layer 0 already.
+        layers_from_dest_major(g, &dl, &touched, &mut layers);
     }
     report.seconds_escape = t2.elapsed().as_secs_f64();
 
@@ -571,9 +573,14 @@ fn transpose(g: &SwitchGraph, lft: &Lft) -> Vec<u8> {
     cols
 }
 
-/// Writes destination-major path layers (`dl[di * S + s]`) into the switch-major table, in
-/// tiles of 64 switches (in parallel) so both sides stay cache-friendly.
-pub(crate) fn layers_from_dest_major(g: &SwitchGraph, dl: &[u8], layers: &mut SwitchLidTable) {
+/// Writes destination-major path layers (`dl[di * S + s]`) of the destinations `dests` into the
+/// switch-major table, in tiles of 64 switches (in parallel) so both sides stay cache-friendly.
+pub(crate) fn layers_from_dest_major(
+    g: &SwitchGraph,
+    dl: &[u8],
+    dests: &[u32],
+    layers: &mut SwitchLidTable,
+) {
     const TILE: usize = 64;
     let ns = g.num_switches();
     let (_, stride) = layers.shape();
@@ -586,9 +593,10 @@ pub(crate) fn layers_from_dest_major(g: &SwitchGraph, dl: &[u8], layers: &mut Sw
         .enumerate()
         .for_each(|(ti, block)| {
             let s0 = ti * TILE;
-            for (di, d) in g.dests().iter().enumerate() {
+            for &di in dests {
+                let di = di as usize;
                 let src = &dl[di * ns + s0..di * ns + (s0 + TILE).min(ns)];
-                let lid = usize::from(d.lid);
+                let lid = usize::from(g.dests()[di].lid);
                 for (k, &l) in src.iter().enumerate() {
                     block[k * stride + lid] = l;
                 }

@@ -428,8 +428,8 @@ fn breaking_counts_stay_consistent() {
         while br.break_layer(i) > 0 {
             i += 1;
         }
-        let (dl, counts, _, _) = br.finish();
-        layers_from_dest_major(&g, &dl, &mut layers);
+        let (dl, touched, counts, _, _) = br.finish();
+        layers_from_dest_major(&g, &dl, &touched, &mut layers);
         assert!(counts.len() >= 2, "the fabric should need layers");
         let mut tree = DestTree::new(g.num_switches());
         let mut recount = vec![vec![0u32; ei.num_edges()]; counts.len()];
@@ -485,8 +485,8 @@ fn breaking_edge_lists_match_row_scans() {
             while br.break_layer(i) > 0 {
                 i += 1;
             }
-            let (dl, counts, cuts, moved) = br.finish();
-            layers_from_dest_major(&g, &dl, &mut layers);
+            let (dl, touched, counts, cuts, moved) = br.finish();
+            layers_from_dest_major(&g, &dl, &touched, &mut layers);
             let out = (counts, cuts, moved);
             (out, layers)
         };
