@@ -79,6 +79,43 @@ impl Balancer {
         &self.next
     }
 
+    /// [`choose_tree`](Self::choose_tree) over prebuilt candidates: those of `order[i]` (`i >= 1`)
+    /// are `cands[cand_start[i - 1]..cand_start[i]]` in ascending channel order, with their head
+    /// switches. The same choice, without testing every channel of every switch again for each
+    /// LID of one destination switch.
+    pub(crate) fn choose_tree_cands(
+        &mut self,
+        order: &[u32],
+        cand_start: &[u32],
+        cands: &[u32],
+        heads: &[u32],
+    ) -> &[u32] {
+        self.next.fill(NO_CHANNEL);
+        let Some(&root) = order.first() else {
+            return &self.next;
+        };
+        self.cost.fill(u64::MAX);
+        self.cost[root as usize] = 0;
+        for (i, &s) in order.iter().enumerate().skip(1) {
+            let span = cand_start[i - 1] as usize..cand_start[i] as usize;
+            let mut best = (u64::MAX, u64::MAX, NO_CHANNEL);
+            for (&c, &head) in cands[span.clone()].iter().zip(&heads[span]) {
+                let head_cost = self.cost[head as usize];
+                if head_cost == u64::MAX {
+                    continue;
+                }
+                let w = self.load[c as usize];
+                let key = (head_cost.saturating_add(w), w, c);
+                if key < best {
+                    best = key;
+                }
+            }
+            self.cost[s as usize] = best.0;
+            self.next[s as usize] = best.2;
+        }
+        &self.next
+    }
+
     /// [`choose_tree`](Self::choose_tree) over a prebuilt [`MinimalDag`]: the same choice, without
     /// testing every channel of every switch again for each LID of the destination switch.
     pub(crate) fn choose_tree_dag(&mut self, dag: &MinimalDag) -> &[u32] {

@@ -215,7 +215,12 @@ pub struct UpDownRouter<'a> {
     order: Vec<u32>,
     counts: Vec<u32>,
     next: Vec<u32>,
-    /// The switch `dd`, `t` and `order` are for ([`NO_SWITCH`]: none yet); a switch's LIDs come one
+    /// Candidate next channels of `order[i]` (`i >= 1`): `cands[cand_start[i - 1]..cand_start[i]]`
+    /// (ascending channel ids), with their head switches; found once per destination switch.
+    cand_start: Vec<u32>,
+    cands: Vec<u32>,
+    heads: Vec<u32>,
+    /// The switch `dd`, `t`, `order` and the candidates are for ([`NO_SWITCH`]: none yet); a switch's LIDs come one
     /// after another in routing order, so they share one search.
     dist_to: u32,
 }
@@ -232,6 +237,9 @@ impl<'a> UpDownRouter<'a> {
             order: Vec::with_capacity(ns),
             counts: Vec::new(),
             next: Vec::with_capacity(ns),
+            cand_start: Vec::with_capacity(ns),
+            cands: Vec::new(),
+            heads: Vec::new(),
             dist_to: NO_SWITCH,
         }
     }
@@ -279,6 +287,28 @@ impl<'a> UpDownRouter<'a> {
             };
         }
         order_by_distance(&self.t, &mut self.order, &mut self.counts);
+        // Towards a switch that is below: down channels one down-distance closer; else up
+        // channels one tree-distance closer.
+        let (dd, t) = (&self.dd, &self.t);
+        self.cand_start.clear();
+        self.cand_start.push(0);
+        self.cands.clear();
+        self.heads.clear();
+        for &s in self.order.iter().skip(1) {
+            for c in g.out_channels(s) {
+                let w = g.chan_head()[c as usize];
+                let ok = if dd[s as usize] != u16::MAX {
+                    !ud.is_up(g, c) && dd[w as usize].wrapping_add(1) == dd[s as usize]
+                } else {
+                    ud.is_up(g, c) && t[w as usize].wrapping_add(1) == t[s as usize]
+                };
+                if ok {
+                    self.cands.push(c);
+                    self.heads.push(w);
+                }
+            }
+            self.cand_start.push(self.cands.len() as u32);
+        }
     }
 
     /// Chooses the balanced Up*/Down* tree towards `d` with `bal`'s channel loads, writes its LFT
@@ -291,24 +321,19 @@ impl<'a> UpDownRouter<'a> {
         lft: &mut Lft,
         hops: &mut SwitchLidTable,
     ) -> &[u32] {
-        let (g, ud) = (self.g, self.ud);
+        self.route_dest_tree(bal, d);
+        let t = &self.t;
+        write_dest(self.g, d, &self.next, |s| t[s as usize], lft, hops);
+        &self.next
+    }
+
+    /// [`Self::route_dest`] without writing the tree into the tables: its next channels only.
+    pub fn route_dest_tree(&mut self, bal: &mut Balancer, d: &Dest) -> &[u32] {
         self.distances(d.switch);
-        let (dd, t) = (&self.dd, &self.t);
-        let next = bal.choose_tree(g, &self.order, |c| {
-            let (s, w) = (
-                g.chan_tail()[c as usize] as usize,
-                g.chan_head()[c as usize] as usize,
-            );
-            if dd[s] != u16::MAX {
-                !ud.is_up(g, c) && dd[w].wrapping_add(1) == dd[s]
-            } else {
-                ud.is_up(g, c) && t[w].wrapping_add(1) == t[s]
-            }
-        });
+        let next = bal.choose_tree_cands(&self.order, &self.cand_start, &self.cands, &self.heads);
         self.next.clear();
         self.next.extend_from_slice(next);
-        write_dest(g, d, &self.next, |s| t[s as usize], lft, hops);
-        bal.add_tree_load(g, &self.order);
+        bal.add_tree_load(self.g, &self.order);
         &self.next
     }
 }

@@ -14,7 +14,7 @@
 use rayon::prelude::*;
 
 use crate::graph::{SwitchGraph, NO_CHANNEL, NO_DEST};
-use crate::routing::{Lft, SwitchLidTable};
+use crate::routing::Lft;
 
 use super::cdg::{EdgeIndex, TreeIndex};
 
@@ -38,7 +38,6 @@ pub(crate) struct Breaker<'a> {
     trees: TreeIndex,
     /// Path weight of every source switch (source ports it stands for).
     pub weight: &'a [u32],
-    pub layers: &'a mut SwitchLidTable,
     /// Per-layer edge counts (allocated when a layer is first used).
     pub counts: Vec<Vec<u32>>,
     /// Dependency edges cut so far.
@@ -49,10 +48,8 @@ pub(crate) struct Breaker<'a> {
     state: Vec<u8>,
     stack_pos: Vec<u32>,
     stack: Vec<(u32, u32)>,
-    /// Moved weight per switch (subtree sums), indexed by switch.
+    /// Moved weight per tree position (subtree sums) of the destination at hand.
     sub: Vec<u32>,
-    /// Next channel per switch of the subtree being moved (scratch).
-    nx: Vec<u32>,
     /// `edge_dests[edge_start[e]..edge_start[e + 1]]`: the destinations (ascending LID) whose
     /// original routes take dependency edge `e` somewhere, so a cut visits only those instead of
     /// scanning two LFT rows of length max_lid; each packed as `di << 16 | k`, `k` the pre-order
@@ -61,6 +58,15 @@ pub(crate) struct Breaker<'a> {
     /// cut scans the two LFT rows.
     edge_start: Vec<u32>,
     edge_dests: Vec<u32>,
+    /// How many entries at the start of each edge's list are still live (destinations with
+    /// paths above the layers already processed behind the edge).
+    edge_live: Vec<u32>,
+    /// Per list entry, a lower bound on the layers of the destination's paths behind the edge
+    /// (the least seen when it was last visited: layers only grow), so a cut in a lower layer
+    /// than that skips it without reading its tree.
+    edge_floor: Vec<u8>,
+    /// Destinations with a path moved (the others have every path in layer 0).
+    touched: Vec<bool>,
     /// Cuts moved by scanning LFT rows so far.
     scanned_cuts: usize,
     /// Build the lists once `scanned_cuts · (max_lid + 1) ≥ list_ratio · S · D` (about what
@@ -80,7 +86,6 @@ impl<'a> Breaker<'a> {
         lft: &'a Lft,
         cols: &'a [u8],
         weight: &'a [u32],
-        layers: &'a mut SwitchLidTable,
         counts0: Vec<u32>,
     ) -> Self {
         let nc = g.num_channels();
@@ -91,7 +96,6 @@ impl<'a> Breaker<'a> {
             cols,
             trees: TreeIndex::build(g, cols),
             weight,
-            layers,
             counts: vec![counts0],
             cuts: 0,
             moved_paths: 0,
@@ -99,9 +103,11 @@ impl<'a> Breaker<'a> {
             stack_pos: vec![NOT_STACKED; nc],
             stack: Vec::new(),
             sub: vec![0; g.num_switches()],
-            nx: vec![NO_CHANNEL; g.num_switches()],
             edge_start: Vec::new(),
             edge_dests: Vec::new(),
+            edge_live: Vec::new(),
+            edge_floor: Vec::new(),
+            touched: vec![false; g.dests().len()],
             scanned_cuts: 0,
             list_ratio: 32,
             behind: Vec::new(),
@@ -214,10 +220,11 @@ impl<'a> Breaker<'a> {
         self.stack[k].1 += 1;
     }
 
-    /// Fills `behind` with the destinations whose routes take `c1 -> c2`, in ascending LID order:
-    /// from the per-edge lists, or, until enough cuts have been made to pay for building those
-    /// (O(S·D)), by scanning the LFT rows of the edge's first two switches (O(max_lid) per cut).
-    fn find_behind(&mut self, c1: u32, c2: u32) {
+    /// The destinations whose routes take `c1 -> c2`: `Some(e)` when they are the live part of
+    /// edge `e`'s list, else (until enough cuts have been made to pay for building the lists,
+    /// O(S·D)) in `behind`, found by scanning the LFT rows of the edge's first two switches
+    /// (O(max_lid) per cut), in ascending LID order.
+    fn find_behind(&mut self, c1: u32, c2: u32) -> Option<usize> {
         let (g, ei) = (self.g, self.ei);
         self.behind.clear();
         if self.edge_start.is_empty() {
@@ -252,78 +259,130 @@ impl<'a> Breaker<'a> {
                         }
                     }
                 }
-                return;
+                return None;
             }
             let (start, dests) = edge_dest_lists(g, ei, self.cols, &self.trees);
+            self.edge_live = (0..ei.num_edges())
+                .map(|e| start[e + 1] - start[e])
+                .collect();
+            self.edge_floor = vec![0; dests.len()];
             self.edge_start = start;
             self.edge_dests = dests;
+            self.trees.drop_positions();
         }
-        let e = ei.edge(g, c1, c2) as usize;
-        let (a, b) = (self.edge_start[e] as usize, self.edge_start[e + 1] as usize);
-        self.behind.extend_from_slice(&self.edge_dests[a..b]);
+        Some(ei.edge(g, c1, c2) as usize)
     }
 
     /// Moves every layer-`i` path that takes `c1` then `c2` to layer `i + 1`, updating the edge
     /// counts of both layers along the whole of every moved path. Cost: per destination whose
-    /// routes take the edge, the subtree of `tail(c1)` and the path from there to the
-    /// destination. Channels whose edge count in layer `i` drops to 0 are noted in `zeroed`.
+    /// routes take the edge, the subtree of `tail(c1)` (one contiguous run of tree nodes) and
+    /// the path from there to the destination. Channels whose edge count in layer `i` drops to
+    /// 0 are noted in `zeroed`. Destinations left with no path above layer `i` behind the edge
+    /// leave its list: later cuts of it are in higher layers, where they have nothing to move.
     pub fn move_edge_paths(&mut self, i: usize, c1: u32, c2: u32) {
         self.ensure_layer(i + 1);
-        self.find_behind(c1, c2);
-        let (g, ei, cols, weight) = (self.g, self.ei, self.cols, self.weight);
+        let listed = self.find_behind(c1, c2);
+        let Breaker {
+            g,
+            ei,
+            weight,
+            cols,
+            trees,
+            counts,
+            sub,
+            zeroed,
+            behind,
+            edge_start,
+            edge_dests,
+            edge_live,
+            edge_floor,
+            moved_paths,
+            touched,
+            ..
+        } = self;
+        let (g, ei, weight, cols) = (*g, *ei, *weight, *cols);
         let ns = g.num_switches();
-        let (u, v) = (g.chan_tail()[c1 as usize], g.chan_head()[c1 as usize]);
+        let u = g.chan_tail()[c1 as usize];
         let layer = i as u8;
-        let (lo, hi) = self.counts.split_at_mut(i + 1);
+        let (lo, hi) = counts.split_at_mut(i + 1);
         let (cur, nxt) = (&mut lo[i], &mut hi[0]);
-        let sub = &mut self.sub;
-        let nx = &mut self.nx;
-        let zeroed = &mut self.zeroed;
         zeroed.clear();
-        // Destinations behind an edge are scattered over the tree index, the layer table and the
-        // LFT copy: each costs a few cache misses. Reading the entries of the destination
-        // `AHEAD` places on while working on this one lets those misses overlap (the values read
-        // ahead are not used, only folded into `sink`).
-        const AHEAD: usize = 8;
-        let mut sink = 0u32;
-        for (j, &packed) in self.behind.iter().enumerate() {
-            if let Some(&ahead) = self.behind.get(j + AHEAD) {
-                let (da, ka) = ((ahead >> 16) as usize, ahead as u16);
-                sink ^= self.trees.touch(da, ka)
-                    ^ u32::from(self.layers.get(u, g.dests()[da].lid))
-                    ^ u32::from(cols[da * ns + u as usize]);
+        let mut no_floor = [];
+        let (list, floor): (&mut [u32], &mut [u8]) = match listed {
+            Some(e) => {
+                let a = edge_start[e] as usize;
+                let b = a + edge_live[e] as usize;
+                (&mut edge_dests[a..b], &mut edge_floor[a..b])
             }
-            let (di, k) = ((packed >> 16) as usize, packed as u16);
+            None => (behind, &mut no_floor),
+        };
+        let floor_of = |floor: &[u8], j: usize| floor.get(j).copied().unwrap_or(0);
+        // Destinations behind an edge are scattered over the tree index: each costs a cache
+        // miss. The nodes of the next `BATCH` destinations are read back to back before working
+        // on them, so their misses overlap (an independent load each; the values only go into
+        // `sink`) instead of stalling one after the other.
+        const BATCH: usize = 16;
+        let mut sink = 0u32;
+        let mut kept = 0usize;
+        for j in 0..list.len() {
+            if j % BATCH == 0 {
+                for (jj, &ahead) in list.iter().enumerate().skip(j).take(BATCH) {
+                    if floor_of(floor, jj) <= layer {
+                        sink ^= trees.touch((ahead >> 16) as usize, ahead as u16);
+                    }
+                }
+            }
+            let packed = list[j];
+            let fl = floor_of(floor, j);
+            if fl > layer {
+                // Nothing in this layer: kept for the later ones.
+                list[kept] = packed;
+                if let Some(f) = floor.get_mut(kept) {
+                    *f = fl;
+                }
+                kept += 1;
+                continue;
+            }
+            let (di, k) = ((packed >> 16) as usize, usize::from(packed as u16));
             let root = g.dests()[di].switch;
-            let lid = g.dests()[di].lid;
-            let col = &cols[di * ns..(di + 1) * ns];
-            // The trees were validated when layer 0 was built.
-            let next = |x: u32| g.channel_at(x, col[x as usize]).unwrap_or(NO_CHANNEL);
-            // Sources in u's subtree still in layer i move; their weights summed bottom-up.
-            let st = self.trees.subtree_at(di, k);
+            let row = trees.row_mut(di);
+            let end = usize::from(row[k].end);
+            // Sources in u's subtree still in layer i move; their weights summed bottom-up
+            // (`sub` by switch).
             let mut moved = 0u64;
-            for &x in st {
-                sub[usize::from(x)] = if self.layers.get(u32::from(x), lid) == layer {
-                    self.layers.set(u32::from(x), lid, layer + 1);
+            let mut above = false;
+            let mut least = u8::MAX;
+            for n in &mut row[k..end] {
+                sub[usize::from(n.at)] = if n.layer == layer {
+                    n.layer = layer + 1;
                     moved += 1;
-                    weight[usize::from(x)]
+                    weight[usize::from(n.at)]
                 } else {
+                    above |= n.layer > layer;
                     0
                 };
+                least = least.min(n.layer);
+            }
+            if moved > 0 || above {
+                list[kept] = packed;
+                if let Some(f) = floor.get_mut(kept) {
+                    *f = least;
+                }
+                kept += 1;
             }
             if moved == 0 {
                 continue;
             }
-            self.moved_paths += moved;
-            // Bottom-up sums; `nx` keeps the next channel of every switch with moved paths
-            // below it (u's is c1), for the shift below.
-            nx[u as usize] = c1;
-            for &x in st[1..].iter().rev() {
-                let w = sub[usize::from(x)];
+            *moved_paths += moved;
+            touched[di] = true;
+            let run = &row[k..end];
+            // The trees were validated when layer 0 was built.
+            let chan = |s: u32, p: u8| g.channel_at(s, p).unwrap_or(NO_CHANNEL);
+            for n in run[1..].iter().rev() {
+                let w = sub[usize::from(n.at)];
                 if w > 0 {
-                    let c = next(u32::from(x));
-                    nx[usize::from(x)] = c;
-                    sub[g.chan_head()[c as usize] as usize] += w;
+                    let h = g.chan_head()[chan(u32::from(n.at), n.ports[0]) as usize];
+                    sub[h as usize] += w;
                 }
             }
             // Shifts the edge `cx -> cn` (cx leaving a switch with weight w moving) from layer i
@@ -336,33 +395,65 @@ impl<'a> Breaker<'a> {
                     zeroed.push(cx);
                 }
             };
-            // Inside u's subtree every parent's next channel is in `nx`; u's parent is v, whose
-            // next is c2 (when v is not the destination's switch).
-            for &x in st {
-                let w = sub[usize::from(x)];
+            // Inside u's subtree, and from u to v: each switch's first turn.
+            for n in run {
+                let w = sub[usize::from(n.at)];
                 if w > 0 {
-                    let cx = nx[usize::from(x)];
+                    let cx = chan(u32::from(n.at), n.ports[0]);
                     let h = g.chan_head()[cx as usize];
                     if h != root {
-                        shift(cx, if h == v { c2 } else { nx[h as usize] }, w);
+                        shift(cx, chan(h, n.ports[1]), w);
                     }
                 }
             }
-            // Above u every moved path shares the same channels.
+            // Above v every moved path shares u's channels.
             let w = sub[u as usize];
-            let (mut x, mut cx) = (v, c2);
-            while x != root {
+            let ports = run[0].ports;
+            let (mut cx, mut j) = (c2, 1);
+            loop {
                 let h = g.chan_head()[cx as usize];
                 if h == root {
                     break;
                 }
-                let cn = next(h);
+                let p = match ports.get(j + 1) {
+                    Some(&p) => p,
+                    None => cols[di * ns + h as usize],
+                };
+                let cn = chan(h, p);
                 shift(cx, cn, w);
-                x = h;
                 cx = cn;
+                j += 1;
             }
         }
+        if let Some(e) = listed {
+            edge_live[e] = kept as u32;
+        }
         std::hint::black_box(sink);
+    }
+
+    /// The layer of every path, destination-major (`[di * S + s]`, 0 where there is no path),
+    /// the destinations with a path outside layer 0, and the per-layer edge counts, cuts and
+    /// moved paths.
+    pub fn finish(self) -> (Vec<u8>, Vec<u32>, Vec<Vec<u32>>, u64, u64) {
+        let ns = self.g.num_switches();
+        let mut dl = vec![0u8; self.g.dests().len() * ns];
+        let touched = &self.touched;
+        if ns > 0 {
+            dl.par_chunks_mut(ns)
+                .zip(self.trees.par_rows())
+                .enumerate()
+                .filter(|(di, _)| touched[*di])
+                .for_each(|(_, (out, row))| {
+                    let size = usize::from(row[0].end);
+                    for n in &row[..size] {
+                        out[usize::from(n.at)] = n.layer;
+                    }
+                });
+        }
+        let moved: Vec<u32> = (0..touched.len() as u32)
+            .filter(|&di| touched[di as usize])
+            .collect();
+        (dl, moved, self.counts, self.cuts, self.moved_paths)
     }
 }
 

@@ -336,17 +336,39 @@ pub fn topological_order(g: &SwitchGraph, ei: &EdgeIndex, counts: &[u32]) -> Opt
 /// Marks a switch that is not in a destination's tree.
 pub const NOT_IN_TREE: u16 = u16::MAX;
 
+/// How many ports of a path (from its first switch on) a [`TreeNode`] keeps.
+pub const NODE_PORTS: usize = 3;
+
+/// One position of a destination's tree in pre-order ([`TreeIndex`]): everything cycle breaking
+/// reads or writes about the path from `at` in one 8-byte record (its layer and the first ports of
+/// its route), so that the paths of a subtree are one contiguous run (a cache line or two) and
+/// walking the first hops of a path reads no other switch's entry (three ports cover most paths
+/// of the random fabrics that cut most; 7 ports, 12 bytes, were no faster and cost 100 MB more
+/// at 20k CAs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct TreeNode {
+    /// The switch at this position.
+    pub at: u16,
+    /// One past the last position of its subtree.
+    pub end: u16,
+    /// The layer of its path (cycle breaking's working copy of the layer table).
+    pub layer: u8,
+    /// The ports of its path: `ports[j]` is the one its `j`-th switch forwards by (`at` is
+    /// the 0th), for the first [`NODE_PORTS`] switches (the rest from the LFT).
+    pub ports: [u8; NODE_PORTS],
+}
+
 /// Every destination's tree in depth-first pre-order, so that the subtree of any switch is a
-/// contiguous run. Per destination a row of `S` entries: `at[k]`, the switch at position `k`;
-/// `pos[s]`, the position of switch `s` ([`NOT_IN_TREE`] if unrouted); `end[k]`, one past the last
-/// position of `at[k]`'s subtree. `u16` suffices because every switch owns one of the 49151
-/// unicast LIDs. Built only when layer 0 has a cycle (cycle breaking then touches most
+/// contiguous run. Per destination a row of `S` entries: `nodes[k]`, the switch at position `k`
+/// with its subtree's end, its path's layer and ports; `pos[s]`, the position of
+/// switch `s` ([`NOT_IN_TREE`] if unrouted). `u16` suffices because every switch owns one of the
+/// 49151 unicast LIDs. Built only when layer 0 has a cycle (cycle breaking then touches most
 /// destinations), in parallel.
 pub struct TreeIndex {
     ns: usize,
     pos: Vec<u16>,
-    at: Vec<u16>,
-    end: Vec<u16>,
+    nodes: Vec<TreeNode>,
 }
 
 /// Scratch for building one row of a [`TreeIndex`].
@@ -358,24 +380,28 @@ struct EulerScratch {
 }
 
 impl TreeIndex {
-    /// Builds the rows of all destinations from the destination-major LFT copy `cols`.
+    /// Builds the rows of all destinations from the destination-major LFT copy `cols`; every
+    /// path in layer 0.
     pub fn build(g: &SwitchGraph, cols: &[u8]) -> Self {
         use rayon::prelude::*;
         let ns = g.num_switches();
         let nd = g.dests().len();
+        // Filled in parallel: hundreds of MB on large fabrics, first touched here.
         let mut ti = TreeIndex {
             ns,
-            pos: vec![NOT_IN_TREE; ns * nd],
-            at: vec![0; ns * nd],
-            end: vec![0; ns * nd],
+            pos: Vec::with_capacity(ns * nd),
+            nodes: Vec::with_capacity(ns * nd),
         };
+        ti.pos
+            .par_extend(rayon::iter::repeat_n(NOT_IN_TREE, ns * nd));
+        ti.nodes
+            .par_extend(rayon::iter::repeat_n(TreeNode::default(), ns * nd));
         if ns == 0 {
             return ti;
         }
         ti.pos
             .par_chunks_mut(ns)
-            .zip(ti.at.par_chunks_mut(ns))
-            .zip(ti.end.par_chunks_mut(ns))
+            .zip(ti.nodes.par_chunks_mut(ns))
             .enumerate()
             .for_each_init(
                 || EulerScratch {
@@ -384,7 +410,7 @@ impl TreeIndex {
                     children: vec![0; ns],
                     stack: Vec::with_capacity(2 * ns),
                 },
-                |sc, (di, ((pos, at), end))| {
+                |sc, (di, (pos, nodes))| {
                     let d = &g.dests()[di];
                     if d.switch == NO_SWITCH {
                         return;
@@ -394,7 +420,7 @@ impl TreeIndex {
                         *n = g.channel_at(s as u32, p).unwrap_or(NO_CHANNEL);
                     }
                     sc.next[d.switch as usize] = NO_CHANNEL;
-                    euler_row(g, d.switch, sc, pos, at, end);
+                    euler_row(g, d.switch, sc, pos, nodes);
                 },
             );
         ti
@@ -406,32 +432,33 @@ impl TreeIndex {
         self.pos[di * self.ns + s as usize]
     }
 
-    /// The subtree at pre-order position `k` (from [`Self::position`]) of destination `di`.
     #[inline]
-    pub fn subtree_at(&self, di: usize, k: u16) -> &[u16] {
-        if k == NOT_IN_TREE {
-            return &[];
-        }
-        let (base, k) = (di * self.ns, usize::from(k));
-        &self.at[base + k..base + usize::from(self.end[base + k])]
+    pub fn row_mut(&mut self, di: usize) -> &mut [TreeNode] {
+        &mut self.nodes[di * self.ns..(di + 1) * self.ns]
     }
 
-    /// Reads what [`Self::subtree_at`] reads first (the subtree's bound and first switch) and
-    /// returns a value derived from it: touching the entries of destinations some way ahead lets
-    /// their cache misses overlap the work on earlier ones.
+    /// Reads the node at position `k` of destination `di` and returns a value derived from it:
+    /// touching the entries of destinations some way ahead lets their cache misses overlap the
+    /// work on earlier ones.
     #[inline]
     pub fn touch(&self, di: usize, k: u16) -> u32 {
         if k == NOT_IN_TREE {
             return 0;
         }
-        let i = di * self.ns + usize::from(k);
-        u32::from(self.end[i]) ^ u32::from(self.at[i])
+        let n = &self.nodes[di * self.ns + usize::from(k)];
+        u32::from(n.end) ^ u32::from(n.layer)
     }
 
-    /// The switches of the subtree of `s` in destination `di`'s tree (`s` first, pre-order).
-    #[inline]
-    pub fn subtree(&self, di: usize, s: u32) -> &[u16] {
-        self.subtree_at(di, self.position(di, s))
+    /// Frees the positions (once nothing asks for them any more).
+    pub fn drop_positions(&mut self) {
+        self.pos = Vec::new();
+    }
+
+    /// Every destination's rows (`S` nodes each, a tree of `row[0].end` of them), in
+    /// destination order, in parallel.
+    pub fn par_rows(&self) -> rayon::slice::ChunksExact<'_, TreeNode> {
+        use rayon::prelude::*;
+        self.nodes.par_chunks_exact(self.ns.max(1))
     }
 }
 
@@ -442,8 +469,7 @@ fn euler_row(
     root: u32,
     sc: &mut EulerScratch,
     pos: &mut [u16],
-    at: &mut [u16],
-    end: &mut [u16],
+    nodes: &mut [TreeNode],
 ) {
     const POST: u32 = 1 << 31;
     let ns = pos.len();
@@ -471,14 +497,27 @@ fn euler_row(
     while let Some(x) = sc.stack.pop() {
         if x & POST != 0 {
             let x = (x & !POST) as usize;
-            end[usize::from(pos[x])] = k;
+            nodes[usize::from(pos[x])].end = k;
             continue;
         }
-        pos[x as usize] = k;
-        at[usize::from(k)] = x as u16;
+        let xs = x as usize;
+        pos[xs] = k;
+        let c = sc.next[xs];
+        let mut ports = [0u8; NODE_PORTS];
+        if c != NO_CHANNEL {
+            // Pre-order: the parent is numbered before its children.
+            let up = &nodes[usize::from(pos[g.chan_head()[c as usize] as usize])];
+            ports[0] = g.chan_port()[c as usize];
+            ports[1..].copy_from_slice(&up.ports[..NODE_PORTS - 1]);
+        }
+        nodes[usize::from(k)] = TreeNode {
+            at: x as u16,
+            end: 0,
+            layer: 0,
+            ports,
+        };
         k += 1;
         sc.stack.push(x | POST);
-        let xs = x as usize;
         for j in sc.child_start[xs]..sc.child_start[xs + 1] {
             sc.stack.push(sc.children[j as usize]);
         }

@@ -26,7 +26,7 @@ use rayon::prelude::*;
 use crate::balance::{routing_order, Balancer};
 use crate::graph::SwitchDistances;
 use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
-use crate::routing::{Routing, SwitchLidTable, NO_PATH};
+use crate::routing::{Routing, NO_PATH};
 use crate::updown::{UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, DestTree, EdgeIndex};
@@ -69,12 +69,14 @@ pub(crate) struct EscapeOutcome {
 }
 
 /// Layers `0..budget-1` hold the cycle-broken paths (`counts` of every layer phase A used); paths
-/// at layer `budget-1` or above overflow. Rewrites the LFT, hops and layers of the escape
-/// destinations and leaves every layer acyclic.
+/// at layer `budget-1` or above overflow. `dl` holds every path's layer destination-major
+/// (`[di * S + s]`: one destination's paths are one contiguous row, read and rewritten as a
+/// whole). Rewrites the LFT, hops and layers of the escape destinations and leaves every layer
+/// acyclic.
 pub(crate) fn run(
     ctx: &EscapeCtx,
     routing: &mut Routing,
-    layers: &mut SwitchLidTable,
+    dl: &mut [u8],
     mut counts: Vec<Vec<u32>>,
     budget: u8,
 ) -> Result<EscapeOutcome, DfssspError> {
@@ -92,18 +94,20 @@ pub(crate) fn run(
     let prio_from = esc_layer.max(1);
     let col = |di: usize| &cols[di * ns..(di + 1) * ns];
 
-    // Which destinations overflow, and by how many paths (the settling order); row by row.
+    // Which destinations overflow, and by how many paths (the settling order).
     let mut esc = vec![false; nd];
     let mut prio = vec![0u32; nd];
-    for s in 0..ns as u32 {
-        let row = layers.row(s);
-        for (di, d) in g.dests().iter().enumerate() {
-            if d.switch != NO_SWITCH {
-                let l = row[usize::from(d.lid)];
-                esc[di] |= l >= esc_layer;
-                prio[di] += u32::from(l >= prio_from);
-            }
-        }
+    if ns > 0 {
+        esc.par_iter_mut()
+            .zip(prio.par_iter_mut())
+            .zip(dl.par_chunks(ns))
+            .zip(g.dests().par_iter())
+            .for_each(|(((esc, prio), row), d)| {
+                if d.switch != NO_SWITCH {
+                    *esc = row.iter().any(|&l| l >= esc_layer);
+                    *prio = row.iter().map(|&l| u32::from(l >= prio_from)).sum();
+                }
+            });
     }
 
     // The orientation under which SSSP's dependencies (all layers of cycle breaking together)
@@ -195,7 +199,6 @@ pub(crate) fn run(
     let mut bal = Balancer::new(g);
     bal.load.copy_from_slice(&load);
     let mut router = UpDownRouter::new(g, &ud);
-    let phase_a = layers.clone();
     for di in routing_order(g) {
         let di = di as usize;
         if !esc[di] {
@@ -206,7 +209,12 @@ pub(crate) fn run(
             continue; // its SSSP routes are its Up*/Down* routes, counted above
         }
         let d = g.dests()[di];
-        let next = router.route_dest(&mut bal, &d, &mut routing.lft, &mut routing.hops);
+        // Settling writes the LFT entries that differ from SSSP itself.
+        let next = if ctx.reclaim {
+            router.route_dest_tree(&mut bal, &d)
+        } else {
+            router.route_dest(&mut bal, &d, &mut routing.lft, &mut routing.hops)
+        };
         let row = &mut ud_cols[di * ns..(di + 1) * ns];
         for (s, (&c, p)) in next.iter().zip(row.iter_mut()).enumerate() {
             *p = if s as u32 == d.switch {
@@ -222,16 +230,6 @@ pub(crate) fn run(
             .map_err(|f| internal(format!("Up*/Down* tree for LID {} broken: {f:?}", d.lid)))?;
         tree.apply(g, ei, &mut counts[e], |s| weight[s as usize], true);
     }
-    let esc_lids: Vec<usize> = (0..nd)
-        .filter(|&di| esc[di])
-        .map(|di| usize::from(g.dests()[di].lid))
-        .collect();
-    for row in layers.rows_mut() {
-        for &lid in &esc_lids {
-            row[lid] = esc_layer;
-        }
-    }
-
     if ctx.reclaim {
         let mut st = Settler::new(ctx, &mut counts, esc_layer, &ud_cols, ud.legal_order(g))?;
         let mut cand: Vec<usize> = (0..nd).filter(|&di| esc[di]).collect();
@@ -240,8 +238,9 @@ pub(crate) fn run(
             if sssp_legal[di] {
                 // Legal SSSP routes are their own escape routes, in the escape layer already.
                 out.reclaimed += 1;
+                dl[di * ns..(di + 1) * ns].fill(esc_layer);
             } else {
-                st.settle(di, routing, layers, &phase_a, &mut out)?;
+                st.settle(di, routing, &mut dl[di * ns..(di + 1) * ns], &mut out)?;
             }
         }
     } else {
@@ -250,6 +249,7 @@ pub(crate) fn run(
             if !esc[di] {
                 continue;
             }
+            dl[di * ns..(di + 1) * ns].fill(esc_layer);
             tree.build_from_ports(g, d, |s| routing.lft.port(s, d.lid), ctx.comp)
                 .map_err(|f| internal(format!("escape routes to LID {}: {f:?}", d.lid)))?;
             out.escape_dests += 1;
@@ -359,27 +359,26 @@ impl<'a, 'c> Settler<'a, 'c> {
     }
 
     /// First pass for destination `di`, whose full Up*/Down* tree is in the escape layer and
-    /// whose paths cycle breaking fitted are still counted in their layers (`phase_a`).
+    /// whose paths cycle breaking fitted are still counted in their layers (`dl`, its row of
+    /// path layers, which this rewrites).
     fn settle(
         &mut self,
         di: usize,
         routing: &mut Routing,
-        layers: &mut SwitchLidTable,
-        phase_a: &SwitchLidTable,
+        dl: &mut [u8],
         out: &mut EscapeOutcome,
     ) -> Result<(), DfssspError> {
         let g = self.ctx.g;
-        let d = g.dests()[di];
         self.trees(di)?;
         self.is_placed.fill(false);
         for &s in &self.ts.order[1..] {
-            let l = phase_a.get(s, d.lid);
+            let l = dl[s as usize];
             if l < self.esc_layer {
                 self.is_placed[s as usize] = true;
                 self.pl[s as usize] = l;
             }
         }
-        self.hybrid(di, phase_a)?;
+        self.hybrid(di, dl)?;
         // The Up*/Down* paths from outside A leave the escape layer.
         let (in_a, weight) = (&self.in_a, self.ctx.weight);
         self.tu.apply(
@@ -395,7 +394,7 @@ impl<'a, 'c> Settler<'a, 'c> {
             },
             false,
         );
-        self.commit(di, routing, layers);
+        self.commit(di, routing, dl);
         self.account(di, out);
         Ok(())
     }
@@ -404,7 +403,7 @@ impl<'a, 'c> Settler<'a, 'c> {
     /// from A are in the escape layer already. (A second pass re-settling every destination
     /// against the final layers, its Up*/Down* paths then checked too, was tried: on tori and
     /// random fabrics it almost never shortened routes.)
-    fn hybrid(&mut self, di: usize, phase_a: &SwitchLidTable) -> Result<(), DfssspError> {
+    fn hybrid(&mut self, di: usize, phase_a: &[u8]) -> Result<(), DfssspError> {
         let (g, ei, weight) = (self.ctx.g, self.ctx.ei, self.ctx.weight);
         let d = g.dests()[di];
         let (lid, root) = (d.lid, d.switch);
@@ -439,7 +438,7 @@ impl<'a, 'c> Settler<'a, 'c> {
                 }
                 let parent_l = if p == root { 0 } else { self.pl[p as usize] };
                 // A path that is still the SSSP one prefers the layer cycle breaking gave it.
-                let pref = match phase_a.get(s, lid) {
+                let pref = match phase_a[su] {
                     l if l < esc_layer && self.ts.next[su] == self.th.next[su] => l,
                     _ => parent_l,
                 };
@@ -525,25 +524,36 @@ impl<'a, 'c> Settler<'a, 'c> {
     }
 
     /// Writes the hybrid tree's LFT, hop and layer entries of destination `di`.
-    fn commit(&mut self, di: usize, routing: &mut Routing, layers: &mut SwitchLidTable) {
+    fn commit(&mut self, di: usize, routing: &mut Routing, dl: &mut [u8]) {
         let g = self.ctx.g;
         let d = g.dests()[di];
         let root = d.switch;
         self.pl[root as usize] = 0;
         let last = u32::from(d.exit_port != 0);
+        // The LFT and hops still hold the input (SSSP) routes: only the paths that leave them
+        // somewhere are written (`flag`: the path from this switch takes a non-SSSP hop).
+        dl.fill(self.esc_layer);
         for &s in &self.th.order {
             let su = s as usize;
-            let port = if s == root {
-                d.exit_port
-            } else {
-                g.chan_port()[self.th.next[su] as usize]
-            };
-            routing.lft.set(s, d.lid, port);
-            let h = self.th.depth[su] + last;
-            routing
-                .hops
-                .set(s, d.lid, u8::try_from(h).unwrap_or(u8::MAX));
-            layers.set(s, d.lid, self.pl[su]);
+            dl[su] = self.pl[su];
+            if s == root {
+                continue;
+            }
+            let n = self.th.next[su];
+            let own = n != self.ts.next[su];
+            self.flag[su] = own || self.flag[g.chan_head()[n as usize] as usize];
+            if own {
+                routing.lft.set(s, d.lid, g.chan_port()[n as usize]);
+            }
+            if self.flag[su] {
+                let h = self.th.depth[su] + last;
+                routing
+                    .hops
+                    .set(s, d.lid, u8::try_from(h).unwrap_or(u8::MAX));
+            }
+        }
+        for &s in &self.th.order {
+            self.flag[s as usize] = false;
         }
     }
 

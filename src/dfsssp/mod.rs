@@ -32,9 +32,10 @@
 //! O(S·(S+C)) for distances and the root, O(D·(S+C)) for the Up*/Down* trees, and for settling
 //! O(S·depth·L) per escape destination and round plus the incremental cycle checks (bounded by the
 //! part of a layer's topological order they reorder). Memory: L·E counters of 4 bytes, D·S bytes
-//! for a destination-major copy of the LFT, 6·D·S bytes of pre-order tree index when layer 0 has
-//! a cycle (plus 4·D·S for the per-edge destination lists, and as much again while building
-//! them, when cycle breaking cuts many edges), the S·max_lid layer table.
+//! for a destination-major copy of the LFT, 10·D·S bytes of pre-order tree index when layer 0 has
+//! a cycle (8-byte nodes holding each path's layer and first ports, 2-byte positions dropped once the
+//! per-edge destination lists exist: 4·D·S, and as much again while building them, when cycle
+//! breaking cuts many edges), the S·max_lid layer table.
 
 pub mod breaking;
 pub mod cdg;
@@ -475,11 +476,13 @@ pub fn make_deadlock_free_with(
     // With one lane, one round of cycle breaking still ranks destinations for the escape.
     let cap = opts.measure_up_to.clamp(budget.max(2), MAX_LAYERS);
     report.measured_up_to = cap;
-    let (needed, counts, cuts, moved) = if topological_order(g, &ei, &counts0).is_some() {
+    // Path layers destination-major while cycle breaking and the escape work on them (one
+    // destination's paths contiguous), written into the switch-major table once at the end.
+    let (needed, counts, cuts, moved, mut dl) = if topological_order(g, &ei, &counts0).is_some() {
         // Acyclic already (fat trees without switch-to-switch valleys): one layer, nothing to do.
-        (Some(1), vec![counts0], 0, 0)
+        (Some(1), vec![counts0], 0, 0, None)
     } else {
-        let mut br = Breaker::new(g, &ei, &routing.lft, &cols, &weight, &mut layers, counts0);
+        let mut br = Breaker::new(g, &ei, &routing.lft, &cols, &weight, counts0);
         let mut needed = None;
         for i in 0..usize::from(cap) - 1 {
             if br.break_layer(i) == 0 {
@@ -497,12 +500,8 @@ pub fn make_deadlock_free_with(
                 needed = Some(cap);
             }
         }
-        (
-            needed,
-            std::mem::take(&mut br.counts),
-            br.cuts,
-            br.moved_paths,
-        )
+        let (dl, touched, counts, cuts, moved) = br.finish();
+        (needed, counts, cuts, moved, Some((dl, touched)))
     };
     report.dfsssp_layers_needed = needed;
     if let Some(ud) = updown_fit {
@@ -548,7 +547,8 @@ pub fn make_deadlock_free_with(
                 dist,
                 reclaim: opts.reclaim,
             };
-            let out = escape::run(&ctx, routing, &mut layers, counts, budget)?;
+            let (dl, _) = dl.get_or_insert_with(|| (vec![0; g.dests().len() * ns], Vec::new()));
+            let out = escape::run(&ctx, routing, dl, counts, budget)?;
             report.escape_layer = Some(budget - 1);
             report.updown_roots = out.roots;
             report.escape_dests_initial = out.initial;
@@ -556,8 +556,14 @@ pub fn make_deadlock_free_with(
             report.escape_dests = out.escape_dests;
             report.escape_routes = out.escape_routes;
             report.escape_routes_minimal = out.escape_minimal;
+            let all: Vec<u32> = (0..g.dests().len() as u32).collect();
+            layers_from_dest_major(g, dl, &all, &mut layers);
             report.layers_before_balancing = count_used(g, routing, &layers, budget);
         }
+    }
+    if let (Some((dl, touched)), None) = (dl, report.escape_layer) {
+        // Paths never moved are in layer 0 already.
+        layers_from_dest_major(g, &dl, &touched, &mut layers);
     }
     report.seconds_escape = t2.elapsed().as_secs_f64();
 
@@ -616,6 +622,37 @@ fn transpose(g: &SwitchGraph, lft: &Lft) -> Vec<u8> {
             }
         });
     cols
+}
+
+/// Writes destination-major path layers (`dl[di * S + s]`) of the destinations `dests` into the
+/// switch-major table, in tiles of 64 switches (in parallel) so both sides stay cache-friendly.
+pub(crate) fn layers_from_dest_major(
+    g: &SwitchGraph,
+    dl: &[u8],
+    dests: &[u32],
+    layers: &mut SwitchLidTable,
+) {
+    const TILE: usize = 64;
+    let ns = g.num_switches();
+    let (_, stride) = layers.shape();
+    if ns == 0 || stride == 0 {
+        return;
+    }
+    layers
+        .values_mut()
+        .par_chunks_mut(stride * TILE)
+        .enumerate()
+        .for_each(|(ti, block)| {
+            let s0 = ti * TILE;
+            for &di in dests {
+                let di = di as usize;
+                let src = &dl[di * ns + s0..di * ns + (s0 + TILE).min(ns)];
+                let lid = usize::from(g.dests()[di].lid);
+                for (k, &l) in src.iter().enumerate() {
+                    block[k * stride + lid] = l;
+                }
+            }
+        });
 }
 
 /// Edge counts of layer 0 with every path, validating every destination's tree.

@@ -423,13 +423,13 @@ fn breaking_counts_stay_consistent() {
         let cols = transpose(&g, &r.lft);
         let c0 = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
         let mut layers = SwitchLidTable::new(g.num_switches(), r.lft.max_lid, 0);
-        let mut br = Breaker::new(&g, &ei, &r.lft, &cols, &weight, &mut layers, c0);
+        let mut br = Breaker::new(&g, &ei, &r.lft, &cols, &weight, c0);
         let mut i = 0;
         while br.break_layer(i) > 0 {
             i += 1;
         }
-        let counts = std::mem::take(&mut br.counts);
-        drop(br);
+        let (dl, touched, counts, _, _) = br.finish();
+        layers_from_dest_major(&g, &dl, &touched, &mut layers);
         assert!(counts.len() >= 2, "the fabric should need layers");
         let mut tree = DestTree::new(g.num_switches());
         let mut recount = vec![vec![0u32; ei.num_edges()]; counts.len()];
@@ -479,14 +479,15 @@ fn breaking_edge_lists_match_row_scans() {
         let c0 = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
         let run = |ratio: usize| {
             let mut layers = SwitchLidTable::new(g.num_switches(), r.lft.max_lid, 0);
-            let mut br = Breaker::new(&g, &ei, &r.lft, &cols, &weight, &mut layers, c0.clone());
+            let mut br = Breaker::new(&g, &ei, &r.lft, &cols, &weight, c0.clone());
             br.list_ratio = ratio;
             let mut i = 0;
             while br.break_layer(i) > 0 {
                 i += 1;
             }
-            let out = (std::mem::take(&mut br.counts), br.cuts, br.moved_paths);
-            drop(br);
+            let (dl, touched, counts, cuts, moved) = br.finish();
+            layers_from_dest_major(&g, &dl, &touched, &mut layers);
+            let out = (counts, cuts, moved);
             (out, layers)
         };
         let ((c_scan, cuts, moved), l_scan) = run(usize::MAX);

@@ -116,6 +116,11 @@ impl SwitchLidTable {
     pub fn rows_mut(&mut self) -> std::slice::ChunksMut<'_, u8> {
         self.values.chunks_mut(self.stride)
     }
+
+    /// All rows back to back (`shape().1` bytes each).
+    pub fn values_mut(&mut self) -> &mut [u8] {
+        &mut self.values
+    }
 }
 
 /// The complete output of a routing engine.
