@@ -97,51 +97,55 @@ pub(crate) fn plan(subnet: &Subnet, g: &SwitchGraph, routing: &Routing) -> Resul
         ));
     }
     let max_lid = routing.lft.max_lid;
-    let mut switches = Vec::with_capacity(g.num_switches());
-    for s in 0..g.num_switches() as u32 {
-        let node = g.switch_node()[s as usize];
-        let name = || f.node_name(node);
-        let limits = subnet
-            .limits
-            .get(node as usize)
-            .copied()
-            .flatten()
-            .ok_or_else(|| format!("switch {} has no OpenSM switch object", name()))?;
-        check_limits(&limits).map_err(|e| format!("switch {}: {e}", name()))?;
-        if max_lid > limits.max_lid_ho {
-            return Err(format!(
-                "switch {}: LID {max_lid} is beyond its table (max LID {})",
-                name(),
-                limits.max_lid_ho
-            ));
-        }
-        let row = routing.lft.table(s);
-        let hops = routing.hops.row(s);
-        for lid in 1..=usize::from(max_lid) {
-            let port = row[lid];
-            if port == NO_PATH {
-                continue;
-            }
-            if port >= limits.num_ports {
+    // Every switch checked in parallel; the first fault in switch order is reported.
+    let checked: Vec<Result<PlannedSwitch, String>> = (0..g.num_switches() as u32)
+        .into_par_iter()
+        .map(|s| {
+            let node = g.switch_node()[s as usize];
+            let name = || f.node_name(node);
+            let limits = subnet
+                .limits
+                .get(node as usize)
+                .copied()
+                .flatten()
+                .ok_or_else(|| format!("switch {} has no OpenSM switch object", name()))?;
+            check_limits(&limits).map_err(|e| format!("switch {}: {e}", name()))?;
+            if max_lid > limits.max_lid_ho {
                 return Err(format!(
+                    "switch {}: LID {max_lid} is beyond its table (max LID {})",
+                    name(),
+                    limits.max_lid_ho
+                ));
+            }
+            let row = routing.lft.table(s);
+            let hops = routing.hops.row(s);
+            for lid in 1..=usize::from(max_lid) {
+                let port = row[lid];
+                if port == NO_PATH {
+                    continue;
+                }
+                if port >= limits.num_ports {
+                    return Err(format!(
                     "switch {}: LID {lid} routed to port {port}, but the switch has ports 0..{}",
                     name(),
                     limits.num_ports
                 ));
+                }
+                if hops[lid] == NO_PATH {
+                    return Err(format!(
+                        "switch {}: LID {lid} is routed but has no hop count",
+                        name()
+                    ));
+                }
             }
-            if hops[lid] == NO_PATH {
-                return Err(format!(
-                    "switch {}: LID {lid} is routed but has no hop count",
-                    name()
-                ));
-            }
-        }
-        switches.push(PlannedSwitch {
-            switch: s,
-            guid: f.nodes()[node as usize].guid,
-            limits,
-        });
-    }
+            Ok(PlannedSwitch {
+                switch: s,
+                guid: f.nodes()[node as usize].guid,
+                limits,
+            })
+        })
+        .collect();
+    let switches = checked.into_iter().collect::<Result<Vec<_>, _>>()?;
 
     // Switch-to-switch distances for the LID matrix, one BFS per switch.
     let n = g.num_switches();
