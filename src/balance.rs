@@ -58,25 +58,32 @@ impl Balancer {
         self.cost.fill(u64::MAX);
         self.cost[root as usize] = 0;
         for &s in rest {
-            let mut best = (u64::MAX, u64::MAX, NO_CHANNEL);
-            for c in g.out_channels(s) {
-                if !is_candidate(c) {
-                    continue;
-                }
-                let head_cost = self.cost[g.chan_head()[c as usize] as usize];
-                if head_cost == u64::MAX {
-                    continue;
-                }
-                let w = self.load[c as usize];
-                let key = (head_cost.saturating_add(w), w, c);
-                if key < best {
-                    best = key;
-                }
-            }
-            self.cost[s as usize] = best.0;
-            self.next[s as usize] = best.2;
+            let heads = g.chan_head();
+            let cands = g.out_channels(s).filter(|&c| is_candidate(c));
+            (self.cost[s as usize], self.next[s as usize]) =
+                self.cheapest(cands.map(|c| (c, heads[c as usize])));
         }
         &self.next
+    }
+
+    /// Of the candidate (channel, head switch) pairs, the one of least path weight (head's cost
+    /// plus the channel's load), ties to the less loaded channel, then the lower channel: that
+    /// cost and channel, or `(u64::MAX, NO_CHANNEL)` when no head is routed yet.
+    #[inline]
+    fn cheapest(&self, cands: impl Iterator<Item = (u32, u32)>) -> (u64, u32) {
+        let mut best = (u64::MAX, u64::MAX, NO_CHANNEL);
+        for (c, head) in cands {
+            let head_cost = self.cost[head as usize];
+            if head_cost == u64::MAX {
+                continue;
+            }
+            let w = self.load[c as usize];
+            let key = (head_cost.saturating_add(w), w, c);
+            if key < best {
+                best = key;
+            }
+        }
+        (best.0, best.2)
     }
 
     /// [`choose_tree`](Self::choose_tree) over prebuilt candidates: those of `order[i]` (`i >= 1`)
@@ -98,20 +105,11 @@ impl Balancer {
         self.cost[root as usize] = 0;
         for (i, &s) in order.iter().enumerate().skip(1) {
             let span = cand_start[i - 1] as usize..cand_start[i] as usize;
-            let mut best = (u64::MAX, u64::MAX, NO_CHANNEL);
-            for (&c, &head) in cands[span.clone()].iter().zip(&heads[span]) {
-                let head_cost = self.cost[head as usize];
-                if head_cost == u64::MAX {
-                    continue;
-                }
-                let w = self.load[c as usize];
-                let key = (head_cost.saturating_add(w), w, c);
-                if key < best {
-                    best = key;
-                }
-            }
-            self.cost[s as usize] = best.0;
-            self.next[s as usize] = best.2;
+            let cands = cands[span.clone()]
+                .iter()
+                .copied()
+                .zip(heads[span].iter().copied());
+            (self.cost[s as usize], self.next[s as usize]) = self.cheapest(cands);
         }
         &self.next
     }
