@@ -409,16 +409,12 @@ pub fn make_deadlock_free_with(
     let mut layers = SwitchLidTable::new(ns, routing.lft.max_lid, 0);
     report.seconds_cdg = t0.elapsed().as_secs_f64();
 
+    // Switch distances: the caller's, or computed once here where a step needs them.
+    let own_dist = std::cell::OnceCell::new();
+    let dist_or_own = || dist.unwrap_or_else(|| own_dist.get_or_init(|| SwitchDistances::new(g)));
     if budget == 1 && opts.one_lane && topological_order(g, &ei, &counts0).is_none() {
         let t2 = Instant::now();
-        let own;
-        let dist = match dist {
-            Some(d) => d,
-            None => {
-                own = SwitchDistances::new(g);
-                &own
-            }
-        };
+        let dist = dist_or_own();
         let ud = onelane::orientation(g, &ei, dist, &counts0);
         // Seeds win on most fabrics (random 128 switches: Λ 0.1197 against 0.1082), but not on
         // every one (a 6x6 mesh: 0.4378 against 0.4406): route both ways and keep the higher
@@ -530,14 +526,7 @@ pub fn make_deadlock_free_with(
             report.layers_before_balancing = n;
         }
         _ => {
-            let own;
-            let dist = match dist {
-                Some(d) => d,
-                None => {
-                    own = SwitchDistances::new(g);
-                    &own
-                }
-            };
+            let dist = dist_or_own();
             let ctx = escape::EscapeCtx {
                 g,
                 ei: &ei,
