@@ -379,6 +379,9 @@ pub fn make_deadlock_free_with(
         });
     }
     let mut counts0 = build_layer0(g, &ei, &cols, &comp, &weight)?;
+    // Switch distances: the caller's, or computed once here where a step needs them.
+    let own_dist = std::cell::OnceCell::new();
+    let dist_or_own = || dist.unwrap_or_else(|| own_dist.get_or_init(|| SwitchDistances::new(g)));
     // Switch LIDs on Up*/Down* routes in a single lane, if that fits them (see below).
     let mut updown_fit = None;
     if opts.fit_switch_dests && topological_order(g, &ei, &counts0).is_none() {
@@ -402,16 +405,19 @@ pub fn make_deadlock_free_with(
                 && fit.unfitted > 0
                 && topological_order(g, &ei, &counts0).is_none()
             {
-                updown_fit = switch_dests::fit_updown(&ctx, routing, &mut cols, &mut counts0)?;
+                updown_fit = switch_dests::fit_updown(
+                    &ctx,
+                    dist_or_own(),
+                    routing,
+                    &mut cols,
+                    &mut counts0,
+                )?;
             }
         }
     }
     let mut layers = SwitchLidTable::new(ns, routing.lft.max_lid, 0);
     report.seconds_cdg = t0.elapsed().as_secs_f64();
 
-    // Switch distances: the caller's, or computed once here where a step needs them.
-    let own_dist = std::cell::OnceCell::new();
-    let dist_or_own = || dist.unwrap_or_else(|| own_dist.get_or_init(|| SwitchDistances::new(g)));
     if budget == 1 && opts.one_lane && topological_order(g, &ei, &counts0).is_none() {
         let t2 = Instant::now();
         let dist = dist_or_own();

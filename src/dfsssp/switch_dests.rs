@@ -235,12 +235,14 @@ pub(crate) struct SwitchDestUpDown {
 /// through the root.
 ///
 /// Returns `None`, changing nothing, when no candidate orientation ([`UpDown::fitted`]) makes
-/// every CA route legal. Otherwise every switch-LID destination keeps its routes when they are
+/// every CA route legal. `dist`: all-pairs switch distances (the candidate roots and every
+/// destination's order need them). Otherwise every switch-LID destination keeps its routes when they are
 /// legal, else takes legal minimal routes where every switch has one (the current choice
 /// first), else a balanced Up*/Down* tree ([`UpDownRouter`]); `lft`, `hops`, `cols` and
 /// `counts` are rewritten to match. All routes of layer 0 are then legal, hence acyclic.
 pub(crate) fn fit_updown(
     ctx: &FitCtx,
+    dist: &SwitchDistances,
     routing: &mut Routing,
     cols: &mut [u8],
     counts: &mut [u32],
@@ -257,14 +259,6 @@ pub(crate) fn fit_updown(
         return Ok(None);
     };
     let mut tree = DestTree::new(ns);
-    let own;
-    let dist = match ctx.dist {
-        Some(d) => d,
-        None => {
-            own = SwitchDistances::new(g);
-            &own
-        }
-    };
     let illegal_weight = |ud: &UpDown| ei.down_up_weight(g, ud, |e| u64::from(ca_counts[e]));
     let ud = UpDown::fitted(g, dist, illegal_weight);
     if illegal_weight(&ud) > 0 {
