@@ -460,6 +460,12 @@ impl TreeIndex {
         use rayon::prelude::*;
         self.nodes.par_chunks_exact(self.ns.max(1))
     }
+
+    /// Every destination's rows, mutable, in destination order, in parallel.
+    pub fn par_rows_mut(&mut self) -> rayon::slice::ChunksExactMut<'_, TreeNode> {
+        use rayon::prelude::*;
+        self.nodes.par_chunks_exact_mut(self.ns.max(1))
+    }
 }
 
 /// One destination's pre-order numbering (children CSR, then an iterative DFS whose stack holds

@@ -289,6 +289,8 @@ struct Settler<'a, 'c> {
     is_placed: Vec<bool>,
     flag: Vec<bool>,
     failed: Vec<u32>,
+    /// The dependency edges of the path being placed: `(c1, c2, edge)`.
+    path: Vec<(u32, u32, u32)>,
     refused: Vec<Vec<u32>>,
     round: u32,
 }
@@ -339,6 +341,7 @@ impl<'a, 'c> Settler<'a, 'c> {
             is_placed: vec![false; ns],
             flag: vec![false; ns],
             failed: Vec::new(),
+            path: Vec::new(),
             refused: vec![vec![0; ei.num_edges()]; nl],
             round: 0,
         })
@@ -452,13 +455,17 @@ impl<'a, 'c> Settler<'a, 'c> {
                     }
                 }
                 let w = weight[su];
+                self.path.clear();
+                path_edges(g, ei, &self.th, s, |c1, c2, e| {
+                    self.path.push((c1, c2, e as u32));
+                    true
+                });
                 for &l in &tries[..n] {
                     let lu = usize::from(l);
                     if try_add_path(
                         g,
                         ei,
-                        &self.th,
-                        s,
+                        &self.path,
                         w,
                         &mut self.counts[lu],
                         &mut self.topo[lu],
@@ -586,15 +593,14 @@ impl<'a, 'c> Settler<'a, 'c> {
     }
 }
 
-/// Adds the path from `s` (in tree `t`) to a layer if that keeps the layer acyclic. `refused`
-/// remembers, per dependency edge, the `round` (destination) in which the layer last refused it,
-/// so it is not searched again for that destination.
+/// Adds a path (its dependency edges `(c1, c2, edge)` in order) to a layer if that keeps the
+/// layer acyclic. `refused` remembers, per dependency edge, the `round` (destination) in which
+/// the layer last refused it, so it is not searched again for that destination.
 #[allow(clippy::too_many_arguments)]
 fn try_add_path(
     g: &SwitchGraph,
     ei: &EdgeIndex,
-    t: &DestTree,
-    s: u32,
+    path: &[(u32, u32, u32)],
     w: u32,
     counts: &mut [u32],
     topo: &mut DynTopo,
@@ -604,28 +610,24 @@ fn try_add_path(
     limit: usize,
 ) -> bool {
     // Cheap pass first: an edge refused earlier in this round sinks the path at once.
-    if !path_edges(g, ei, t, s, |_, _, e| counts[e] > 0 || refused[e] != round) {
+    if path
+        .iter()
+        .any(|&(_, _, e)| counts[e as usize] == 0 && refused[e as usize] == round)
+    {
         return false;
     }
-    let mut added = 0usize;
-    let ok = path_edges(g, ei, t, s, |c1, c2, e| {
+    for (added, &(c1, c2, e)) in path.iter().enumerate() {
+        let e = e as usize;
         if counts[e] == 0 && !topo.try_insert(g, ei, counts, sc, c1, c2, limit) {
             refused[e] = round;
+            for &(_, _, e) in &path[..added] {
+                counts[e as usize] -= w;
+            }
             return false;
         }
         counts[e] += w;
-        added += 1;
-        true
-    });
-    if !ok {
-        let mut c1 = t.next[s as usize];
-        for _ in 0..added {
-            let c2 = t.next[g.chan_head()[c1 as usize] as usize];
-            counts[ei.edge(g, c1, c2) as usize] -= w;
-            c1 = c2;
-        }
     }
-    ok
+    true
 }
 
 /// Calls `f(c1, c2, edge)` along the dependency edges of the path from `s` until it returns

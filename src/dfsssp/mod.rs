@@ -94,7 +94,30 @@ pub struct DfssspOptions {
     /// With a budget of one layer, route what does not fit by a balanced search that keeps the
     /// layer acyclic ([`onelane`]) instead of cycle breaking and the Up*/Down* escape.
     pub one_lane: bool,
+    /// How cycle breaking cuts: each cut's paths moved before the search goes on, or cuts
+    /// marked in batches and their paths moved together ([`Cutting`]).
+    pub cutting: Cutting,
 }
+
+/// How cycle breaking cuts ([`breaking`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Cutting {
+    /// Domke et al.'s Algorithm 2 as written: the weakest edge of each cycle is chosen with
+    /// every earlier cut's paths already moved.
+    Exact,
+    /// Cuts are marked as the search finds them and their paths moved in one pass over all
+    /// destinations per layer: on large fabrics several times faster (random 20k CAs: cycle
+    /// breaking 8.2 s -> 2.6 s), and there within 1% of the exact Λ; on small ones it may cut
+    /// worse (the 6x6x6 torus: Λ -4%), where the exact search costs milliseconds anyway.
+    Batched,
+    /// Batched from [`BATCHED_CUTTING_MIN_PATHS`] (switch, destination) pairs on, else exact.
+    Auto,
+}
+
+/// (switch, destination) pairs from which [`Cutting::Auto`] cuts in batches: the exact search
+/// reads every destination behind a cut at a scattered place (a cache miss each), which on the
+/// random 10k-CA fabric (7 M pairs) costs seconds, while the batched passes stream the trees.
+pub const BATCHED_CUTTING_MIN_PATHS: usize = 1 << 22;
 
 impl Default for DfssspOptions {
     fn default() -> Self {
@@ -106,6 +129,7 @@ impl Default for DfssspOptions {
             fit_switch_dests: true,
             spare_lane: false,
             one_lane: true,
+            cutting: Cutting::Auto,
         }
     }
 }
@@ -161,9 +185,11 @@ pub struct LayerReport {
     pub switch_dests_fitted: usize,
     pub switch_dests_changed: usize,
     pub switch_dests_unfitted: usize,
-    /// Dependency edges cut and paths moved by cycle breaking.
+    /// Dependency edges cut and paths moved by cycle breaking, and whether it cut in batches
+    /// ([`Cutting::Batched`]).
     pub cuts: u64,
     pub moved_paths: u64,
+    pub batched_cutting: bool,
     /// The Up*/Down* escape layer, when the budget was too small for pure DFSSSP.
     pub escape_layer: Option<u8>,
     /// Up*/Down* roots (switch ids), one per connected component.
@@ -246,8 +272,14 @@ impl LayerReport {
             ));
         }
         v.push(format!(
-            "cycle breaking cut {} dependency edge(s), moving {} path(s) between layers",
-            self.cuts, self.moved_paths
+            "cycle breaking cut {} dependency edge(s){}, moving {} path(s) between layers",
+            self.cuts,
+            if self.batched_cutting {
+                " in batches"
+            } else {
+                ""
+            },
+            self.moved_paths
         ));
         if let Some(o) = &self.one_lane {
             v.push(format!(
@@ -485,6 +517,12 @@ pub fn make_deadlock_free_with(
         (Some(1), vec![counts0], 0, 0, None)
     } else {
         let mut br = Breaker::new(g, &ei, &routing.lft, &cols, &weight, counts0);
+        br.batched = match opts.cutting {
+            Cutting::Exact => false,
+            Cutting::Batched => true,
+            Cutting::Auto => ns * g.dests().len() >= BATCHED_CUTTING_MIN_PATHS,
+        };
+        report.batched_cutting = br.batched;
         let mut needed = None;
         for i in 0..usize::from(cap) - 1 {
             if br.break_layer(i) == 0 {
@@ -821,6 +859,8 @@ pub fn layers_needed(g: &SwitchGraph, r: &Routing) -> Result<LayersNeeded, Strin
             fit_switch_dests: false,
             spare_lane: false,
             one_lane: false,
+            // A measure of Domke et al.'s algorithm as written.
+            cutting: Cutting::Exact,
         };
         let mut copy = r.clone();
         make_deadlock_free_with(g, &mut copy, MAX_LAYERS, &opts, None)
