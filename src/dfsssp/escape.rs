@@ -68,33 +68,12 @@ pub(crate) struct EscapeOutcome {
     pub escape_minimal: u64,
 }
 
-/// Layers `0..budget-1` hold the cycle-broken paths (`counts` of every layer phase A used); paths
-/// at layer `budget-1` or above overflow. `dl` holds every path's layer destination-major
-/// (`[di * S + s]`: one destination's paths are one contiguous row, read and rewritten as a
-/// whole). Rewrites the LFT, hops and layers of the escape destinations and leaves every layer
-/// acyclic.
-pub(crate) fn run(
-    ctx: &EscapeCtx,
-    routing: &mut Routing,
-    dl: &mut [u8],
-    mut counts: Vec<Vec<u32>>,
-    budget: u8,
-) -> Result<EscapeOutcome, DfssspError> {
-    let EscapeCtx {
-        g,
-        ei,
-        cols,
-        weight,
-        ..
-    } = *ctx;
-    let ns = g.num_switches();
-    let nd = g.dests().len();
-    let esc_layer = budget - 1;
-    let e = usize::from(esc_layer);
+/// Which destinations overflow (have a path at the escape layer or above), and by how many paths
+/// at layer `max(esc_layer, 1)` or above (the settling order), from the path layers `dl`
+/// (destination-major).
+pub(crate) fn overflowing(g: &SwitchGraph, dl: &[u8], esc_layer: u8) -> (Vec<bool>, Vec<u32>) {
+    let (ns, nd) = (g.num_switches(), g.dests().len());
     let prio_from = esc_layer.max(1);
-    let col = |di: usize| &cols[di * ns..(di + 1) * ns];
-
-    // Which destinations overflow, and by how many paths (the settling order).
     let mut esc = vec![false; nd];
     let mut prio = vec![0u32; nd];
     if ns > 0 {
@@ -109,26 +88,53 @@ pub(crate) fn run(
                 }
             });
     }
+    (esc, prio)
+}
 
-    // The orientation under which SSSP's dependencies (all layers of cycle breaking together)
-    // weigh least on illegal turns, so that as many SSSP routes as possible are Up*/Down* too.
-    let ud = {
-        let mut total = vec![0u64; ei.num_edges()];
-        for cnt in &counts {
-            for (t, &c) in total.iter_mut().zip(cnt) {
-                *t += u64::from(c);
-            }
-        }
-        UpDown::fitted(g, ctx.dist, |ud| ei.down_up_weight(g, ud, |e| total[e]))
-    };
+/// Every destination with a switch overflowing: what large irregular fabrics end with (random
+/// 10k and 20k CAs with 8 lanes: all of them), so the escape can be prepared for it while cycle
+/// breaking runs.
+pub(crate) fn all_overflowing(g: &SwitchGraph) -> Vec<bool> {
+    g.dests().iter().map(|d| d.switch != NO_SWITCH).collect()
+}
 
-    // Settling starts from the layers cycle breaking left: the escape destinations' paths that
-    // fit stay counted where they are. (Without settling the counts are not read again: those
-    // destinations go on pure Up*/Down*.)
-    counts.truncate(e);
-    counts.push(vec![0; ei.num_edges()]);
+/// What the escape sets up before settling for a set `esc` of overflowing destinations: the
+/// Up*/Down* orientation, which of them keep SSSP routes that are legal Up*/Down* routes, the
+/// Up*/Down* trees of the others (balanced against the routes that stay), and the escape layer's
+/// dependency counts. It depends on the input routes and `esc` only, not on cycle breaking's
+/// layers.
+pub(crate) struct Prologue {
+    pub esc: Vec<bool>,
+    ud: UpDown,
+    /// The Up*/Down* port of every switch per escape destination.
+    ud_cols: Vec<u8>,
+    sssp_legal: Vec<bool>,
+    esc_counts: Vec<u32>,
+}
+
+/// Builds the [`Prologue`] for `esc`. `total` is the per-edge dependency count of all input
+/// routes (all layers together: cycle breaking only moves paths between layers). Without
+/// settling (`ctx.reclaim` off) the Up*/Down* trees are written into `lft_out` straight away.
+pub(crate) fn prepare(
+    ctx: &EscapeCtx,
+    esc: Vec<bool>,
+    total: &[u64],
+    mut lft_out: Option<&mut Routing>,
+) -> Result<Prologue, DfssspError> {
+    let EscapeCtx {
+        g,
+        ei,
+        cols,
+        weight,
+        ..
+    } = *ctx;
+    let ns = g.num_switches();
+    let nd = g.dests().len();
+    let col = |di: usize| &cols[di * ns..(di + 1) * ns];
+    // The orientation under which SSSP's dependencies weigh least on illegal turns, so that as
+    // many SSSP routes as possible are Up*/Down* too.
+    let ud = UpDown::fitted(g, ctx.dist, |ud| ei.down_up_weight(g, ud, |e| total[e]));
     let mut tree = DestTree::new(ns);
-    // The Up*/Down* port of every switch per escape destination, for settling.
     let mut ud_cols = vec![NO_PATH; nd * ns];
     let mut sssp_legal = vec![false; nd];
     // Per destination, independently (in parallel, one contiguous share of destinations per
@@ -182,9 +188,10 @@ pub(crate) fn run(
         })
         .collect();
     let mut load = vec![0u64; g.num_channels()];
+    let mut esc_counts = vec![0u32; ei.num_edges()];
     for r in shares {
-        let (esc_counts, share_load) = r?;
-        for (t, c) in counts[e].iter_mut().zip(esc_counts) {
+        let (share_counts, share_load) = r?;
+        for (t, c) in esc_counts.iter_mut().zip(share_counts) {
             *t += c;
         }
         for (t, l) in load.iter_mut().zip(share_load) {
@@ -192,10 +199,6 @@ pub(crate) fn run(
         }
     }
     // Up*/Down* trees for the escape destinations, all their paths on the escape layer.
-    let mut out = EscapeOutcome {
-        roots: ud.roots.clone(),
-        ..Default::default()
-    };
     let mut bal = Balancer::new(g);
     bal.load.copy_from_slice(&load);
     let mut router = UpDownRouter::new(g, &ud);
@@ -204,16 +207,14 @@ pub(crate) fn run(
         if !esc[di] {
             continue;
         }
-        out.initial += 1;
         if sssp_legal[di] {
             continue; // its SSSP routes are its Up*/Down* routes, counted above
         }
         let d = g.dests()[di];
         // Settling writes the LFT entries that differ from SSSP itself.
-        let next = if ctx.reclaim {
-            router.route_dest_tree(&mut bal, &d)
-        } else {
-            router.route_dest(&mut bal, &d, &mut routing.lft, &mut routing.hops)
+        let next = match lft_out.as_deref_mut() {
+            None => router.route_dest_tree(&mut bal, &d),
+            Some(r) => router.route_dest(&mut bal, &d, &mut r.lft, &mut r.hops),
         };
         let row = &mut ud_cols[di * ns..(di + 1) * ns];
         for (s, (&c, p)) in next.iter().zip(row.iter_mut()).enumerate() {
@@ -228,23 +229,120 @@ pub(crate) fn run(
         tree.next.copy_from_slice(next);
         tree.link(g, d.switch)
             .map_err(|f| internal(format!("Up*/Down* tree for LID {} broken: {f:?}", d.lid)))?;
-        tree.apply(g, ei, &mut counts[e], |s| weight[s as usize], true);
+        tree.apply(g, ei, &mut esc_counts, |s| weight[s as usize], true);
     }
+    Ok(Prologue {
+        esc,
+        ud,
+        ud_cols,
+        sssp_legal,
+        esc_counts,
+    })
+}
+
+/// Layers `0..budget-1` hold the cycle-broken paths (`counts` of every layer phase A used); paths
+/// at layer `budget-1` or above overflow. `dl` holds every path's layer destination-major
+/// (`[di * S + s]`: one destination's paths are one contiguous row, read and rewritten as a
+/// whole). `pre`: a [`Prologue`] prepared in advance, used if it was prepared for the
+/// destinations that do overflow. Rewrites the LFT, hops and layers of the escape destinations
+/// and leaves every layer acyclic.
+pub(crate) fn run(
+    ctx: &EscapeCtx,
+    routing: &mut Routing,
+    dl: &mut [u8],
+    mut counts: Vec<Vec<u32>>,
+    budget: u8,
+    pre: Option<Prologue>,
+) -> Result<EscapeOutcome, DfssspError> {
+    let EscapeCtx { g, ei, .. } = *ctx;
+    let ns = g.num_switches();
+    let nd = g.dests().len();
+    let esc_layer = budget - 1;
+    let e = usize::from(esc_layer);
+    let (esc, prio) = overflowing(g, dl, esc_layer);
+    let pre = match pre {
+        Some(p) if p.esc == esc && ctx.reclaim => p,
+        _ => {
+            let mut total = vec![0u64; ei.num_edges()];
+            for cnt in &counts {
+                for (t, &c) in total.iter_mut().zip(cnt) {
+                    *t += u64::from(c);
+                }
+            }
+            let lft_out = (!ctx.reclaim).then_some(&mut *routing);
+            prepare(ctx, esc, &total, lft_out)?
+        }
+    };
+    let Prologue {
+        esc,
+        ud,
+        ud_cols,
+        sssp_legal,
+        esc_counts,
+    } = pre;
+    // Settling starts from the layers cycle breaking left: the escape destinations' paths that
+    // fit stay counted where they are. (Without settling the counts are not read again: those
+    // destinations go on pure Up*/Down*.)
+    counts.truncate(e);
+    counts.push(esc_counts);
+    let mut out = EscapeOutcome {
+        roots: ud.roots.clone(),
+        initial: esc.iter().filter(|&&x| x).count(),
+        ..Default::default()
+    };
     if ctx.reclaim {
-        let mut st = Settler::new(ctx, &mut counts, esc_layer, &ud_cols, ud.legal_order(g))?;
+        let mut st = Settler::new(ctx, &mut counts, esc_layer, ud.legal_order(g))?;
         let mut cand: Vec<usize> = (0..nd).filter(|&di| esc[di]).collect();
         cand.sort_by_key(|&di| (prio[di], g.dests()[di].lid));
-        for &di in &cand {
+        // Legal SSSP routes are their own escape routes, in the escape layer already (nothing of
+        // the settling state changes for them, so they go first).
+        cand.retain(|&di| {
             if sssp_legal[di] {
-                // Legal SSSP routes are their own escape routes, in the escape layer already.
                 out.reclaimed += 1;
                 dl[di * ns..(di + 1) * ns].fill(esc_layer);
-            } else {
-                st.settle(di, routing, &mut dl[di * ns..(di + 1) * ns], &mut out)?;
             }
+            !sssp_legal[di]
+        });
+        // The Up*/Down* and SSSP trees of the next destinations are built on another thread
+        // while these settle: they depend on the input routes only.
+        const AHEAD: usize = 32;
+        let pair = || (DestTree::new(ns), DestTree::new(ns));
+        let mut cur: Vec<_> = (0..AHEAD.min(cand.len())).map(|_| pair()).collect();
+        let mut next: Vec<_> = (0..cur.len()).map(|_| pair()).collect();
+        let build = |dests: &[usize], bufs: &mut [(DestTree, DestTree)]| {
+            dests
+                .iter()
+                .zip(bufs.iter_mut())
+                .try_for_each(|(&di, (tu, ts))| build_trees(ctx, &ud_cols, di, tu, ts))
+        };
+        let mut chunks = cand.chunks(AHEAD).peekable();
+        if let Some(first) = chunks.peek() {
+            build(first, &mut cur)?;
+        }
+        while let Some(chunk) = chunks.next() {
+            let following = chunks.peek().copied();
+            let (built, settled) = rayon::join(
+                || following.map_or(Ok(()), |f| build(f, &mut next)),
+                || {
+                    for (&di, trees) in chunk.iter().zip(cur.iter_mut()) {
+                        st.settle(
+                            di,
+                            trees,
+                            routing,
+                            &mut dl[di * ns..(di + 1) * ns],
+                            &mut out,
+                        )?;
+                    }
+                    Ok::<(), DfssspError>(())
+                },
+            );
+            built?;
+            settled?;
+            std::mem::swap(&mut cur, &mut next);
         }
     } else {
         // Every overflowing destination stays on pure Up*/Down*.
+        let mut tree = DestTree::new(ns);
         for (di, d) in g.dests().iter().enumerate() {
             if !esc[di] {
                 continue;
@@ -264,6 +362,24 @@ pub(crate) fn run(
     Ok(out)
 }
 
+/// Builds the Up*/Down* (`tu`, from `ud_cols`) and SSSP (`ts`) trees of escape destination `di`.
+fn build_trees(
+    ctx: &EscapeCtx,
+    ud_cols: &[u8],
+    di: usize,
+    tu: &mut DestTree,
+    ts: &mut DestTree,
+) -> Result<(), DfssspError> {
+    let (g, ns) = (ctx.g, ctx.g.num_switches());
+    let d = g.dests()[di];
+    let u = &ud_cols[di * ns..(di + 1) * ns];
+    tu.build_from_ports(g, &d, |s| u[s as usize], ctx.comp)
+        .map_err(|f| internal(format!("Up*/Down* routes to LID {}: {f:?}", d.lid)))?;
+    let c = &ctx.cols[di * ns..(di + 1) * ns];
+    ts.build_from_ports(g, &d, |s| c[s as usize], ctx.comp)
+        .map_err(|f| fault_error(g, d.lid, f))
+}
+
 /// One share of destinations' sums: escape-layer dependency counts and channel loads.
 type ShareSums = (Vec<u32>, Vec<u64>);
 
@@ -276,8 +392,6 @@ struct Settler<'a, 'c> {
     ctx: &'a EscapeCtx<'a>,
     counts: &'c mut [Vec<u32>],
     esc_layer: u8,
-    /// Up*/Down* ports per (escape destination, switch).
-    ud_cols: &'a [u8],
     topo: Vec<DynTopo>,
     sc: TopoScratch,
     /// Up*/Down*, SSSP and hybrid trees of the destination at hand.
@@ -300,7 +414,6 @@ impl<'a, 'c> Settler<'a, 'c> {
         ctx: &'a EscapeCtx<'a>,
         counts: &'c mut [Vec<u32>],
         esc_layer: u8,
-        ud_cols: &'a [u8],
         legal_order: Vec<u32>,
     ) -> Result<Self, DfssspError> {
         let (g, ei) = (ctx.g, ctx.ei);
@@ -330,7 +443,6 @@ impl<'a, 'c> Settler<'a, 'c> {
             ctx,
             counts,
             esc_layer,
-            ud_cols,
             topo,
             sc: TopoScratch::default(),
             tu: DestTree::new(ns),
@@ -347,32 +459,20 @@ impl<'a, 'c> Settler<'a, 'c> {
         })
     }
 
-    /// Builds the Up*/Down* and SSSP trees of destination `di`.
-    fn trees(&mut self, di: usize) -> Result<(), DfssspError> {
-        let (g, ns) = (self.ctx.g, self.ctx.g.num_switches());
-        let d = g.dests()[di];
-        let u = &self.ud_cols[di * ns..(di + 1) * ns];
-        self.tu
-            .build_from_ports(g, &d, |s| u[s as usize], self.ctx.comp)
-            .map_err(|f| internal(format!("Up*/Down* routes to LID {}: {f:?}", d.lid)))?;
-        let c = &self.ctx.cols[di * ns..(di + 1) * ns];
-        self.ts
-            .build_from_ports(g, &d, |s| c[s as usize], self.ctx.comp)
-            .map_err(|f| fault_error(g, d.lid, f))
-    }
-
     /// First pass for destination `di`, whose full Up*/Down* tree is in the escape layer and
     /// whose paths cycle breaking fitted are still counted in their layers (`dl`, its row of
     /// path layers, which this rewrites).
     fn settle(
         &mut self,
         di: usize,
+        trees: &mut (DestTree, DestTree),
         routing: &mut Routing,
         dl: &mut [u8],
         out: &mut EscapeOutcome,
     ) -> Result<(), DfssspError> {
         let g = self.ctx.g;
-        self.trees(di)?;
+        std::mem::swap(&mut self.tu, &mut trees.0);
+        std::mem::swap(&mut self.ts, &mut trees.1);
         self.is_placed.fill(false);
         for &s in &self.ts.order[1..] {
             let l = dl[s as usize];

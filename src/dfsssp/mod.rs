@@ -97,6 +97,10 @@ pub struct DfssspOptions {
     /// How cycle breaking cuts: each cut's paths moved before the search goes on, or cuts
     /// marked in batches and their paths moved together ([`Cutting`]).
     pub cutting: Cutting,
+    /// When cutting in batches, prepare the escape on the other core while cycle breaking runs
+    /// (for every destination overflowing; used only if that is the outcome). Changes nothing
+    /// but the time; off to check exactly that.
+    pub prepare_escape_ahead: bool,
 }
 
 /// How cycle breaking cuts ([`breaking`]).
@@ -130,6 +134,7 @@ impl Default for DfssspOptions {
             spare_lane: false,
             one_lane: true,
             cutting: Cutting::Auto,
+            prepare_escape_ahead: true,
         }
     }
 }
@@ -190,6 +195,9 @@ pub struct LayerReport {
     pub cuts: u64,
     pub moved_paths: u64,
     pub batched_cutting: bool,
+    /// The escape was prepared while cycle breaking ran ([`DfssspOptions::prepare_escape_ahead`]);
+    /// `escape_dests_initial` tells whether it was for the destinations that overflowed.
+    pub escape_prepared_ahead: bool,
     /// The Up*/Down* escape layer, when the budget was too small for pure DFSSSP.
     pub escape_layer: Option<u8>,
     /// Up*/Down* roots (switch ids), one per connected component.
@@ -512,24 +520,66 @@ pub fn make_deadlock_free_with(
     report.measured_up_to = cap;
     // Path layers destination-major while cycle breaking and the escape work on them (one
     // destination's paths contiguous), written into the switch-major table once at the end.
+    let mut prologue = None;
     let (needed, counts, cuts, moved, mut dl) = if topological_order(g, &ei, &counts0).is_some() {
         // Acyclic already (fat trees without switch-to-switch valleys): one layer, nothing to do.
         (Some(1), vec![counts0], 0, 0, None)
     } else {
-        let mut br = Breaker::new(g, &ei, &routing.lft, &cols, &weight, counts0);
-        br.batched = match opts.cutting {
+        let batched = match opts.cutting {
             Cutting::Exact => false,
             Cutting::Batched => true,
             Cutting::Auto => ns * g.dests().len() >= BATCHED_CUTTING_MIN_PATHS,
         };
-        report.batched_cutting = br.batched;
-        let mut needed = None;
-        for i in 0..usize::from(cap) - 1 {
-            if br.break_layer(i) == 0 {
-                needed = Some(i as u8 + 1);
-                break;
+        // On large fabrics (those cut in batches) the escape is prepared on the other core while
+        // cycle breaking runs, for the outcome of large irregular fabrics: every destination
+        // overflows. If that is not what cycle breaking leaves, the escape prepares anew (the
+        // same result either way; only the time differs).
+        let speculate =
+            batched && opts.prepare_escape_ahead && opts.reclaim && opts.measure_up_to <= budget;
+        let total: Vec<u64> = if speculate {
+            counts0.iter().map(|&c| u64::from(c)).collect()
+        } else {
+            Vec::new()
+        };
+        let mut br = Breaker::new(g, &ei, &routing.lft, &cols, &weight, counts0);
+        br.batched = batched;
+        report.batched_cutting = batched;
+        let breaking = |br: &mut Breaker| {
+            for i in 0..usize::from(cap) - 1 {
+                if br.break_layer(i) == 0 {
+                    return Some(i as u8 + 1);
+                }
             }
-        }
+            None
+        };
+        let mut needed = if speculate {
+            let (needed, (pre, computed)) = rayon::join(
+                || breaking(&mut br),
+                || {
+                    let computed = dist.is_none().then(|| SwitchDistances::new(g));
+                    let ctx = escape::EscapeCtx {
+                        g,
+                        ei: &ei,
+                        cols: &cols,
+                        weight: &weight,
+                        comp: &comp,
+                        dist: dist.or(computed.as_ref()).expect("given or computed"),
+                        reclaim: opts.reclaim,
+                    };
+                    // A failure here is found again (and reported) by the escape itself.
+                    let pre = escape::prepare(&ctx, escape::all_overflowing(g), &total, None);
+                    (pre.ok(), computed)
+                },
+            );
+            report.escape_prepared_ahead = pre.is_some();
+            prologue = pre;
+            if let Some(d) = computed {
+                let _ = own_dist.set(d);
+            }
+            needed
+        } else {
+            breaking(&mut br)
+        };
         if needed.is_none() {
             let last = usize::from(cap) - 1;
             let acyclic = br
@@ -581,7 +631,7 @@ pub fn make_deadlock_free_with(
                 reclaim: opts.reclaim,
             };
             let (dl, _) = dl.get_or_insert_with(|| (vec![0; g.dests().len() * ns], Vec::new()));
-            let out = escape::run(&ctx, routing, dl, counts, budget)?;
+            let out = escape::run(&ctx, routing, dl, counts, budget, prologue)?;
             report.escape_layer = Some(budget - 1);
             report.updown_roots = out.roots;
             report.escape_dests_initial = out.initial;
@@ -861,6 +911,7 @@ pub fn layers_needed(g: &SwitchGraph, r: &Routing) -> Result<LayersNeeded, Strin
             one_lane: false,
             // A measure of Domke et al.'s algorithm as written.
             cutting: Cutting::Exact,
+            prepare_escape_ahead: false,
         };
         let mut copy = r.clone();
         make_deadlock_free_with(g, &mut copy, MAX_LAYERS, &opts, None)

@@ -830,3 +830,37 @@ fn batched_cutting_is_deadlock_free_and_close_to_exact() {
         );
     }
 }
+
+/// Preparing the escape while cycle breaking runs (every destination overflowing, as on large
+/// irregular fabrics) gives exactly the routing of preparing it afterwards, also when the guess
+/// is wrong (then the escape prepares anew).
+#[test]
+fn escape_prepared_ahead_changes_nothing() {
+    let f = crate::topo::by_name("random:160,36,16,1280").unwrap();
+    let g = SwitchGraph::new(&f).unwrap();
+    let orig = sssp::route(&g);
+    // Budget 2: all 2720 destinations overflow; budget 4: 2677 of them.
+    for (budget, all) in [(2, true), (4, false)] {
+        let mut out = Vec::new();
+        for ahead in [true, false] {
+            let mut r = orig.clone();
+            let opts = DfssspOptions {
+                cutting: Cutting::Batched,
+                prepare_escape_ahead: ahead,
+                ..Default::default()
+            };
+            let rep = make_deadlock_free_with(&g, &mut r, budget, &opts, None).unwrap();
+            assert_eq!(rep.escape_prepared_ahead, ahead);
+            assert_eq!(rep.escape_dests_initial == g.dests().len(), all, "{rep:?}");
+            out.push((r, rep.routes_per_layer, rep.escape_routes, rep.cuts));
+        }
+        let (a, b) = (&out[0], &out[1]);
+        assert_eq!((&a.1, a.2, a.3), (&b.1, b.2, b.3));
+        for s in 0..g.num_switches() as u32 {
+            assert_eq!(a.0.lft.table(s), b.0.lft.table(s));
+            for d in g.dests() {
+                assert_eq!(a.0.layer(s, d.lid), b.0.layer(s, d.lid));
+            }
+        }
+    }
+}
