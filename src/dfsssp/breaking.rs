@@ -74,8 +74,9 @@ pub(crate) struct Breaker<'a> {
     /// the search goes on.
     pub(crate) batched: bool,
     /// Batched cutting: per tree position (as `trees`), the first dependency edge of its path
-    /// ([`NO_EDGE`] when it ends at the switch after it), and the edges marked for cutting.
-    first_edge: Vec<u32>,
+    /// and its parent's position ([`PassNode`]), and the edges marked for cutting (one more
+    /// than there are edges: [`PassNode::edge`]'s stand-in for none, never marked).
+    pass_nodes: Vec<PassNode>,
     cut_mark: Vec<bool>,
     /// Build the lists once `scanned_cuts · (max_lid + 1) ≥ list_ratio · S · D` (about what
     /// scanning a row byte costs against bucketing one (destination, switch) pair).
@@ -119,7 +120,7 @@ impl<'a> Breaker<'a> {
             scanned_cuts: 0,
             list_ratio: 32,
             batched: false,
-            first_edge: Vec::new(),
+            pass_nodes: Vec::new(),
             cut_mark: Vec::new(),
             behind: Vec::new(),
             zeroed: Vec::new(),
@@ -155,14 +156,14 @@ impl<'a> Breaker<'a> {
         let nc = g.num_channels() as u32;
         if self.batched {
             self.ensure_layer(i + 1);
-            if self.first_edge.is_empty() {
-                self.first_edge = first_edges(g, ei, &self.trees);
+            if self.pass_nodes.is_empty() {
+                self.pass_nodes = pass_nodes(g, ei, &self.trees);
                 self.trees.drop_positions();
             }
         }
         // Marked edges (batched; always clear when exact).
         let mut cut = std::mem::take(&mut self.cut_mark);
-        cut.resize(ei.num_edges(), false);
+        cut.resize(ei.num_edges() + 1, false);
         let mut marked: Vec<u32> = Vec::new();
         let mut cuts = 0u64;
         self.state.fill(WHITE);
@@ -259,10 +260,10 @@ impl<'a> Breaker<'a> {
 
     /// Moves every layer-`i` path that takes a dependency edge marked in `cut` to layer `i + 1`:
     /// per destination one pass over its tree in pre-order (a path takes a marked edge if its
-    /// first one is, or its parent's path does; the parent is the innermost open subtree), then
-    /// one in reverse that shifts the moved weight of every subtree along its root's first
-    /// edge. In parallel over destinations, each share summing its shifts on its own; the sums
-    /// are exact, so the result does not depend on the threads.
+    /// first one is, or its parent's path does), then one in reverse that shifts the moved
+    /// weight of every subtree along its root's first edge. In parallel over destinations, each
+    /// share summing its shifts on its own; the sums are exact, so the result does not depend
+    /// on the threads.
     fn move_marked(&mut self, i: usize, cut: &[bool]) {
         let (g, weight) = (self.g, self.weight);
         let ns = g.num_switches();
@@ -273,7 +274,7 @@ impl<'a> Breaker<'a> {
         let layer = i as u8;
         let nd = g.dests().len();
         let share = nd.div_ceil(4 * rayon::current_num_threads()).max(1);
-        let first_edge = &self.first_edge;
+        let pass_nodes = &self.pass_nodes;
         let shares: Vec<(Vec<u32>, u64)> = self
             .trees
             .par_rows_mut()
@@ -281,32 +282,25 @@ impl<'a> Breaker<'a> {
             .enumerate()
             .chunks(share)
             .map(|rows| {
-                let mut shift = vec![0u32; ne];
+                // (Slot `ne`: no edge.)
+                let mut shift = vec![0u32; ne + 1];
                 let mut moved = 0u64;
-                // Per position: the moved weight of its subtree, its parent's position.
+                // Per position: whether its path takes a marked edge, its subtree's moved weight.
+                let mut marked = vec![false; ns];
                 let mut sub = vec![0u32; ns];
-                let mut parent = vec![0u16; ns];
-                // Open subtrees with children: (end, path takes a marked edge, position).
-                let mut open: Vec<(u16, bool, u16)> = Vec::with_capacity(64);
                 for (di, (row, touched)) in rows {
                     let size = usize::from(row[0].end);
                     if size <= 1 {
                         continue;
                     }
-                    let first = &first_edge[di * ns..di * ns + size];
-                    open.clear();
-                    open.push((row[0].end, false, 0));
+                    let pn = &pass_nodes[di * ns..di * ns + size];
                     let mut any = false;
                     for k in 1..size {
-                        while open.last().is_some_and(|o| usize::from(o.0) <= k) {
-                            open.pop();
-                        }
-                        let &(_, up, pk) = open.last().expect("the root's subtree is open");
-                        let e = first[k];
-                        let marked = up || (e != NO_EDGE && cut[e as usize]);
-                        parent[k] = pk;
+                        let p = pn[k];
+                        let m = marked[usize::from(p.parent)] | cut[p.edge as usize];
+                        marked[k] = m;
                         let n = &mut row[k];
-                        sub[k] = if marked && n.layer == layer {
+                        sub[k] = if m && n.layer == layer {
                             n.layer = layer + 1;
                             moved += 1;
                             any = true;
@@ -314,9 +308,6 @@ impl<'a> Breaker<'a> {
                         } else {
                             0
                         };
-                        if usize::from(n.end) > k + 1 {
-                            open.push((n.end, marked, k as u16));
-                        }
                     }
                     if !any {
                         continue;
@@ -324,10 +315,10 @@ impl<'a> Breaker<'a> {
                     *touched = true;
                     for k in (1..size).rev() {
                         let w = sub[k];
-                        let e = first[k];
-                        if w > 0 && e != NO_EDGE {
-                            shift[e as usize] += w;
-                            sub[usize::from(parent[k])] += w;
+                        if w > 0 {
+                            let p = pn[k];
+                            shift[p.edge as usize] += w;
+                            sub[usize::from(p.parent)] += w;
                         }
                     }
                 }
@@ -617,17 +608,30 @@ impl<'a> Breaker<'a> {
     }
 }
 
-/// Per destination and tree position (destination-major, as the rows of `trees`), the first
-/// dependency edge of the path from that position's switch ([`NO_EDGE`] for the root and paths
-/// of one hop), in parallel.
-fn first_edges(g: &SwitchGraph, ei: &EdgeIndex, trees: &TreeIndex) -> Vec<u32> {
+/// What a batched move reads of a tree position besides its [`TreeNode`](super::cdg::TreeNode).
+#[derive(Clone, Copy, Debug, Default)]
+struct PassNode {
+    /// The first dependency edge of the path from the position's switch; the number of edges
+    /// (one past the last) when the path has none (the root, paths of one hop).
+    edge: u32,
+    /// The parent's position (the root's own: 0).
+    parent: u16,
+}
+
+/// Per destination and tree position (destination-major, as the rows of `trees`), the
+/// [`PassNode`], in parallel.
+fn pass_nodes(g: &SwitchGraph, ei: &EdgeIndex, trees: &TreeIndex) -> Vec<PassNode> {
     let ns = g.num_switches();
-    let mut first = vec![NO_EDGE; ns * g.dests().len()];
+    let none = PassNode {
+        edge: ei.num_edges() as u32,
+        parent: 0,
+    };
+    let mut nodes = vec![none; ns * g.dests().len()];
     if ns == 0 {
-        return first;
+        return nodes;
     }
     let chan = |s: u32, p: u8| g.channel_at(s, p).unwrap_or(NO_CHANNEL);
-    first
+    nodes
         .par_chunks_mut(ns)
         .zip(trees.par_rows())
         .enumerate()
@@ -638,11 +642,12 @@ fn first_edges(g: &SwitchGraph, ei: &EdgeIndex, trees: &TreeIndex) -> Vec<u32> {
                 let c1 = chan(u32::from(n.at), n.ports[0]);
                 let h = g.chan_head()[c1 as usize];
                 if h != root {
-                    *o = ei.edge(g, c1, chan(h, n.ports[1]));
+                    o.edge = ei.edge(g, c1, chan(h, n.ports[1]));
+                    o.parent = trees.position(di, h);
                 }
             }
         });
-    first
+    nodes
 }
 
 /// Per dependency edge, the destinations whose routes (as `cols` gives them) take it, in

@@ -407,6 +407,8 @@ struct Settler<'a, 'c> {
     is_placed: Vec<bool>,
     flag: Vec<bool>,
     failed: Vec<u32>,
+    /// Switches that joined A in the last round.
+    joined: Vec<u32>,
     /// The dependency edges of the path being placed: `(c1, c2, edge)`.
     path: Vec<(u32, u32, u32)>,
     refused: Vec<Vec<u32>>,
@@ -457,6 +459,7 @@ impl<'a, 'c> Settler<'a, 'c> {
             is_placed: vec![false; ns],
             flag: vec![false; ns],
             failed: Vec::new(),
+            joined: Vec::new(),
             path: Vec::new(),
             refused: vec![vec![0; ei.num_edges()]; nl],
             round: 0,
@@ -529,7 +532,6 @@ impl<'a, 'c> Settler<'a, 'c> {
             for idx in 1..self.th.order.len() {
                 let s = self.th.order[idx];
                 let su = s as usize;
-                let p = self.th.parent(g, s);
                 self.flag[su] = false;
                 if self.in_a[su] {
                     // Its Up*/Down* path is in the escape layer already.
@@ -539,6 +541,7 @@ impl<'a, 'c> Settler<'a, 'c> {
                 if self.is_placed[su] {
                     continue;
                 }
+                let p = self.th.parent(g, s);
                 if self.flag[p as usize] {
                     self.flag[su] = true;
                     continue;
@@ -600,11 +603,13 @@ impl<'a, 'c> Settler<'a, 'c> {
             for &s in &self.th.order {
                 self.flag[s as usize] = false;
             }
+            self.joined.clear();
             for &s in &self.failed {
                 let mut x = s;
                 while !self.in_a[x as usize] {
                     self.in_a[x as usize] = true;
                     self.flag[x as usize] = true;
+                    self.joined.push(x);
                     x = self.tu.parent(g, x);
                 }
             }
@@ -621,12 +626,9 @@ impl<'a, 'c> Settler<'a, 'c> {
             for &s in &self.th.order {
                 self.flag[s as usize] = false;
             }
-            for (x, n) in self.th.next.iter_mut().enumerate() {
-                *n = if self.in_a[x] {
-                    self.tu.next[x]
-                } else {
-                    self.ts.next[x]
-                };
+            // The switches that joined A forward by Up*/Down* from now on.
+            for &x in &self.joined {
+                self.th.next[x as usize] = self.tu.next[x as usize];
             }
             self.th
                 .link(g, root)
