@@ -110,15 +110,18 @@ pub enum Cutting {
     /// every earlier cut's paths already moved.
     Exact,
     /// Cuts are marked as the search finds them and their paths moved in one pass over all
-    /// destinations per layer: on large fabrics several times faster (random 20k CAs: cycle
-    /// breaking 8.2 s -> 2.6 s), and there within 1% of the exact Λ; on small ones it may cut
-    /// worse (the 6x6x6 torus: Λ -4%), where the exact search costs milliseconds anyway.
+    /// destinations per layer: on large random fabrics several times faster (20k CAs: cycle
+    /// breaking 8.2 s -> 2.7 s), and there within 1% of the exact Λ; on small ones it may cut
+    /// worse (the 6x6x6 torus: Λ -4%), where the exact search costs milliseconds anyway, and
+    /// where cuts are few (fat trees) streaming every tree costs more than the cuts.
     Batched,
-    /// Batched from [`BATCHED_CUTTING_MIN_PATHS`] (switch, destination) pairs on, else exact.
+    /// From [`BATCHED_CUTTING_MIN_PATHS`] (switch, destination) pairs on, a probe search of
+    /// layer 0 decides (batches where it marks many edges for the edges in the layer:
+    /// large random fabrics); else exact.
     Auto,
 }
 
-/// (switch, destination) pairs from which [`Cutting::Auto`] cuts in batches: the exact search
+/// (switch, destination) pairs from which [`Cutting::Auto`] considers batches: the exact search
 /// reads every destination behind a cut at a scattered place (a cache miss each), which on the
 /// random 10k-CA fabric (7 M pairs) costs seconds, while the batched passes stream the trees.
 pub const BATCHED_CUTTING_MIN_PATHS: usize = 1 << 22;
@@ -525,11 +528,15 @@ pub fn make_deadlock_free_with(
         // Acyclic already (fat trees without switch-to-switch valleys): one layer, nothing to do.
         (Some(1), vec![counts0], 0, 0, None)
     } else {
-        let batched = match opts.cutting {
-            Cutting::Exact => false,
-            Cutting::Batched => true,
-            Cutting::Auto => ns * g.dests().len() >= BATCHED_CUTTING_MIN_PATHS,
+        let mut br = Breaker::new(g, &ei, &routing.lft, &cols, &weight, counts0);
+        br.cutting = match opts.cutting {
+            Cutting::Auto if ns * g.dests().len() < BATCHED_CUTTING_MIN_PATHS => Cutting::Exact,
+            c => c,
         };
+        if br.cutting == Cutting::Auto {
+            br.probe();
+        }
+        let batched = br.batched();
         // On large fabrics (those cut in batches) the escape is prepared on the other core while
         // cycle breaking runs, for the outcome of large irregular fabrics: every destination
         // overflows. If that is not what cycle breaking leaves, the escape prepares anew (the
@@ -537,12 +544,11 @@ pub fn make_deadlock_free_with(
         let speculate =
             batched && opts.prepare_escape_ahead && opts.reclaim && opts.measure_up_to <= budget;
         let total: Vec<u64> = if speculate {
-            counts0.iter().map(|&c| u64::from(c)).collect()
+            // (Every path is still counted: the probe only marks.)
+            br.counts[0].iter().map(|&c| u64::from(c)).collect()
         } else {
             Vec::new()
         };
-        let mut br = Breaker::new(g, &ei, &routing.lft, &cols, &weight, counts0);
-        br.batched = batched;
         report.batched_cutting = batched;
         let breaking = |br: &mut Breaker| {
             for i in 0..usize::from(cap) - 1 {

@@ -429,7 +429,11 @@ fn breaking_counts_stay_consistent() {
         let c0 = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
         let mut layers = SwitchLidTable::new(g.num_switches(), r.lft.max_lid, 0);
         let mut br = Breaker::new(&g, &ei, &r.lft, &cols, &weight, c0);
-        br.batched = batched;
+        br.cutting = if batched {
+            Cutting::Batched
+        } else {
+            Cutting::Exact
+        };
         let mut i = 0;
         while br.break_layer(i) > 0 {
             i += 1;
@@ -863,4 +867,51 @@ fn escape_prepared_ahead_changes_nothing() {
             }
         }
     }
+}
+
+/// The probe of [`Cutting::Auto`] changes nothing but the choice: cycle breaking afterwards cuts
+/// exactly as the chosen way does from the start (the probe's marks reused for layer 0 with
+/// batches, cleared for the exact search).
+#[test]
+fn cutting_probe_then_cuts_as_chosen() {
+    let mut chosen = Vec::new();
+    for f in [
+        grid(&[4, 4], true, 2),
+        random(30, 45, 1, 5),
+        grid(&[3, 3, 3], true, 1),
+        // Marks as many edges per edge of layer 0 as the 20k-CA random fabric does.
+        crate::topo::by_name("random:160,36,16,1280").unwrap(),
+    ] {
+        let g = SwitchGraph::new(&f).unwrap();
+        let r = sssp::route(&g);
+        let comp = g.components();
+        let weight: Vec<u32> = g.terminal_count().iter().map(|&t| t + 1).collect();
+        let ei = EdgeIndex::new(&g);
+        let cols = transpose(&g, &r.lft);
+        let c0 = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
+        let run = |cutting: Cutting| {
+            let mut br = Breaker::new(&g, &ei, &r.lft, &cols, &weight, c0.clone());
+            br.cutting = cutting;
+            let mut i = 0;
+            while br.break_layer(i) > 0 {
+                i += 1;
+            }
+            let batched = br.batched();
+            let (dl, _, counts, cuts, moved) = br.finish();
+            (batched, dl, counts, cuts, moved)
+        };
+        let auto = run(Cutting::Auto);
+        let direct = run(if auto.0 {
+            Cutting::Batched
+        } else {
+            Cutting::Exact
+        });
+        assert_eq!(auto, direct);
+        chosen.push(auto.0);
+    }
+    // Both ways are exercised.
+    assert!(
+        chosen.contains(&true) && chosen.contains(&false),
+        "{chosen:?}"
+    );
 }
