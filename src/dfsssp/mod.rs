@@ -12,6 +12,10 @@
 //! 2. **Offline cycle breaking** (Algorithm 2, [`breaking`]): per layer one resumable DFS; each
 //!    cycle's weakest edge (fewest paths) is cut by moving its paths to the next layer, up to the
 //!    budget (or further, [`DfssspOptions::measure_up_to`], to report what pure DFSSSP needs).
+//!    On large fabrics whose layer 0 has cycles on most of its edges (random ones), the search
+//!    marks the weakest edges and one parallel pass over all trees per layer moves their paths
+//!    ([`Cutting::Batched`], chosen by a probe of layer 0); the escape is then prepared on the
+//!    other core while cycle breaking runs.
 //! 3. **Escape** when that exceeds the budget ([`escape`]): the last layer (layer 0 for a budget of
 //!    one) is reserved for balanced Up*/Down* routes ([`crate::updown`]). Destinations with a path
 //!    beyond the other layers first get Up*/Down* trees, then are *settled* one by one on hybrid
@@ -26,9 +30,11 @@
 //!    layer is acyclic).
 //!
 //! Complexity (S switches, C channels, E = Σ_c outdeg(head c) ≤ C·radix possible dependency edges,
-//! D LIDs, L layers): CDG build O(D·S); cycle breaking O(L·(C+E)) for the searches plus, per cut
-//! edge, the destinations behind it (from per-edge lists, O(D·S) to build once cuts are many;
-//! before that O(max_lid) per cut) and O(S) per such destination; escape
+//! D LIDs, L layers): CDG build O(D·S); cycle breaking O(L·(C+E)) for the searches plus, in
+//! batches, O(D·S) per layer (8 more bytes per pair for the batched passes, the 2-byte positions
+//! and the per-edge lists not built), and exactly, per cut edge, the destinations behind it
+//! (from per-edge lists, O(D·S) to build once cuts are many; before that O(max_lid) per cut) and
+//! O(S) per such destination; escape
 //! O(S·(S+C)) for distances and the root, O(D·(S+C)) for the Up*/Down* trees, and for settling
 //! O(S·depth·L) per escape destination and round plus the incremental cycle checks (bounded by the
 //! part of a layer's topological order they reorder). Memory: L·E counters of 4 bytes, D·S bytes

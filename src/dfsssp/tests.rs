@@ -407,6 +407,85 @@ fn updown_alone_is_deadlock_free_on_one_layer() {
     }
 }
 
+/// Cycle breaking's inputs for a fabric's SSSP routes, and a run of it to the end.
+struct BreakFixture {
+    g: SwitchGraph,
+    r: Routing,
+    comp: Vec<u32>,
+    weight: Vec<u32>,
+    ei: EdgeIndex,
+    cols: Vec<u8>,
+    c0: Vec<u32>,
+}
+
+/// What a run of cycle breaking leaves: whether it cut in batches, the path layers (switch-major)
+/// and the destinations with a moved path, every layer's counts, cuts and moved paths.
+struct BreakOutcome {
+    batched: bool,
+    layers: SwitchLidTable,
+    touched: Vec<u32>,
+    counts: Vec<Vec<u32>>,
+    cuts: u64,
+    moved: u64,
+}
+
+impl BreakFixture {
+    fn new(f: &Fabric) -> Self {
+        let g = SwitchGraph::new(f).unwrap();
+        let r = sssp::route(&g);
+        let comp = g.components();
+        let weight: Vec<u32> = g.terminal_count().iter().map(|&t| t + 1).collect();
+        let ei = EdgeIndex::new(&g);
+        let cols = transpose(&g, &r.lft);
+        let c0 = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
+        BreakFixture {
+            g,
+            r,
+            comp,
+            weight,
+            ei,
+            cols,
+            c0,
+        }
+    }
+
+    /// Breaks layer after layer until one is acyclic, the breaker set up by `setup`.
+    fn run(&self, setup: impl FnOnce(&mut Breaker)) -> BreakOutcome {
+        let g = &self.g;
+        let mut br = Breaker::new(
+            g,
+            &self.ei,
+            &self.r.lft,
+            &self.cols,
+            &self.weight,
+            self.c0.clone(),
+        );
+        setup(&mut br);
+        let mut i = 0;
+        while br.break_layer(i) > 0 {
+            i += 1;
+        }
+        let batched = br.batched();
+        let (dl, touched, counts, cuts, moved) = br.finish();
+        let mut layers = SwitchLidTable::new(g.num_switches(), self.r.lft.max_lid, 0);
+        layers_from_dest_major(g, &dl, &touched, &mut layers);
+        BreakOutcome {
+            batched,
+            layers,
+            touched,
+            counts,
+            cuts,
+            moved,
+        }
+    }
+}
+
+/// Whether two runs of cycle breaking left the same layers, counts, cuts and moves.
+fn same_breaking(g: &SwitchGraph, a: &BreakOutcome, b: &BreakOutcome) -> bool {
+    (a.counts == b.counts && a.cuts == b.cuts && a.moved == b.moved)
+        && (0..g.num_switches() as u32).all(|s| a.layers.row(s) == b.layers.row(s))
+}
+
 /// The incremental counts of cycle breaking, exact or in batches, equal a recount from the final
 /// layer assignment, and every layer is acyclic.
 #[test]
@@ -420,43 +499,32 @@ fn breaking_counts_stay_consistent() {
     .into_iter()
     .flat_map(|f| [(f.clone(), false), (f, true)])
     {
-        let g = SwitchGraph::new(&f).unwrap();
-        let r = sssp::route(&g);
-        let comp = g.components();
-        let weight: Vec<u32> = g.terminal_count().iter().map(|&t| t + 1).collect();
-        let ei = EdgeIndex::new(&g);
-        let cols = transpose(&g, &r.lft);
-        let c0 = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
-        let mut layers = SwitchLidTable::new(g.num_switches(), r.lft.max_lid, 0);
-        let mut br = Breaker::new(&g, &ei, &r.lft, &cols, &weight, c0);
-        br.cutting = if batched {
-            Cutting::Batched
-        } else {
-            Cutting::Exact
-        };
-        let mut i = 0;
-        while br.break_layer(i) > 0 {
-            i += 1;
-        }
-        let (dl, touched, counts, cuts, moved) = br.finish();
-        layers_from_dest_major(&g, &dl, &touched, &mut layers);
-        assert!(counts.len() >= 2, "the fabric should need layers");
-        assert!(cuts > 0 && moved > 0 && !touched.is_empty());
+        let fx = BreakFixture::new(&f);
+        let (g, ei) = (&fx.g, &fx.ei);
+        let out = fx.run(|br| {
+            br.cutting = if batched {
+                Cutting::Batched
+            } else {
+                Cutting::Exact
+            }
+        });
+        assert!(out.counts.len() >= 2, "the fabric should need layers");
+        assert!(out.cuts > 0 && out.moved > 0 && !out.touched.is_empty());
         let mut tree = DestTree::new(g.num_switches());
-        let mut recount = vec![vec![0u32; ei.num_edges()]; counts.len()];
+        let mut recount = vec![vec![0u32; ei.num_edges()]; out.counts.len()];
         for (di, d) in g.dests().iter().enumerate() {
             let ns = g.num_switches();
-            let col = &cols[di * ns..(di + 1) * ns];
-            tree.build_from_ports(&g, d, |s| col[s as usize], &comp)
+            let col = &fx.cols[di * ns..(di + 1) * ns];
+            tree.build_from_ports(g, d, |s| col[s as usize], &fx.comp)
                 .unwrap();
             for (l, rc) in recount.iter_mut().enumerate() {
                 tree.apply(
-                    &g,
-                    &ei,
+                    g,
+                    ei,
                     rc,
                     |s| {
-                        if usize::from(layers.get(s, d.lid)) == l {
-                            weight[s as usize]
+                        if usize::from(out.layers.get(s, d.lid)) == l {
+                            fx.weight[s as usize]
                         } else {
                             0
                         }
@@ -465,9 +533,9 @@ fn breaking_counts_stay_consistent() {
                 );
             }
         }
-        assert_eq!(counts, recount);
-        for c in &counts {
-            assert!(topological_order(&g, &ei, c).is_some());
+        assert_eq!(out.counts, recount);
+        for c in &out.counts {
+            assert!(topological_order(g, ei, c).is_some());
         }
     }
 }
@@ -481,34 +549,11 @@ fn breaking_edge_lists_match_row_scans() {
         random(30, 45, 1, 5),
         random(40, 70, 2, 11),
     ] {
-        let g = SwitchGraph::new(&f).unwrap();
-        let r = sssp::route(&g);
-        let comp = g.components();
-        let weight: Vec<u32> = g.terminal_count().iter().map(|&t| t + 1).collect();
-        let ei = EdgeIndex::new(&g);
-        let cols = transpose(&g, &r.lft);
-        let c0 = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
-        let run = |ratio: usize| {
-            let mut layers = SwitchLidTable::new(g.num_switches(), r.lft.max_lid, 0);
-            let mut br = Breaker::new(&g, &ei, &r.lft, &cols, &weight, c0.clone());
-            br.list_ratio = ratio;
-            let mut i = 0;
-            while br.break_layer(i) > 0 {
-                i += 1;
-            }
-            let (dl, touched, counts, cuts, moved) = br.finish();
-            layers_from_dest_major(&g, &dl, &touched, &mut layers);
-            let out = (counts, cuts, moved);
-            (out, layers)
-        };
-        let ((c_scan, cuts, moved), l_scan) = run(usize::MAX);
-        let ((c_list, cuts2, moved2), l_list) = run(0);
-        assert!(cuts > 0);
-        assert_eq!((cuts, moved), (cuts2, moved2));
-        assert_eq!(c_scan, c_list);
-        for s in 0..g.num_switches() as u32 {
-            assert_eq!(l_scan.row(s), l_list.row(s));
-        }
+        let fx = BreakFixture::new(&f);
+        let scan = fx.run(|br| br.list_ratio = usize::MAX);
+        let list = fx.run(|br| br.list_ratio = 0);
+        assert!(scan.cuts > 0);
+        assert!(same_breaking(&fx.g, &scan, &list));
     }
 }
 
@@ -882,32 +927,18 @@ fn cutting_probe_then_cuts_as_chosen() {
         // Marks as many edges per edge of layer 0 as the 20k-CA random fabric does.
         crate::topo::by_name("random:160,36,16,1280").unwrap(),
     ] {
-        let g = SwitchGraph::new(&f).unwrap();
-        let r = sssp::route(&g);
-        let comp = g.components();
-        let weight: Vec<u32> = g.terminal_count().iter().map(|&t| t + 1).collect();
-        let ei = EdgeIndex::new(&g);
-        let cols = transpose(&g, &r.lft);
-        let c0 = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
-        let run = |cutting: Cutting| {
-            let mut br = Breaker::new(&g, &ei, &r.lft, &cols, &weight, c0.clone());
-            br.cutting = cutting;
-            let mut i = 0;
-            while br.break_layer(i) > 0 {
-                i += 1;
+        let fx = BreakFixture::new(&f);
+        let auto = fx.run(|br| br.cutting = Cutting::Auto);
+        let direct = fx.run(|br| {
+            br.cutting = if auto.batched {
+                Cutting::Batched
+            } else {
+                Cutting::Exact
             }
-            let batched = br.batched();
-            let (dl, _, counts, cuts, moved) = br.finish();
-            (batched, dl, counts, cuts, moved)
-        };
-        let auto = run(Cutting::Auto);
-        let direct = run(if auto.0 {
-            Cutting::Batched
-        } else {
-            Cutting::Exact
         });
-        assert_eq!(auto, direct);
-        chosen.push(auto.0);
+        assert_eq!(auto.batched, direct.batched);
+        assert!(same_breaking(&fx.g, &auto, &direct));
+        chosen.push(auto.batched);
     }
     // Both ways are exercised.
     assert!(
