@@ -565,17 +565,18 @@ pub fn make_deadlock_free_with(
             None
         };
         let mut needed = if speculate {
+            let known = dist.or(own_dist.get());
             let (needed, (pre, computed)) = rayon::join(
                 || breaking(&mut br),
                 || {
-                    let computed = dist.is_none().then(|| SwitchDistances::new(g));
+                    let computed = known.is_none().then(|| SwitchDistances::new(g));
                     let ctx = escape::EscapeCtx {
                         g,
                         ei: &ei,
                         cols: &cols,
                         weight: &weight,
                         comp: &comp,
-                        dist: dist.or(computed.as_ref()).expect("given or computed"),
+                        dist: known.or(computed.as_ref()).expect("known or computed"),
                         reclaim: opts.reclaim,
                     };
                     // A failure here is found again (and reported) by the escape itself.
