@@ -82,8 +82,6 @@ pub(crate) struct Breaker<'a> {
     /// Marks found by [`Self::probe`] on layer 0 when it chose batches (in `cut_mark` too): the
     /// first batched move of layer 0 uses them instead of searching again.
     probed: Option<Vec<u32>>,
-    /// Cuts of the last exact search.
-    exact_cuts: u64,
     /// Batched cutting: per tree position (as `trees`), the first dependency edge of its path
     /// and its parent's position ([`PassNode`]), and the edges marked for cutting (one more
     /// than there are edges: [`PassNode::edge`]'s stand-in for none, never marked).
@@ -132,7 +130,6 @@ impl<'a> Breaker<'a> {
             list_ratio: 32,
             cutting: Cutting::Exact,
             probed: None,
-            exact_cuts: 0,
             pass_nodes: Vec::new(),
             cut_mark: Vec::new(),
             behind: Vec::new(),
@@ -178,8 +175,11 @@ impl<'a> Breaker<'a> {
                 self.trees.drop_positions();
             }
         }
-        let (cut, marked) = match self.probed.take() {
-            Some(marked) if i == 0 => (std::mem::take(&mut self.cut_mark), marked),
+        let (cut, marked, cuts) = match self.probed.take() {
+            Some(marked) if i == 0 => {
+                let cuts = marked.len() as u64;
+                (std::mem::take(&mut self.cut_mark), marked, cuts)
+            }
             probed => {
                 // (Marks of a probe are for layer 0 only.)
                 for &e in probed.iter().flatten() {
@@ -188,7 +188,7 @@ impl<'a> Breaker<'a> {
                 self.search(i, batched)
             }
         };
-        self.finish_layer(i, cut, marked)
+        self.finish_layer(i, cut, &marked, cuts)
     }
 
     /// Decides [`Cutting::Auto`]: one search of layer 0 that marks the weakest edge of each
@@ -198,7 +198,7 @@ impl<'a> Breaker<'a> {
     /// for 309 k edges, batches 3x faster); few mean the exact search is cheap and cuts best
     /// (fat trees: 29 k marks for 3.3 M edges). With batches the marks are kept for layer 0.
     pub fn probe(&mut self) {
-        let (cut, marked) = self.search(0, true);
+        let (cut, marked, _) = self.search(0, true);
         let used = self.counts[0].iter().filter(|&&c| c > 0).count();
         if marked.len() * 100 >= used * BATCH_MARKS_PER_100_EDGES {
             self.cutting = Cutting::Batched;
@@ -220,8 +220,8 @@ impl<'a> Breaker<'a> {
     }
 
     /// The search of layer `i`: exact, or marking the weakest edge of each cycle; returns the
-    /// mark table (clear when exact) and the marked edges.
-    fn search(&mut self, i: usize, batched: bool) -> (Vec<bool>, Vec<u32>) {
+    /// mark table (clear when exact), the marked edges and the cuts (or marks) made.
+    fn search(&mut self, i: usize, batched: bool) -> (Vec<bool>, Vec<u32>, u64) {
         let (g, ei) = (self.g, self.ei);
         let nc = g.num_channels() as u32;
         // Marked edges (batched; always clear when exact).
@@ -283,21 +283,17 @@ impl<'a> Breaker<'a> {
                 }
             }
         }
-        self.exact_cuts = cuts;
-        (cut, marked)
+        (cut, marked, cuts)
     }
 
     /// Moves the paths of the marked edges (if any) and counts the layer's cuts.
-    fn finish_layer(&mut self, i: usize, mut cut: Vec<bool>, marked: Vec<u32>) -> u64 {
-        let cuts = if marked.is_empty() {
-            std::mem::take(&mut self.exact_cuts)
-        } else {
+    fn finish_layer(&mut self, i: usize, mut cut: Vec<bool>, marked: &[u32], cuts: u64) -> u64 {
+        if !marked.is_empty() {
             self.move_marked(i, &cut);
-            for &e in &marked {
+            for &e in marked {
                 cut[e as usize] = false;
             }
-            marked.len() as u64
-        };
+        }
         self.cut_mark = cut;
         self.cuts += cuts;
         cuts

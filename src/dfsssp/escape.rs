@@ -108,7 +108,7 @@ pub(crate) fn all_overflowing(g: &SwitchGraph) -> Vec<bool> {
 /// dependency counts. It depends on the input routes and `esc` only, not on cycle breaking's
 /// layers.
 pub(crate) struct Prologue {
-    pub esc: Vec<bool>,
+    esc: Vec<bool>,
     ud: UpDown,
     /// The Up*/Down* port of every switch per escape destination.
     ud_cols: Vec<u8>,
