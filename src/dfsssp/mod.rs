@@ -619,7 +619,9 @@ pub fn make_deadlock_free_with(
         report.escape_dests = ud.updown;
         report.escape_routes = ud.updown_routes;
         report.escape_routes_minimal = ud.updown_minimal;
-        report.switch_dests_fitted += report.switch_dests_unfitted - ud.updown;
+        // Summed first: the Up*/Down* count can exceed the unfitted one (debug builds panicked).
+        report.switch_dests_fitted =
+            report.switch_dests_fitted + report.switch_dests_unfitted - ud.updown;
         report.switch_dests_changed += ud.minimal;
         report.switch_dests_unfitted = ud.updown;
     }
