@@ -259,6 +259,25 @@ impl DestTree {
         weight: impl Fn(u32) -> u32,
         add: bool,
     ) {
+        self.edge_weights(g, ei, weight, |e, w| {
+            if add {
+                counts[e] += w;
+            } else {
+                debug_assert!(counts[e] >= w, "edge count underflow");
+                counts[e] -= w;
+            }
+        });
+    }
+
+    /// Calls `f(edge, w)` once for every dependency edge of the paths from the sources `s` with
+    /// `weight(s) > 0`, `w` being the weight of those paths through it (subtree sums). O(S).
+    pub fn edge_weights(
+        &mut self,
+        g: &SwitchGraph,
+        ei: &EdgeIndex,
+        weight: impl Fn(u32) -> u32,
+        mut f: impl FnMut(usize, u32),
+    ) {
         for &s in &self.order {
             self.sub[s as usize] = weight(s);
         }
@@ -271,13 +290,7 @@ impl DestTree {
             }
             self.sub[h as usize] += w;
             if h != self.root {
-                let e = ei.edge(g, c1, self.next[h as usize]) as usize;
-                if add {
-                    counts[e] += w;
-                } else {
-                    debug_assert!(counts[e] >= w, "edge count underflow");
-                    counts[e] -= w;
-                }
+                f(ei.edge(g, c1, self.next[h as usize]) as usize, w);
             }
         }
     }

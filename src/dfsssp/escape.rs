@@ -30,7 +30,7 @@ use crate::routing::{Routing, NO_PATH};
 use crate::updown::{UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, DestTree, EdgeIndex};
-use super::dyntopo::{DynTopo, TopoScratch};
+use super::dyntopo::{CountedEdges, DynTopo, EdgeSet, TopoScratch};
 
 /// How many channels an incremental cycle check may visit before it refuses the edge: small in
 /// the escape layer, where an illegal turn almost always closes a cycle with the Up*/Down* routes
@@ -295,7 +295,8 @@ pub(crate) fn run(
         ..Default::default()
     };
     if ctx.reclaim {
-        let mut st = Settler::new(ctx, &mut counts, esc_layer, ud.legal_order(g))?;
+        let mut layers: Vec<CountedEdges> = counts.into_par_iter().map(CountedEdges::new).collect();
+        let mut st = Settler::new(ctx, &mut layers, esc_layer, ud.legal_order(g))?;
         let mut cand: Vec<usize> = (0..nd).filter(|&di| esc[di]).collect();
         cand.sort_by_key(|&di| (prio[di], g.dests()[di].lid));
         // Legal SSSP routes are their own escape routes, in the escape layer already (nothing of
@@ -394,7 +395,7 @@ fn internal(msg: String) -> DfssspError {
 /// Settles escape destinations on hybrid trees (module documentation).
 struct Settler<'a, 'c> {
     ctx: &'a EscapeCtx<'a>,
-    counts: &'c mut [Vec<u32>],
+    counts: &'c mut [CountedEdges],
     esc_layer: u8,
     topo: Vec<DynTopo>,
     sc: TopoScratch,
@@ -411,14 +412,16 @@ struct Settler<'a, 'c> {
     joined: Vec<u32>,
     /// The dependency edges of the path being placed: `(c1, c2, edge)`.
     path: Vec<(u32, u32, u32)>,
-    refused: Vec<Vec<u32>>,
-    round: u32,
+    /// Those of its edges a layer did not hold yet ([`try_add_path`]).
+    fresh: Vec<u32>,
+    refused: Refusals,
+    delta: TreeDelta,
 }
 
 impl<'a, 'c> Settler<'a, 'c> {
     fn new(
         ctx: &'a EscapeCtx<'a>,
-        counts: &'c mut [Vec<u32>],
+        counts: &'c mut [CountedEdges],
         esc_layer: u8,
         legal_order: Vec<u32>,
     ) -> Result<Self, DfssspError> {
@@ -435,7 +438,7 @@ impl<'a, 'c> Settler<'a, 'c> {
                     continue;
                 }
             }
-            let order = topological_order(g, ei, cnt)
+            let order = topological_order(g, ei, cnt.counts())
                 .ok_or_else(|| internal(format!("layer {l} has a cycle before settling")))?;
             let t = DynTopo::from_order(&order);
             topo.push(if l == usize::from(esc_layer) {
@@ -461,8 +464,9 @@ impl<'a, 'c> Settler<'a, 'c> {
             failed: Vec::new(),
             joined: Vec::new(),
             path: Vec::new(),
-            refused: vec![vec![0; ei.num_edges()]; nl],
-            round: 0,
+            fresh: Vec::new(),
+            refused: Refusals::new(nl, ei.num_edges()),
+            delta: TreeDelta::new(ns, nl),
         })
     }
 
@@ -491,10 +495,10 @@ impl<'a, 'c> Settler<'a, 'c> {
         self.hybrid(di, dl)?;
         // The Up*/Down* paths from outside A leave the escape layer.
         let (in_a, weight) = (&self.in_a, self.ctx.weight);
-        self.tu.apply(
+        let esc = &mut self.counts[usize::from(self.esc_layer)];
+        self.tu.edge_weights(
             g,
             self.ctx.ei,
-            &mut self.counts[usize::from(self.esc_layer)],
             |s| {
                 if in_a[s as usize] {
                     0
@@ -502,7 +506,7 @@ impl<'a, 'c> Settler<'a, 'c> {
                     weight[s as usize]
                 }
             },
-            false,
+            |e, w| esc.sub(e, w),
         );
         self.commit(di, routing, dl);
         self.account(di, out);
@@ -522,7 +526,7 @@ impl<'a, 'c> Settler<'a, 'c> {
         self.in_a[root as usize] = true;
         // Refusals are remembered for the whole destination: rounds only take back this
         // destination's own paths, so a stale refusal merely sends a source to A a bit early.
-        self.round += 1;
+        self.refused.clear();
         // With A = {root} the hybrid tree is the SSSP tree.
         self.th.copy_from(&self.ts);
         loop {
@@ -573,12 +577,13 @@ impl<'a, 'c> Settler<'a, 'c> {
                         g,
                         ei,
                         &self.path,
+                        &mut self.fresh,
                         w,
                         &mut self.counts[lu],
                         &mut self.topo[lu],
                         &mut self.sc,
-                        &mut self.refused[lu],
-                        self.round,
+                        &mut self.refused,
+                        l,
                         if l == esc_layer {
                             ESCAPE_SEARCH_LIMIT
                         } else {
@@ -587,6 +592,7 @@ impl<'a, 'c> Settler<'a, 'c> {
                     ) {
                         self.pl[su] = l;
                         self.is_placed[su] = true;
+                        self.delta.add(su, l, w);
                         break;
                     }
                 }
@@ -596,6 +602,7 @@ impl<'a, 'c> Settler<'a, 'c> {
                 }
             }
             if self.failed.is_empty() {
+                self.delta.flush(g, ei, &self.th, self.counts);
                 return Ok(());
             }
             // The failed sources join A with their Up*/Down* paths; placed paths through a
@@ -617,12 +624,11 @@ impl<'a, 'c> Settler<'a, 'c> {
                 let su = s as usize;
                 self.flag[su] |= self.flag[self.th.parent(g, s) as usize];
                 if self.flag[su] && self.is_placed[su] {
-                    let w = weight[su];
-                    let cnt = &mut self.counts[usize::from(self.pl[su])];
-                    self.th.for_path_edges(g, ei, s, |e| cnt[e as usize] -= w);
+                    self.delta.sub(su, self.pl[su], weight[su]);
                     self.is_placed[su] = false;
                 }
             }
+            self.delta.flush(g, ei, &self.th, self.counts);
             for &s in &self.th.order {
                 self.flag[s as usize] = false;
             }
@@ -700,40 +706,154 @@ impl<'a, 'c> Settler<'a, 'c> {
 }
 
 /// Adds a path (its dependency edges `(c1, c2, edge)` in order) to a layer if that keeps the
-/// layer acyclic. `refused` remembers, per dependency edge, the `round` (destination) in which
-/// the layer last refused it, so it is not searched again for that destination.
+/// layer `l` acyclic. `refused` remembers the edges the layer refused for this destination, so
+/// they are not searched again. The checks read the layer's edge set only, the path's new edges
+/// marked in it as they pass (`fresh` lists them, to take the marks back on a refusal); the
+/// caller counts a path that fits ([`TreeDelta`]).
 #[allow(clippy::too_many_arguments)]
 fn try_add_path(
     g: &SwitchGraph,
     ei: &EdgeIndex,
     path: &[(u32, u32, u32)],
+    fresh: &mut Vec<u32>,
     w: u32,
-    counts: &mut [u32],
+    layer: &mut CountedEdges,
     topo: &mut DynTopo,
     sc: &mut TopoScratch,
-    refused: &mut [u32],
-    round: u32,
+    refused: &mut Refusals,
+    l: u8,
     limit: usize,
 ) -> bool {
     // Cheap pass first: an edge refused earlier in this round sinks the path at once.
     if path
         .iter()
-        .any(|&(_, _, e)| counts[e as usize] == 0 && refused[e as usize] == round)
+        .any(|&(_, _, e)| !layer.has(e as usize) && refused.has(l, e))
     {
         return false;
     }
-    for (added, &(c1, c2, e)) in path.iter().enumerate() {
-        let e = e as usize;
-        if counts[e] == 0 && !topo.try_insert(g, ei, counts, sc, c1, c2, limit) {
-            refused[e] = round;
-            for &(_, _, e) in &path[..added] {
-                counts[e as usize] -= w;
+    fresh.clear();
+    for &(c1, c2, e) in path {
+        if layer.has(e as usize) {
+            continue;
+        }
+        if !topo.try_insert(g, ei, &*layer, sc, c1, c2, limit) {
+            refused.insert(l, e);
+            for &f in fresh.iter() {
+                layer.unmark(f as usize);
             }
             return false;
         }
-        counts[e] += w;
+        // (A path of weight 0 is counted nowhere: its edges never enter the layer.)
+        if w > 0 {
+            layer.mark(e as usize);
+            fresh.push(e);
+        }
     }
     true
+}
+
+/// Path weight placed in (+) and taken out of (-) the layers during one round of a destination,
+/// per (switch, layer), counted into the layers at the end of the round by summing up the hybrid
+/// tree: the paths of one destination share their suffixes, so each counted edge is touched once
+/// per round instead of once per path through it (the layers' edge sets are kept up to date by
+/// the placement itself, so nothing reads the counts in between).
+struct TreeDelta {
+    layers: usize,
+    w: Vec<i32>,
+    /// Per switch, the layers with a non-zero entry.
+    mask: Vec<u16>,
+}
+
+impl TreeDelta {
+    fn new(switches: usize, layers: usize) -> Self {
+        TreeDelta {
+            layers,
+            w: vec![0; switches * layers],
+            mask: vec![0; switches],
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, s: usize, l: u8, w: u32) {
+        self.w[s * self.layers + usize::from(l)] += w as i32;
+        self.mask[s] |= 1 << l;
+    }
+
+    #[inline]
+    fn sub(&mut self, s: usize, l: u8, w: u32) {
+        self.w[s * self.layers + usize::from(l)] -= w as i32;
+        self.mask[s] |= 1 << l;
+    }
+
+    /// Counts the round's changes along tree `t` (the one their paths follow) and clears them.
+    fn flush(
+        &mut self,
+        g: &SwitchGraph,
+        ei: &EdgeIndex,
+        t: &DestTree,
+        layers: &mut [CountedEdges],
+    ) {
+        let nl = self.layers;
+        for &s in t.order[1..].iter().rev() {
+            let su = s as usize;
+            let mut m = std::mem::take(&mut self.mask[su]);
+            if m == 0 {
+                continue;
+            }
+            let c1 = t.next[su];
+            let h = g.chan_head()[c1 as usize];
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let d = std::mem::take(&mut self.w[su * nl + l]);
+                if h == t.root {
+                    continue;
+                }
+                // Even with nothing left to count (a path placed and taken out again in the
+                // round), the edge's bit may be stale: its placement marked it.
+                layers[l].shift(ei.edge(g, c1, t.next[h as usize]) as usize, d);
+                self.w[h as usize * nl + l] += d;
+                self.mask[h as usize] |= 1 << l;
+            }
+        }
+    }
+}
+
+/// The dependency edges each layer refused for the destination being settled: a bitmap per layer
+/// (8 layers of random 20k CAs: 850 KB, which stays in cache, where a round stamp per edge and
+/// layer took 27 MB and its reads were half of the placement's time), cleared through the list
+/// of what was set.
+struct Refusals {
+    bits: Vec<Vec<u64>>,
+    set: Vec<(u8, u32)>,
+}
+
+impl Refusals {
+    fn new(layers: usize, edges: usize) -> Self {
+        Refusals {
+            bits: vec![vec![0; edges.div_ceil(64)]; layers],
+            set: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn has(&self, l: u8, e: u32) -> bool {
+        self.bits[usize::from(l)][e as usize / 64] & 1 << (e % 64) != 0
+    }
+
+    fn insert(&mut self, l: u8, e: u32) {
+        let word = &mut self.bits[usize::from(l)][e as usize / 64];
+        if *word & 1 << (e % 64) == 0 {
+            *word |= 1 << (e % 64);
+            self.set.push((l, e));
+        }
+    }
+
+    fn clear(&mut self) {
+        for (l, e) in self.set.drain(..) {
+            self.bits[usize::from(l)][e as usize / 64] = 0;
+        }
+    }
 }
 
 /// Calls `f(c1, c2, edge)` along the dependency edges of the path from `s` until it returns
