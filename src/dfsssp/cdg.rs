@@ -314,15 +314,39 @@ impl DestTree {
     }
 }
 
-/// Topological order of the channels under the edges with a non-zero count (Kahn's algorithm), or
+/// The dependency edges a layer holds, as cycle checks read them (by [`EdgeIndex`] slot).
+pub trait EdgeSet {
+    fn has(&self, e: usize) -> bool;
+}
+
+/// Per-edge path counts: an edge is in the layer while some path counts it.
+impl EdgeSet for [u32] {
+    #[inline]
+    fn has(&self, e: usize) -> bool {
+        self[e] > 0
+    }
+}
+
+impl EdgeSet for Vec<u32> {
+    #[inline]
+    fn has(&self, e: usize) -> bool {
+        self[e] > 0
+    }
+}
+
+/// Topological order of the channels under the edges of `edges` (Kahn's algorithm), or
 /// `None` when the layer's CDG has a cycle. O(C + E).
-pub fn topological_order(g: &SwitchGraph, ei: &EdgeIndex, counts: &[u32]) -> Option<Vec<u32>> {
+pub fn topological_order<S: EdgeSet + ?Sized>(
+    g: &SwitchGraph,
+    ei: &EdgeIndex,
+    edges: &S,
+) -> Option<Vec<u32>> {
     let nc = g.num_channels();
     let mut indeg = vec![0u32; nc];
     for c in 0..nc as u32 {
         let b = ei.base[c as usize];
         for slot in 0..ei.degree(c) {
-            if counts[(b + slot) as usize] > 0 {
+            if edges.has((b + slot) as usize) {
                 indeg[ei.target(g, c, slot) as usize] += 1;
             }
         }
@@ -334,7 +358,7 @@ pub fn topological_order(g: &SwitchGraph, ei: &EdgeIndex, counts: &[u32]) -> Opt
         i += 1;
         let b = ei.base[c as usize];
         for slot in 0..ei.degree(c) {
-            if counts[(b + slot) as usize] > 0 {
+            if edges.has((b + slot) as usize) {
                 let t = ei.target(g, c, slot);
                 indeg[t as usize] -= 1;
                 if indeg[t as usize] == 0 {

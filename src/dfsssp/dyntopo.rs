@@ -27,48 +27,57 @@ use std::collections::HashMap;
 
 use crate::graph::SwitchGraph;
 
-use super::cdg::EdgeIndex;
+use super::cdg::{EdgeIndex, EdgeSet};
 
-/// The dependency edges a layer holds, as cycle checks read them (by [`EdgeIndex`] slot).
-pub(crate) trait EdgeSet {
-    fn has(&self, e: usize) -> bool;
-}
-
-/// Per-edge path counts: an edge is in the layer while some path counts it.
-impl EdgeSet for [u32] {
-    #[inline]
-    fn has(&self, e: usize) -> bool {
-        self[e] > 0
-    }
-}
-
-impl EdgeSet for Vec<u32> {
-    #[inline]
-    fn has(&self, e: usize) -> bool {
-        self[e] > 0
-    }
-}
-
-/// Per-edge path counts with a bitmap of the non-zero ones beside them. The escape's cycle checks
-/// read only the bitmap: one bit per edge keeps a layer's edge set in cache (random 20k CAs:
-/// 106 KB per layer against 3.4 MB of counts), and a path whose check fails never touches the
-/// counts at all.
+/// Per-edge path counts with a bitmap of the edges in the layer beside them. The escape's cycle
+/// checks read only the bitmap: one bit per edge keeps a layer's edge set in cache (random 20k
+/// CAs: 40 KB per layer against 1.3 MB of counts), and a path whose check fails never touches
+/// the counts at all.
+///
+/// An edge can also be held by *users* besides its counted paths: in the escape layer, the
+/// Up*/Down* trees of the destinations not yet settled, one unit per tree. Settling a
+/// destination drops its tree as a whole; 2-byte units per tree instead of path weights keep
+/// those updates in cache too (there are at most 49151 destination LIDs).
 pub(crate) struct CountedEdges {
     counts: Vec<u32>,
+    /// Per edge, the users holding it; empty when the layer has none.
+    users: Vec<u16>,
     bits: Vec<u64>,
 }
 
 impl CountedEdges {
     pub fn new(counts: Vec<u32>) -> Self {
-        let mut bits = vec![0u64; counts.len().div_ceil(64)];
-        for (e, _) in counts.iter().enumerate().filter(|(_, &c)| c > 0) {
-            bits[e / 64] |= 1 << (e % 64);
-        }
-        CountedEdges { counts, bits }
+        Self::with_users(counts, Vec::new())
     }
 
-    pub fn counts(&self) -> &[u32] {
-        &self.counts
+    pub fn with_users(counts: Vec<u32>, users: Vec<u16>) -> Self {
+        debug_assert!(users.is_empty() || users.len() == counts.len());
+        let mut set = CountedEdges {
+            bits: vec![0u64; counts.len().div_ceil(64)],
+            counts,
+            users,
+        };
+        for e in 0..set.counts.len() {
+            if set.held(e) {
+                set.mark(e);
+            }
+        }
+        set
+    }
+
+    #[inline]
+    fn held(&self, e: usize) -> bool {
+        self.counts[e] > 0 || self.users.get(e).is_some_and(|&u| u > 0)
+    }
+
+    /// Sets the bit of edge `e` from its count and users.
+    #[inline]
+    pub fn refresh(&mut self, e: usize) {
+        if self.held(e) {
+            self.mark(e);
+        } else {
+            self.unmark(e);
+        }
     }
 
     /// Marks edge `e` present while its path is checked, before it is counted.
@@ -77,31 +86,28 @@ impl CountedEdges {
         self.bits[e / 64] |= 1 << (e % 64);
     }
 
-    /// Takes back a [`Self::mark`] (or a count that fell to zero).
+    /// Takes back a [`Self::mark`].
     #[inline]
     pub fn unmark(&mut self, e: usize) {
         self.bits[e / 64] &= !(1 << (e % 64));
     }
 
-    /// Changes the count of edge `e` by `d` (the edge is in the set while its count is not 0).
+    /// Changes the count of edge `e` by `d`.
     #[inline]
     pub fn shift(&mut self, e: usize, d: i32) {
         let c = self.counts[e].checked_add_signed(d);
         debug_assert!(c.is_some(), "edge count out of range");
         self.counts[e] = c.unwrap_or(0);
-        if self.counts[e] > 0 {
-            self.mark(e);
-        } else {
-            self.unmark(e);
-        }
+        self.refresh(e);
     }
 
+    /// One user of edge `e` lets go of it.
     #[inline]
-    pub fn sub(&mut self, e: usize, w: u32) {
-        debug_assert!(self.counts[e] >= w, "edge count underflow");
-        self.counts[e] -= w;
-        if self.counts[e] == 0 {
-            self.unmark(e);
+    pub fn drop_user(&mut self, e: usize) {
+        debug_assert!(self.users[e] > 0, "edge users underflow");
+        self.users[e] -= 1;
+        if self.users[e] == 0 {
+            self.refresh(e);
         }
     }
 }

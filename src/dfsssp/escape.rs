@@ -29,8 +29,9 @@ use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{Routing, NO_PATH};
 use crate::updown::{UpDown, UpDownRouter};
 
+use super::cdg::EdgeSet;
 use super::cdg::{topological_order, DestTree, EdgeIndex};
-use super::dyntopo::{CountedEdges, DynTopo, EdgeSet, TopoScratch};
+use super::dyntopo::{CountedEdges, DynTopo, TopoScratch};
 
 /// How many channels an incremental cycle check may visit before it refuses the edge: small in
 /// the escape layer, where an illegal turn almost always closes a cycle with the Up*/Down* routes
@@ -113,7 +114,10 @@ pub(crate) struct Prologue {
     /// The Up*/Down* port of every switch per escape destination.
     ud_cols: Vec<u8>,
     sssp_legal: Vec<bool>,
+    /// The escape layer's counts: the legal SSSP routes kept as escape routes.
     esc_counts: Vec<u32>,
+    /// Per escape-layer edge, how many of the Up*/Down* trees to settle hold it.
+    esc_users: Vec<u16>,
 }
 
 /// Builds the [`Prologue`] for `esc`. `total` is the per-edge dependency count of all input
@@ -203,6 +207,11 @@ pub(crate) fn prepare(
         }
     }
     // Up*/Down* trees for the escape destinations, all their paths on the escape layer.
+    if nd > usize::from(u16::MAX) {
+        // Cannot happen: destinations are unicast LIDs.
+        return Err(internal(format!("{nd} destinations")));
+    }
+    let mut esc_users = vec![0u16; ei.num_edges()];
     let mut bal = Balancer::new(g);
     bal.load.copy_from_slice(&load);
     let mut router = UpDownRouter::new(g, &ud);
@@ -233,7 +242,7 @@ pub(crate) fn prepare(
         tree.next.copy_from_slice(next);
         tree.link(g, d.switch)
             .map_err(|f| internal(format!("Up*/Down* tree for LID {} broken: {f:?}", d.lid)))?;
-        tree.apply(g, ei, &mut esc_counts, |s| weight[s as usize], true);
+        tree.edge_weights(g, ei, |s| weight[s as usize], |e, _| esc_users[e] += 1);
     }
     Ok(Prologue {
         esc,
@@ -241,6 +250,7 @@ pub(crate) fn prepare(
         ud_cols,
         sssp_legal,
         esc_counts,
+        esc_users,
     })
 }
 
@@ -283,12 +293,12 @@ pub(crate) fn run(
         ud_cols,
         sssp_legal,
         esc_counts,
+        esc_users,
     } = pre;
     // Settling starts from the layers cycle breaking left: the escape destinations' paths that
     // fit stay counted where they are. (Without settling the counts are not read again: those
     // destinations go on pure Up*/Down*.)
     counts.truncate(e);
-    counts.push(esc_counts);
     let mut out = EscapeOutcome {
         roots: ud.roots.clone(),
         initial: esc.iter().filter(|&&x| x).count(),
@@ -296,6 +306,7 @@ pub(crate) fn run(
     };
     if ctx.reclaim {
         let mut layers: Vec<CountedEdges> = counts.into_par_iter().map(CountedEdges::new).collect();
+        layers.push(CountedEdges::with_users(esc_counts, esc_users));
         let mut st = Settler::new(ctx, &mut layers, esc_layer, ud.legal_order(g))?;
         let mut cand: Vec<usize> = (0..nd).filter(|&di| esc[di]).collect();
         cand.sort_by_key(|&di| (prio[di], g.dests()[di].lid));
@@ -438,7 +449,7 @@ impl<'a, 'c> Settler<'a, 'c> {
                     continue;
                 }
             }
-            let order = topological_order(g, ei, cnt.counts())
+            let order = topological_order(g, ei, cnt)
                 .ok_or_else(|| internal(format!("layer {l} has a cycle before settling")))?;
             let t = DynTopo::from_order(&order);
             topo.push(if l == usize::from(esc_layer) {
@@ -494,19 +505,24 @@ impl<'a, 'c> Settler<'a, 'c> {
         }
         self.hybrid(di, dl)?;
         // The Up*/Down* paths from outside A leave the escape layer.
+        // Its Up*/Down* paths from A stay in the escape layer, counted from now on; its tree
+        // there (held as a user until now) leaves.
         let (in_a, weight) = (&self.in_a, self.ctx.weight);
         let esc = &mut self.counts[usize::from(self.esc_layer)];
+        let from_a = |s: u32| {
+            if in_a[s as usize] {
+                weight[s as usize]
+            } else {
+                0
+            }
+        };
+        self.tu
+            .edge_weights(g, self.ctx.ei, from_a, |e, w| esc.shift(e, w as i32));
         self.tu.edge_weights(
             g,
             self.ctx.ei,
-            |s| {
-                if in_a[s as usize] {
-                    0
-                } else {
-                    weight[s as usize]
-                }
-            },
-            |e, w| esc.sub(e, w),
+            |s| weight[s as usize],
+            |e, _| esc.drop_user(e),
         );
         self.commit(di, routing, dl);
         self.account(di, out);
@@ -592,7 +608,7 @@ impl<'a, 'c> Settler<'a, 'c> {
                     ) {
                         self.pl[su] = l;
                         self.is_placed[su] = true;
-                        self.delta.add(su, l, w);
+                        self.delta.add(su, l, w, &self.fresh);
                         break;
                     }
                 }
@@ -762,6 +778,8 @@ struct TreeDelta {
     w: Vec<i32>,
     /// Per switch, the layers with a non-zero entry.
     mask: Vec<u16>,
+    /// The edges the round's placements marked new in their layers.
+    marked: Vec<(u8, u32)>,
 }
 
 impl TreeDelta {
@@ -770,13 +788,16 @@ impl TreeDelta {
             layers,
             w: vec![0; switches * layers],
             mask: vec![0; switches],
+            marked: Vec::new(),
         }
     }
 
+    /// A path placed from `s` in layer `l`, `fresh` the edges it marked there.
     #[inline]
-    fn add(&mut self, s: usize, l: u8, w: u32) {
+    fn add(&mut self, s: usize, l: u8, w: u32, fresh: &[u32]) {
         self.w[s * self.layers + usize::from(l)] += w as i32;
         self.mask[s] |= 1 << l;
+        self.marked.extend(fresh.iter().map(|&e| (l, e)));
     }
 
     #[inline]
@@ -806,15 +827,17 @@ impl TreeDelta {
                 let l = m.trailing_zeros() as usize;
                 m &= m - 1;
                 let d = std::mem::take(&mut self.w[su * nl + l]);
-                if h == t.root {
+                if d == 0 || h == t.root {
                     continue;
                 }
-                // Even with nothing left to count (a path placed and taken out again in the
-                // round), the edge's bit may be stale: its placement marked it.
                 layers[l].shift(ei.edge(g, c1, t.next[h as usize]) as usize, d);
                 self.w[h as usize * nl + l] += d;
                 self.mask[h as usize] |= 1 << l;
             }
+        }
+        // A path placed and taken out again in the round leaves the marks of its new edges.
+        for (l, e) in self.marked.drain(..) {
+            layers[usize::from(l)].refresh(e as usize);
         }
     }
 }
