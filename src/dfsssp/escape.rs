@@ -319,42 +319,46 @@ pub(crate) fn run(
             }
             !sssp_legal[di]
         });
-        // The Up*/Down* and SSSP trees of the next destinations are built on another thread
-        // while these settle: they depend on the input routes only.
+        // Settling is sequential (each destination's placements constrain the next), so the
+        // rest runs beside it on another thread, a chunk of destinations at a time: the trees
+        // of the next chunk are built (they depend on the input routes only) and the outcome of
+        // the previous one is written (nothing settling reads).
         const AHEAD: usize = 32;
-        let pair = || (DestTree::new(ns), DestTree::new(ns));
-        let mut cur: Vec<_> = (0..AHEAD.min(cand.len())).map(|_| pair()).collect();
-        let mut next: Vec<_> = (0..cur.len()).map(|_| pair()).collect();
-        let build = |dests: &[usize], bufs: &mut [(DestTree, DestTree)]| {
-            dests
-                .iter()
-                .zip(bufs.iter_mut())
-                .try_for_each(|(&di, (tu, ts))| build_trees(ctx, &ud_cols, di, tu, ts))
-        };
+        let slots = || -> Vec<Slot> { (0..AHEAD.min(cand.len())).map(|_| Slot::new(ns)).collect() };
+        let (mut writing, mut settling, mut building) = (slots(), slots(), slots());
+        let mut wr = Writer::new(ctx, esc_layer);
         let mut chunks = cand.chunks(AHEAD).peekable();
         if let Some(first) = chunks.peek() {
-            build(first, &mut cur)?;
+            Slot::build_all(ctx, &ud_cols, first, &mut settling, dl)?;
         }
+        let mut written = 0; // slots of `writing` holding a settled destination
         while let Some(chunk) = chunks.next() {
             let following = chunks.peek().copied();
             let (built, settled) = rayon::join(
-                || following.map_or(Ok(()), |f| build(f, &mut next)),
                 || {
-                    for (&di, trees) in chunk.iter().zip(cur.iter_mut()) {
-                        st.settle(
-                            di,
-                            trees,
-                            routing,
-                            &mut dl[di * ns..(di + 1) * ns],
-                            &mut out,
-                        )?;
+                    for slot in &writing[..written] {
+                        wr.write(slot, routing, dl, &mut out);
+                    }
+                    following.map_or(Ok(()), |f| {
+                        Slot::build_all(ctx, &ud_cols, f, &mut building, dl)
+                    })
+                },
+                || {
+                    for slot in &mut settling[..chunk.len()] {
+                        st.settle(slot)?;
                     }
                     Ok::<(), DfssspError>(())
                 },
             );
             built?;
             settled?;
-            std::mem::swap(&mut cur, &mut next);
+            written = chunk.len();
+            // The chunk just settled is written next, the one built settles next.
+            std::mem::swap(&mut writing, &mut settling);
+            std::mem::swap(&mut settling, &mut building);
+        }
+        for slot in &writing[..written] {
+            wr.write(slot, routing, dl, &mut out);
         }
     } else {
         // Every overflowing destination stays on pure Up*/Down*.
@@ -378,22 +382,125 @@ pub(crate) fn run(
     Ok(out)
 }
 
-/// Builds the Up*/Down* (`tu`, from `ud_cols`) and SSSP (`ts`) trees of escape destination `di`.
-fn build_trees(
-    ctx: &EscapeCtx,
-    ud_cols: &[u8],
+/// One escape destination on its way through settling.
+struct Slot {
     di: usize,
-    tu: &mut DestTree,
-    ts: &mut DestTree,
-) -> Result<(), DfssspError> {
-    let (g, ns) = (ctx.g, ctx.g.num_switches());
-    let d = g.dests()[di];
-    let u = &ud_cols[di * ns..(di + 1) * ns];
-    tu.build_from_ports(g, &d, |s| u[s as usize], ctx.comp)
-        .map_err(|f| internal(format!("Up*/Down* routes to LID {}: {f:?}", d.lid)))?;
-    let c = &ctx.cols[di * ns..(di + 1) * ns];
-    ts.build_from_ports(g, &d, |s| c[s as usize], ctx.comp)
-        .map_err(|f| fault_error(g, d.lid, f))
+    /// Its Up*/Down* and SSSP trees, and the layers cycle breaking left its paths in.
+    tu: DestTree,
+    ts: DestTree,
+    phase_a: Vec<u8>,
+    /// What settling gives it: the hybrid tree and its paths' layers.
+    th: DestTree,
+    pl: Vec<u8>,
+}
+
+impl Slot {
+    fn new(ns: usize) -> Self {
+        Slot {
+            di: 0,
+            tu: DestTree::new(ns),
+            ts: DestTree::new(ns),
+            phase_a: vec![0; ns],
+            th: DestTree::new(ns),
+            pl: vec![0; ns],
+        }
+    }
+
+    /// Sets up the slots for escape destinations `dests` (`ud_cols` their Up*/Down* ports,
+    /// `dl` the path layers, destination-major).
+    fn build_all(
+        ctx: &EscapeCtx,
+        ud_cols: &[u8],
+        dests: &[usize],
+        slots: &mut [Slot],
+        dl: &[u8],
+    ) -> Result<(), DfssspError> {
+        let (g, ns) = (ctx.g, ctx.g.num_switches());
+        for (&di, slot) in dests.iter().zip(slots.iter_mut()) {
+            let d = g.dests()[di];
+            slot.di = di;
+            let u = &ud_cols[di * ns..(di + 1) * ns];
+            slot.tu
+                .build_from_ports(g, &d, |s| u[s as usize], ctx.comp)
+                .map_err(|f| internal(format!("Up*/Down* routes to LID {}: {f:?}", d.lid)))?;
+            let c = &ctx.cols[di * ns..(di + 1) * ns];
+            slot.ts
+                .build_from_ports(g, &d, |s| c[s as usize], ctx.comp)
+                .map_err(|f| fault_error(g, d.lid, f))?;
+            slot.phase_a.copy_from_slice(&dl[di * ns..(di + 1) * ns]);
+        }
+        Ok(())
+    }
+}
+
+/// Writes settled destinations out: LFT, hops and path layers, and the statistics.
+struct Writer<'a> {
+    ctx: &'a EscapeCtx<'a>,
+    esc_layer: u8,
+    /// Per switch: its path takes a non-SSSP hop somewhere.
+    off_sssp: Vec<bool>,
+}
+
+impl<'a> Writer<'a> {
+    fn new(ctx: &'a EscapeCtx<'a>, esc_layer: u8) -> Self {
+        Writer {
+            ctx,
+            esc_layer,
+            off_sssp: vec![false; ctx.g.num_switches()],
+        }
+    }
+
+    /// Writes the hybrid tree's LFT, hop and layer entries of the slot's destination (the LFT
+    /// and hops still hold its SSSP routes: only the paths that leave them somewhere change),
+    /// and adds its routes to the statistics: paths with an Up*/Down* hop, and how many of them
+    /// are minimal anyway.
+    fn write(
+        &mut self,
+        slot: &Slot,
+        routing: &mut Routing,
+        dl: &mut [u8],
+        out: &mut EscapeOutcome,
+    ) {
+        let g = self.ctx.g;
+        let ns = g.num_switches();
+        let d = g.dests()[slot.di];
+        let root = d.switch;
+        let last = u32::from(d.exit_port != 0);
+        let to = self.ctx.dist.to(root);
+        let (th, ts) = (&slot.th, &slot.ts);
+        let dl = &mut dl[slot.di * ns..(slot.di + 1) * ns];
+        dl.fill(self.esc_layer);
+        dl[root as usize] = 0;
+        let mut escaped = 0u64;
+        for &s in &th.order[1..] {
+            let su = s as usize;
+            dl[su] = slot.pl[su];
+            let n = th.next[su];
+            let own = n != ts.next[su];
+            let off = own || self.off_sssp[g.chan_head()[n as usize] as usize];
+            self.off_sssp[su] = off;
+            if own {
+                routing.lft.set(s, d.lid, g.chan_port()[n as usize]);
+            }
+            if off {
+                let h = th.depth[su] + last;
+                routing
+                    .hops
+                    .set(s, d.lid, u8::try_from(h).unwrap_or(u8::MAX));
+                escaped += 1;
+                out.escape_minimal += u64::from(th.depth[su] == u32::from(to[su]));
+            }
+        }
+        for &s in &th.order {
+            self.off_sssp[s as usize] = false;
+        }
+        if escaped == 0 {
+            out.reclaimed += 1;
+        } else {
+            out.escape_dests += 1;
+            out.escape_routes += escaped;
+        }
+    }
 }
 
 /// One share of destinations' sums: escape-layer dependency counts and channel loads.
@@ -484,27 +591,19 @@ impl<'a, 'c> Settler<'a, 'c> {
     /// First pass for destination `di`, whose full Up*/Down* tree is in the escape layer and
     /// whose paths cycle breaking fitted are still counted in their layers (`dl`, its row of
     /// path layers, which this rewrites).
-    fn settle(
-        &mut self,
-        di: usize,
-        trees: &mut (DestTree, DestTree),
-        routing: &mut Routing,
-        dl: &mut [u8],
-        out: &mut EscapeOutcome,
-    ) -> Result<(), DfssspError> {
+    fn settle(&mut self, slot: &mut Slot) -> Result<(), DfssspError> {
         let g = self.ctx.g;
-        std::mem::swap(&mut self.tu, &mut trees.0);
-        std::mem::swap(&mut self.ts, &mut trees.1);
+        std::mem::swap(&mut self.tu, &mut slot.tu);
+        std::mem::swap(&mut self.ts, &mut slot.ts);
         self.is_placed.fill(false);
         for &s in &self.ts.order[1..] {
-            let l = dl[s as usize];
+            let l = slot.phase_a[s as usize];
             if l < self.esc_layer {
                 self.is_placed[s as usize] = true;
                 self.pl[s as usize] = l;
             }
         }
-        self.hybrid(di, dl)?;
-        // The Up*/Down* paths from outside A leave the escape layer.
+        self.hybrid(slot.di, &slot.phase_a)?;
         // Its Up*/Down* paths from A stay in the escape layer, counted from now on; its tree
         // there (held as a user until now) leaves.
         let (in_a, weight) = (&self.in_a, self.ctx.weight);
@@ -524,8 +623,11 @@ impl<'a, 'c> Settler<'a, 'c> {
             |s| weight[s as usize],
             |e, _| esc.drop_user(e),
         );
-        self.commit(di, routing, dl);
-        self.account(di, out);
+        // The slot takes the outcome to be written, and its trees back.
+        std::mem::swap(&mut self.tu, &mut slot.tu);
+        std::mem::swap(&mut self.ts, &mut slot.ts);
+        std::mem::swap(&mut self.th, &mut slot.th);
+        std::mem::swap(&mut self.pl, &mut slot.pl);
         Ok(())
     }
 
@@ -655,68 +757,6 @@ impl<'a, 'c> Settler<'a, 'c> {
             self.th
                 .link(g, root)
                 .map_err(|f| internal(format!("hybrid tree for LID {lid} broken: {f:?}")))?;
-        }
-    }
-
-    /// Writes the hybrid tree's LFT, hop and layer entries of destination `di`.
-    fn commit(&mut self, di: usize, routing: &mut Routing, dl: &mut [u8]) {
-        let g = self.ctx.g;
-        let d = g.dests()[di];
-        let root = d.switch;
-        self.pl[root as usize] = 0;
-        let last = u32::from(d.exit_port != 0);
-        // The LFT and hops still hold the input (SSSP) routes: only the paths that leave them
-        // somewhere are written (`flag`: the path from this switch takes a non-SSSP hop).
-        dl.fill(self.esc_layer);
-        for &s in &self.th.order {
-            let su = s as usize;
-            dl[su] = self.pl[su];
-            if s == root {
-                continue;
-            }
-            let n = self.th.next[su];
-            let own = n != self.ts.next[su];
-            self.flag[su] = own || self.flag[g.chan_head()[n as usize] as usize];
-            if own {
-                routing.lft.set(s, d.lid, g.chan_port()[n as usize]);
-            }
-            if self.flag[su] {
-                let h = self.th.depth[su] + last;
-                routing
-                    .hops
-                    .set(s, d.lid, u8::try_from(h).unwrap_or(u8::MAX));
-            }
-        }
-        for &s in &self.th.order {
-            self.flag[s as usize] = false;
-        }
-    }
-
-    /// Adds destination `di`'s final routes (the hybrid tree just committed) to the statistics:
-    /// paths that differ from SSSP from some switch on (an Up*/Down* hop), and how many of them
-    /// are minimal anyway.
-    fn account(&mut self, di: usize, out: &mut EscapeOutcome) {
-        let g = self.ctx.g;
-        let to = self.ctx.dist.to(g.dests()[di].switch);
-        let mut escaped = 0u64;
-        // `flag`: the path from this switch takes a non-SSSP hop somewhere.
-        for &s in &self.th.order[1..] {
-            let su = s as usize;
-            self.flag[su] =
-                self.th.next[su] != self.ts.next[su] || self.flag[self.th.parent(g, s) as usize];
-            if self.flag[su] {
-                escaped += 1;
-                out.escape_minimal += u64::from(self.th.depth[su] == u32::from(to[su]));
-            }
-        }
-        for &s in &self.th.order {
-            self.flag[s as usize] = false;
-        }
-        if escaped == 0 {
-            out.reclaimed += 1;
-        } else {
-            out.escape_dests += 1;
-            out.escape_routes += escaped;
         }
     }
 }
