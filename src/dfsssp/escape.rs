@@ -389,6 +389,8 @@ struct Slot {
     tu: DestTree,
     ts: DestTree,
     phase_a: Vec<u8>,
+    /// The escape-layer edges its Up*/Down* tree holds (as a user).
+    ud_edges: Vec<u32>,
     /// What settling gives it: the hybrid tree and its paths' layers.
     th: DestTree,
     pl: Vec<u8>,
@@ -401,6 +403,7 @@ impl Slot {
             tu: DestTree::new(ns),
             ts: DestTree::new(ns),
             phase_a: vec![0; ns],
+            ud_edges: Vec::new(),
             th: DestTree::new(ns),
             pl: vec![0; ns],
         }
@@ -423,6 +426,14 @@ impl Slot {
             slot.tu
                 .build_from_ports(g, &d, |s| u[s as usize], ctx.comp)
                 .map_err(|f| internal(format!("Up*/Down* routes to LID {}: {f:?}", d.lid)))?;
+            slot.ud_edges.clear();
+            let weight = ctx.weight;
+            slot.tu.edge_weights(
+                g,
+                ctx.ei,
+                |s| weight[s as usize],
+                |e, _| slot.ud_edges.push(e as u32),
+            );
             let c = &ctx.cols[di * ns..(di + 1) * ns];
             slot.ts
                 .build_from_ports(g, &d, |s| c[s as usize], ctx.comp)
@@ -526,8 +537,12 @@ struct Settler<'a, 'c> {
     is_placed: Vec<bool>,
     flag: Vec<bool>,
     failed: Vec<u32>,
-    /// Switches that joined A in the last round.
+    /// Switches that joined A in the last round, and in all rounds.
     joined: Vec<u32>,
+    a_nodes: Vec<u32>,
+    /// Per switch of A, the weight of the paths from A through it (scratch, all zero between
+    /// uses).
+    a_sub: Vec<u32>,
     /// The dependency edges of the path being placed: `(c1, c2, edge)`.
     path: Vec<(u32, u32, u32)>,
     /// Those of its edges a layer did not hold yet ([`try_add_path`]).
@@ -581,6 +596,8 @@ impl<'a, 'c> Settler<'a, 'c> {
             flag: vec![false; ns],
             failed: Vec::new(),
             joined: Vec::new(),
+            a_nodes: Vec::new(),
+            a_sub: vec![0; ns],
             path: Vec::new(),
             fresh: Vec::new(),
             refused: Refusals::new(nl, ei.num_edges()),
@@ -604,25 +621,29 @@ impl<'a, 'c> Settler<'a, 'c> {
             }
         }
         self.hybrid(slot.di, &slot.phase_a)?;
-        // Its Up*/Down* paths from A stay in the escape layer, counted from now on; its tree
-        // there (held as a user until now) leaves.
-        let (in_a, weight) = (&self.in_a, self.ctx.weight);
+        // Its Up*/Down* paths from A stay in the escape layer, counted from now on (A is closed
+        // under Up*/Down* hops, so the sums run over A alone, deepest first); its tree there,
+        // held as a user until now, leaves.
+        let (ei, weight) = (self.ctx.ei, self.ctx.weight);
         let esc = &mut self.counts[usize::from(self.esc_layer)];
-        let from_a = |s: u32| {
-            if in_a[s as usize] {
-                weight[s as usize]
-            } else {
-                0
+        let tu = &self.tu;
+        self.a_nodes
+            .sort_unstable_by_key(|&x| std::cmp::Reverse(tu.depth[x as usize]));
+        for &x in &self.a_nodes {
+            self.a_sub[x as usize] += weight[x as usize];
+        }
+        for &x in &self.a_nodes {
+            let w = std::mem::take(&mut self.a_sub[x as usize]);
+            let c1 = tu.next[x as usize];
+            let h = g.chan_head()[c1 as usize];
+            if w > 0 && h != tu.root {
+                esc.shift(ei.edge(g, c1, tu.next[h as usize]) as usize, w as i32);
+                self.a_sub[h as usize] += w;
             }
-        };
-        self.tu
-            .edge_weights(g, self.ctx.ei, from_a, |e, w| esc.shift(e, w as i32));
-        self.tu.edge_weights(
-            g,
-            self.ctx.ei,
-            |s| weight[s as usize],
-            |e, _| esc.drop_user(e),
-        );
+        }
+        for &e in &slot.ud_edges {
+            esc.drop_user(e as usize);
+        }
         // The slot takes the outcome to be written, and its trees back.
         std::mem::swap(&mut self.tu, &mut slot.tu);
         std::mem::swap(&mut self.ts, &mut slot.ts);
@@ -642,6 +663,7 @@ impl<'a, 'c> Settler<'a, 'c> {
         let esc_layer = self.esc_layer;
         self.in_a.fill(false);
         self.in_a[root as usize] = true;
+        self.a_nodes.clear();
         // Refusals are remembered for the whole destination: rounds only take back this
         // destination's own paths, so a stale refusal merely sends a source to A a bit early.
         self.refused.clear();
@@ -735,6 +757,7 @@ impl<'a, 'c> Settler<'a, 'c> {
                     self.in_a[x as usize] = true;
                     self.flag[x as usize] = true;
                     self.joined.push(x);
+                    self.a_nodes.push(x);
                     x = self.tu.parent(g, x);
                 }
             }
