@@ -229,6 +229,18 @@ impl<'a> Breaker<'a> {
         cut.resize(ei.num_edges() + 1, false);
         let mut marked: Vec<u32> = Vec::new();
         let mut cuts = 0u64;
+        // Marking leaves the counts alone, so a bitmap of the live edges (paths, no mark) can
+        // stand in for them: the scan skips dead edges a word at a time, in cache (random 20k
+        // CAs: 40 KB against 1.3 MB of counts; each layer's search scans 25-46 M slots).
+        let mut live = batched.then(|| {
+            let mut bits = vec![0u64; ei.num_edges().div_ceil(64)];
+            for (e, (&c, &m)) in self.counts[i].iter().zip(cut.iter()).enumerate() {
+                if c > 0 && !m {
+                    bits[e / 64] |= 1 << (e % 64);
+                }
+            }
+            bits
+        });
         self.state.fill(WHITE);
         for start in 0..nc {
             if self.state[start as usize] != WHITE {
@@ -242,22 +254,36 @@ impl<'a> Breaker<'a> {
                 let mut action = None;
                 while slot < deg {
                     let e = (base + slot) as usize;
-                    if self.counts[i][e] > 0 && !cut[e] {
-                        let t = ei.target(g, c, slot);
-                        match self.state[t as usize] {
-                            WHITE => {
-                                action = Some((t, false));
-                                break;
-                            }
-                            GRAY => {
-                                action = Some((t, true));
-                                break;
-                            }
-                            _ => {}
+                    if let Some(live) = &live {
+                        let word = live[e / 64] >> (e % 64);
+                        if word == 0 {
+                            slot += 64 - (e % 64) as u32;
+                            continue;
                         }
+                        let skip = word.trailing_zeros();
+                        if skip > 0 {
+                            slot += skip;
+                            continue;
+                        }
+                    } else if self.counts[i][e] == 0 || cut[e] {
+                        slot += 1;
+                        continue;
+                    }
+                    let t = ei.target(g, c, slot);
+                    match self.state[t as usize] {
+                        WHITE => {
+                            action = Some((t, false));
+                            break;
+                        }
+                        GRAY => {
+                            action = Some((t, true));
+                            break;
+                        }
+                        _ => {}
                     }
                     slot += 1;
                 }
+                let slot = slot.min(deg);
                 self.stack.last_mut().expect("non-empty").1 = slot;
                 match action {
                     Some((t, false)) => self.push(t),
@@ -265,6 +291,9 @@ impl<'a> Breaker<'a> {
                         // Mark the cycle's weakest edge and pop back to its frame.
                         let (e, k) = self.weakest(i, t);
                         cut[e as usize] = true;
+                        if let Some(live) = &mut live {
+                            live[e as usize / 64] &= !(1 << (e % 64));
+                        }
                         marked.push(e);
                         self.pop_back_to(k);
                         cuts += 1;
