@@ -66,6 +66,11 @@ impl CountedEdges {
     }
 
     #[inline]
+    pub fn count(&self, e: usize) -> u32 {
+        self.counts[e]
+    }
+
+    #[inline]
     fn held(&self, e: usize) -> bool {
         self.counts[e] > 0 || self.users.get(e).is_some_and(|&u| u > 0)
     }

@@ -843,6 +843,8 @@ struct TreeDelta {
     mask: Vec<u16>,
     /// The edges the round's placements marked new in their layers.
     marked: Vec<(u8, u32)>,
+    /// The count changes of a flush: (layer, edge, change).
+    shifts: Vec<(u8, u32, i32)>,
 }
 
 impl TreeDelta {
@@ -852,6 +854,7 @@ impl TreeDelta {
             w: vec![0; switches * layers],
             mask: vec![0; switches],
             marked: Vec::new(),
+            shifts: Vec::new(),
         }
     }
 
@@ -893,10 +896,21 @@ impl TreeDelta {
                 if d == 0 || h == t.root {
                     continue;
                 }
-                layers[l].shift(ei.edge(g, c1, t.next[h as usize]) as usize, d);
+                self.shifts
+                    .push((l as u8, ei.edge(g, c1, t.next[h as usize]), d));
                 self.w[h as usize * nl + l] += d;
                 self.mask[h as usize] |= 1 << l;
             }
+        }
+        // The counts are scattered over megabytes: first read them all, loads that do not
+        // wait for each other, then change them, once they are in cache.
+        let mut any = 0u32;
+        for &(l, e, _) in &self.shifts {
+            any |= layers[usize::from(l)].count(e as usize);
+        }
+        std::hint::black_box(any);
+        for (l, e, d) in self.shifts.drain(..) {
+            layers[usize::from(l)].shift(e as usize, d);
         }
         // A path placed and taken out again in the round leaves the marks of its new edges.
         for (l, e) in self.marked.drain(..) {
