@@ -55,6 +55,10 @@ pub(crate) struct Breaker<'a> {
     state: Vec<u8>,
     stack_pos: Vec<u32>,
     stack: Vec<(u32, u32)>,
+    /// Beside each frame of a batched search, the paths on its current edge: marking leaves
+    /// the counts alone, so they are read once per edge taken, not once per cycle through it
+    /// (cycles run ~100 frames long on random fabrics).
+    stack_w: Vec<u32>,
     /// Moved weight per tree position (subtree sums) of the destination at hand.
     sub: Vec<u32>,
     /// `edge_dests[edge_start[e]..edge_start[e + 1]]`: the destinations (ascending LID) whose
@@ -120,6 +124,7 @@ impl<'a> Breaker<'a> {
             state: vec![WHITE; nc],
             stack_pos: vec![NOT_STACKED; nc],
             stack: Vec::new(),
+            stack_w: Vec::new(),
             sub: vec![0; g.num_switches()],
             edge_start: Vec::new(),
             edge_dests: Vec::new(),
@@ -285,11 +290,15 @@ impl<'a> Breaker<'a> {
                 }
                 let slot = slot.min(deg);
                 self.stack.last_mut().expect("non-empty").1 = slot;
+                if batched && action.is_some() {
+                    let top = self.stack_w.last_mut().expect("non-empty");
+                    *top = self.counts[i][(base + slot) as usize];
+                }
                 match action {
                     Some((t, false)) => self.push(t),
                     Some((t, true)) if batched => {
                         // Mark the cycle's weakest edge and pop back to its frame.
-                        let (e, k) = self.weakest(i, t);
+                        let (e, k) = self.weakest(i, t, true);
                         cut[e as usize] = true;
                         if let Some(live) = &mut live {
                             live[e as usize / 64] &= !(1 << (e % 64));
@@ -305,6 +314,7 @@ impl<'a> Breaker<'a> {
                     None => {
                         self.state[c as usize] = BLACK;
                         self.stack.pop();
+                        self.stack_w.pop();
                         if let Some(top) = self.stack.last_mut() {
                             top.1 += 1;
                         }
@@ -318,7 +328,12 @@ impl<'a> Breaker<'a> {
     /// Moves the paths of the marked edges (if any) and counts the layer's cuts.
     fn finish_layer(&mut self, i: usize, mut cut: Vec<bool>, marked: &[u32], cuts: u64) -> u64 {
         if !marked.is_empty() {
-            self.move_marked(i, &cut);
+            // (As a bitmap, 1/8 of the table, for the scattered reads of the pass.)
+            let mut bits = vec![0u64; (self.ei.num_edges() + 1).div_ceil(64)];
+            for &e in marked {
+                bits[e as usize / 64] |= 1 << (e % 64);
+            }
+            self.move_marked(i, &bits);
             for &e in marked {
                 cut[e as usize] = false;
             }
@@ -329,20 +344,27 @@ impl<'a> Breaker<'a> {
     }
 
     /// The weakest edge of the cycle the top of the stack closes into stack channel `t` (fewest
-    /// paths in layer `i`; the first of equals), and the stack frame it leaves.
-    fn weakest(&self, i: usize, t: u32) -> (u32, usize) {
+    /// paths in layer `i`; the first of equals), and the stack frame it leaves. `batched`: the
+    /// counts are the ones [`Self::stack_w`] holds.
+    fn weakest(&self, i: usize, t: u32, batched: bool) -> (u32, usize) {
         let ei = self.ei;
         let from = self.stack_pos[t as usize] as usize;
-        let mut weakest = (u32::MAX, NO_EDGE, from);
-        for k in from..self.stack.len() {
+        let edge = |k: usize| {
             let (c, slot) = self.stack[k];
-            let e = ei.base[c as usize] + slot;
-            let w = self.counts[i][e as usize];
+            ei.base[c as usize] + slot
+        };
+        let mut weakest = (u32::MAX, from);
+        for k in from..self.stack.len() {
+            let w = if batched {
+                self.stack_w[k]
+            } else {
+                self.counts[i][edge(k) as usize]
+            };
             if w < weakest.0 {
-                weakest = (w, e, k);
+                weakest = (w, k);
             }
         }
-        (weakest.1, weakest.2)
+        (edge(weakest.1), weakest.1)
     }
 
     /// Pops the stack back to frame `k` (the frames above it become unvisited) and moves `k`
@@ -352,16 +374,17 @@ impl<'a> Breaker<'a> {
             self.state[c as usize] = WHITE;
         }
         self.stack.truncate(k + 1);
+        self.stack_w.truncate(k + 1);
         self.stack[k].1 += 1;
     }
 
-    /// Moves every layer-`i` path that takes a dependency edge marked in `cut` to layer `i + 1`:
-    /// per destination one pass over its tree in pre-order (a path takes a marked edge if its
-    /// first one is, or its parent's path does), then one in reverse that shifts the moved
-    /// weight of every subtree along its root's first edge. In parallel over destinations, each
-    /// share summing its shifts on its own; the sums are exact, so the result does not depend
-    /// on the threads.
-    fn move_marked(&mut self, i: usize, cut: &[bool]) {
+    /// Moves every layer-`i` path that takes a dependency edge marked in `cut` (one bit per
+    /// edge) to layer `i + 1`: per destination one pass over its tree in pre-order (a path takes
+    /// a marked edge if its first one is, or its parent's path does), then one in reverse that
+    /// shifts the moved weight of every subtree along its root's first edge. In parallel over
+    /// destinations, each share summing its shifts on its own; the sums are exact, so the result
+    /// does not depend on the threads.
+    fn move_marked(&mut self, i: usize, cut: &[u64]) {
         let (g, weight) = (self.g, self.weight);
         let ns = g.num_switches();
         let ne = self.ei.num_edges();
@@ -394,7 +417,8 @@ impl<'a> Breaker<'a> {
                     let mut any = false;
                     for k in 1..size {
                         let p = pn[k];
-                        let m = marked[usize::from(p.parent)] | cut[p.edge as usize];
+                        let e = p.edge as usize;
+                        let m = marked[usize::from(p.parent)] | (cut[e / 64] >> (e % 64) & 1 != 0);
                         marked[k] = m;
                         let n = &mut row[k];
                         sub[k] = if m && n.layer == layer {
@@ -437,13 +461,14 @@ impl<'a> Breaker<'a> {
         self.state[c as usize] = GRAY;
         self.stack_pos[c as usize] = self.stack.len() as u32;
         self.stack.push((c, 0));
+        self.stack_w.push(0);
     }
 
     /// The top of the stack has an edge (at its current slot) into the stack channel `t`: cut the
     /// weakest edge of that cycle and pop the stack back to the first edge left without paths.
     fn cut_cycle(&mut self, i: usize, t: u32) {
         let ei = self.ei;
-        let (e, k) = self.weakest(i, t);
+        let (e, k) = self.weakest(i, t, false);
         let (c1, slot) = self.stack[k];
         self.move_edge_paths(i, c1, ei.target(self.g, c1, slot));
         debug_assert_eq!(self.counts[i][e as usize], 0, "weakest edge not emptied");
