@@ -343,3 +343,52 @@ impl DynTopo {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// The bitmap the cycle checks read says exactly which edges have paths or users, through
+    /// any sequence of count changes, dropped users and marks taken back.
+    #[test]
+    fn counted_edges_bits_follow_counts_and_users() {
+        for with_users in [false, true] {
+            let mut rng = ChaCha8Rng::seed_from_u64(16);
+            let n = 300; // several bitmap words, the last one partial
+            let mut counts: Vec<u32> = (0..n).map(|_| rng.gen_range(0..3)).collect();
+            let mut users: Vec<u16> = if with_users {
+                (0..n).map(|_| rng.gen_range(0..3)).collect()
+            } else {
+                Vec::new()
+            };
+            let mut set = CountedEdges::with_users(counts.clone(), users.clone());
+            for step in 0..20_000 {
+                let e = rng.gen_range(0..n);
+                match rng.gen_range(0..3) {
+                    0 => {
+                        let d = rng.gen_range(-2i32..=3).max(-(counts[e] as i32));
+                        counts[e] = counts[e].checked_add_signed(d).expect("kept in range");
+                        set.shift(e, d);
+                    }
+                    1 if users.get(e).is_some_and(|&u| u > 0) => {
+                        users[e] -= 1;
+                        set.drop_user(e);
+                    }
+                    _ => {
+                        // A placement's mark, then the flush's refresh.
+                        set.mark(e);
+                        assert!(set.has(e));
+                        set.refresh(e);
+                    }
+                }
+                for (x, &c) in counts.iter().enumerate() {
+                    let held = c > 0 || users.get(x).is_some_and(|&u| u > 0);
+                    assert_eq!(set.has(x), held, "edge {x} after step {step}");
+                    assert_eq!(set.count(x), c);
+                }
+            }
+        }
+    }
+}
