@@ -35,6 +35,7 @@
 #![deny(unsafe_code)]
 
 pub mod balance;
+pub(crate) mod bits;
 pub mod dfsssp;
 pub mod engine;
 pub mod fabric;

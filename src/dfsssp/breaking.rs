@@ -13,6 +13,7 @@
 
 use rayon::prelude::*;
 
+use crate::bits;
 use crate::graph::{SwitchGraph, NO_CHANNEL, NO_DEST};
 use crate::routing::Lft;
 
@@ -238,13 +239,13 @@ impl<'a> Breaker<'a> {
         // stand in for them: the scan skips dead edges a word at a time, in cache (random 20k
         // CAs: 40 KB against 1.3 MB of counts; each layer's search scans 25-46 M slots).
         let mut live = batched.then(|| {
-            let mut bits = vec![0u64; ei.num_edges().div_ceil(64)];
+            let mut live = vec![0u64; bits::words(ei.num_edges())];
             for (e, (&c, &m)) in self.counts[i].iter().zip(cut.iter()).enumerate() {
                 if c > 0 && !m {
-                    bits[e / 64] |= 1 << (e % 64);
+                    bits::set(&mut live, e);
                 }
             }
-            bits
+            live
         });
         self.state.fill(WHITE);
         for start in 0..nc {
@@ -260,7 +261,7 @@ impl<'a> Breaker<'a> {
                 while slot < deg {
                     let e = (base + slot) as usize;
                     if let Some(live) = &live {
-                        let word = live[e / 64] >> (e % 64);
+                        let word = bits::from(live, e);
                         if word == 0 {
                             slot += 64 - (e % 64) as u32;
                             continue;
@@ -301,7 +302,7 @@ impl<'a> Breaker<'a> {
                         let (e, k) = self.weakest(i, t, true);
                         cut[e as usize] = true;
                         if let Some(live) = &mut live {
-                            live[e as usize / 64] &= !(1 << (e % 64));
+                            bits::clear(live, e as usize);
                         }
                         marked.push(e);
                         self.pop_back_to(k);
@@ -329,11 +330,11 @@ impl<'a> Breaker<'a> {
     fn finish_layer(&mut self, i: usize, mut cut: Vec<bool>, marked: &[u32], cuts: u64) -> u64 {
         if !marked.is_empty() {
             // (As a bitmap, 1/8 of the table, for the scattered reads of the pass.)
-            let mut bits = vec![0u64; (self.ei.num_edges() + 1).div_ceil(64)];
+            let mut marks = vec![0u64; bits::words(self.ei.num_edges() + 1)];
             for &e in marked {
-                bits[e as usize / 64] |= 1 << (e % 64);
+                bits::set(&mut marks, e as usize);
             }
-            self.move_marked(i, &bits);
+            self.move_marked(i, &marks);
             for &e in marked {
                 cut[e as usize] = false;
             }
@@ -417,8 +418,7 @@ impl<'a> Breaker<'a> {
                     let mut any = false;
                     for k in 1..size {
                         let p = pn[k];
-                        let e = p.edge as usize;
-                        let m = marked[usize::from(p.parent)] | (cut[e / 64] >> (e % 64) & 1 != 0);
+                        let m = marked[usize::from(p.parent)] | bits::bit(cut, p.edge as usize);
                         marked[k] = m;
                         let n = &mut row[k];
                         sub[k] = if m && n.layer == layer {

@@ -330,7 +330,7 @@ impl EdgeSet for [u32] {
 impl EdgeSet for Vec<u32> {
     #[inline]
     fn has(&self, e: usize) -> bool {
-        self[e] > 0
+        self.as_slice().has(e)
     }
 }
 

@@ -25,6 +25,7 @@
 
 use std::collections::HashMap;
 
+use crate::bits;
 use crate::graph::SwitchGraph;
 
 use super::cdg::{EdgeIndex, EdgeSet};
@@ -53,7 +54,7 @@ impl CountedEdges {
     pub fn with_users(counts: Vec<u32>, users: Vec<u16>) -> Self {
         debug_assert!(users.is_empty() || users.len() == counts.len());
         let mut set = CountedEdges {
-            bits: vec![0u64; counts.len().div_ceil(64)],
+            bits: vec![0u64; bits::words(counts.len())],
             counts,
             users,
         };
@@ -88,13 +89,13 @@ impl CountedEdges {
     /// Marks edge `e` present while its path is checked, before it is counted.
     #[inline]
     pub fn mark(&mut self, e: usize) {
-        self.bits[e / 64] |= 1 << (e % 64);
+        bits::set(&mut self.bits, e);
     }
 
     /// Takes back a [`Self::mark`].
     #[inline]
     pub fn unmark(&mut self, e: usize) {
-        self.bits[e / 64] &= !(1 << (e % 64));
+        bits::clear(&mut self.bits, e);
     }
 
     /// Changes the count of edge `e` by `d`.
@@ -120,7 +121,7 @@ impl CountedEdges {
 impl EdgeSet for CountedEdges {
     #[inline]
     fn has(&self, e: usize) -> bool {
-        self.bits[e / 64] & 1 << (e % 64) != 0
+        bits::bit(&self.bits, e)
     }
 }
 

@@ -24,6 +24,7 @@
 use rayon::prelude::*;
 
 use crate::balance::{routing_order, Balancer};
+use crate::bits;
 use crate::graph::SwitchDistances;
 use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{Routing, NO_PATH};
@@ -931,27 +932,27 @@ struct Refusals {
 impl Refusals {
     fn new(layers: usize, edges: usize) -> Self {
         Refusals {
-            bits: vec![vec![0; edges.div_ceil(64)]; layers],
+            bits: vec![vec![0; bits::words(edges)]; layers],
             set: Vec::new(),
         }
     }
 
     #[inline]
     fn has(&self, l: u8, e: u32) -> bool {
-        self.bits[usize::from(l)][e as usize / 64] & 1 << (e % 64) != 0
+        bits::bit(&self.bits[usize::from(l)], e as usize)
     }
 
     fn insert(&mut self, l: u8, e: u32) {
-        let word = &mut self.bits[usize::from(l)][e as usize / 64];
-        if *word & 1 << (e % 64) == 0 {
-            *word |= 1 << (e % 64);
+        let layer = &mut self.bits[usize::from(l)];
+        if !bits::bit(layer, e as usize) {
+            bits::set(layer, e as usize);
             self.set.push((l, e));
         }
     }
 
     fn clear(&mut self) {
         for (l, e) in self.set.drain(..) {
-            self.bits[usize::from(l)][e as usize / 64] = 0;
+            bits::clear(&mut self.bits[usize::from(l)], e as usize);
         }
     }
 }

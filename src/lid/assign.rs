@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 
 use super::LidError;
+use crate::bits::{bit, clear, ones, set};
 
 /// One step of a path: it leaves `node` by the outgoing link labelled `out`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -201,33 +202,6 @@ pub enum DegreeScope {
     Round,
     /// Degree among the paths still selectable in the current round, updated after every step.
     Dynamic,
-}
-
-// --- bitset helpers over u64 words -------------------------------------------------------------
-
-#[inline]
-fn bit(s: &[u64], i: usize) -> bool {
-    s[i >> 6] >> (i & 63) & 1 == 1
-}
-#[inline]
-fn set(s: &mut [u64], i: usize) {
-    s[i >> 6] |= 1 << (i & 63);
-}
-#[inline]
-fn clear(s: &mut [u64], i: usize) {
-    s[i >> 6] &= !(1 << (i & 63));
-}
-fn ones(s: &[u64]) -> impl Iterator<Item = usize> + '_ {
-    s.iter().enumerate().flat_map(|(wi, &w)| {
-        let mut w = w;
-        std::iter::from_fn(move || {
-            (w != 0).then(|| {
-                let b = w.trailing_zeros() as usize;
-                w &= w - 1;
-                wi * 64 + b
-            })
-        })
-    })
 }
 
 /// The split graph of a [`PathSet`] (§4.3), over classes of identical paths.
