@@ -619,7 +619,8 @@ pub fn make_deadlock_free_with(
         report.escape_dests = ud.updown;
         report.escape_routes = ud.updown_routes;
         report.escape_routes_minimal = ud.updown_minimal;
-        // Summed first: the Up*/Down* count can exceed the unfitted one (debug builds panicked).
+        // Fitted switch LIDs whose routes are illegal Up*/Down* routes end on Up*/Down* trees too,
+        // so that count can exceed the unfitted one: summed first (debug builds panicked).
         report.switch_dests_fitted =
             report.switch_dests_fitted + report.switch_dests_unfitted - ud.updown;
         report.switch_dests_changed += ud.minimal;
