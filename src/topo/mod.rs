@@ -18,9 +18,11 @@
 
 mod gen;
 mod spec;
+mod wiring;
 
 pub use gen::*;
 pub use spec::{by_name, SPEC_GRAMMAR};
+pub use wiring::rewire;
 
 use thiserror::Error;
 

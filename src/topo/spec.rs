@@ -22,6 +22,8 @@ SPEC := NAME ':' ARGS [ ',' OPTION ]*        (no spaces)
   irregular:M,S,D           Nienaber et al.'s random irregular fabric: S switches, average degree
                             D, M CAs each on a random switch     [seed=N (default 1)] (LMC 0)
 OPTION for every NAME: lmc=L (LMC of the CA ports, default 0)
+                       shuffle=S (chassis wiring: every switch's ports renumbered and nodes
+                       given GUIDs and LIDs in a random order, seeded by S; same graph)
 examples: ktree:18,3  xgft:2;18,36;1,18  fattree2:36,2:1  torus:6x6x6,4  mesh:4x4,2,par=2
           hypercube:5,2  kautz:2,3,4  dragonfly:4,2,2,9  random:128,32,16,300,seed=1,lmc=2";
 
@@ -92,7 +94,7 @@ impl<'a> Parsed<'a> {
 
     fn allow(&self, keys: &[&str]) -> Result<(), TopoError> {
         for (k, _) in &self.options {
-            if *k != "lmc" && !keys.contains(k) {
+            if *k != "lmc" && *k != "shuffle" && !keys.contains(k) {
                 return Err(self.err(format!("unknown option \"{k}\"")));
             }
         }
@@ -126,7 +128,11 @@ pub fn by_name(spec: &str) -> Result<Fabric, TopoError> {
         }
     }
     let lmc: u8 = p.option("lmc", 0)?;
-    match name {
+    let shuffle: Option<u64> = match p.options.iter().any(|(k, _)| *k == "shuffle") {
+        true => Some(p.option("shuffle", 0)?),
+        false => None,
+    };
+    let fabric = match name {
         "ktree" => {
             p.allow(&[])?;
             p.count(2, 2)?;
@@ -246,5 +252,9 @@ pub fn by_name(spec: &str) -> Result<Fabric, TopoError> {
             )
         }
         _ => Err(err(&format!("unknown topology \"{name}\"; known: ktree xgft fattree2 fattree3 torus mesh hypercube kautz dragonfly random irregular"))),
+    }?;
+    match shuffle {
+        Some(seed) => super::rewire(&fabric, seed),
+        None => Ok(fabric),
     }
 }
