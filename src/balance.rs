@@ -26,6 +26,15 @@ pub struct Balancer {
     cost: Vec<u64>,
     flow: Vec<u64>,
     next: Vec<u32>,
+    /// Per switch, the rank of its branch from the destination among its distance level (see
+    /// [`Balancer::rank_level`]); `u32::MAX` for unreached switches.
+    rank: Vec<u32>,
+    /// One distance level's (head rank, channel, switch), ranked at the end of the level.
+    level: Vec<(u32, u32, u32)>,
+    rank_counts: Vec<u32>,
+    /// Whether [`choose_tree_dag`](Self::choose_tree_dag) breaks ties by branch rank (else every
+    /// rank stays `u32::MAX` and ties go to the lower channel).
+    ranked_ties: bool,
 }
 
 impl Balancer {
@@ -37,6 +46,19 @@ impl Balancer {
             cost: vec![0; ns],
             flow: vec![0; ns],
             next: vec![NO_CHANNEL; ns],
+            rank: vec![u32::MAX; ns],
+            level: Vec::new(),
+            rank_counts: Vec::new(),
+            ranked_ties: false,
+        }
+    }
+
+    /// A balancer whose trees break ties between equally weighted paths by the rank of their
+    /// branch from the destination ([`Balancer::rank_level`]), for fat trees.
+    pub fn with_ranked_ties(g: &SwitchGraph) -> Self {
+        Balancer {
+            ranked_ties: true,
+            ..Self::new(g)
         }
     }
 
@@ -123,22 +145,76 @@ impl Balancer {
         };
         self.cost.fill(u64::MAX);
         self.cost[root as usize] = 0;
-        for (i, &s) in dag.order.iter().enumerate().skip(1) {
-            let span = dag.cand_start[i - 1] as usize..dag.cand_start[i] as usize;
-            // Candidates ascend by channel id, so keeping the first of equal (cost, load) keys
-            // breaks ties towards the lowest channel, as `choose_tree` does.
-            let (mut best_cost, mut best_w, mut best_c) = (u64::MAX, u64::MAX, NO_CHANNEL);
-            for (&c, &head) in dag.cands[span.clone()].iter().zip(&dag.heads[span]) {
-                let w = self.load[c as usize];
-                let cost = self.cost[head as usize].saturating_add(w);
-                if cost < best_cost || (cost == best_cost && w < best_w) {
-                    (best_cost, best_w, best_c) = (cost, w, c);
+        if self.ranked_ties {
+            self.rank[root as usize] = 0;
+        }
+        let (mut prev_start, mut start) = (0, 1);
+        for &end in &dag.level_end[1..] {
+            let end = end as usize;
+            for (i, &s) in dag.order.iter().enumerate().take(end).skip(start) {
+                let span = dag.cand_start[i - 1] as usize..dag.cand_start[i] as usize;
+                // Equal path weights go to the less loaded channel, then to the path whose branch
+                // from the destination ranks first (see `rank_level`), then to the lower channel
+                // (candidates ascend by channel id: the first of equal keys stays).
+                let mut best = (u64::MAX, u64::MAX, u32::MAX, NO_CHANNEL);
+                for (&c, &head) in dag.cands[span.clone()].iter().zip(&dag.heads[span]) {
+                    let w = self.load[c as usize];
+                    let cost = self.cost[head as usize].saturating_add(w);
+                    let r = self.rank[head as usize];
+                    if cost < best.0
+                        || (cost == best.0 && (w < best.1 || (w == best.1 && r < best.2)))
+                    {
+                        best = (cost, w, r, c);
+                    }
+                }
+                self.cost[s as usize] = best.0;
+                self.next[s as usize] = best.3;
+                if self.ranked_ties {
+                    self.level.push((best.2, best.3, s));
                 }
             }
-            self.cost[s as usize] = best_cost;
-            self.next[s as usize] = best_c;
+            if self.ranked_ties {
+                self.rank_level(start - prev_start);
+            }
+            prev_start = start;
+            start = end;
         }
         &self.next
+    }
+
+    /// Ranks the switches of one distance level (in `level`: rank of the chosen head, chosen
+    /// channel, switch) by their branch from the destination, read from the destination outward:
+    /// the channel into the destination first, then the one before it, and so on. Ties between
+    /// equally weighted paths go to the lowest rank, so every switch of a destination's tree
+    /// prefers the same branches. A fixed order of channels alone (the lowest id wins) lets
+    /// each switch pick its own branch wherever port numbers do not follow the topology, as on
+    /// a chassis-wired fat tree, and the destination's routes then enter it over as many
+    /// channels as the ties scattered them to: down channels loaded unevenly.
+    ///
+    /// Within a level, switches come in id order, and channels are numbered by tail switch, so the
+    /// level is already in channel order: a stable counting sort by head rank ranks it, in time
+    /// linear in the level and the one before (`prev_len` switches, ranks `0..prev_len`).
+    fn rank_level(&mut self, prev_len: usize) {
+        let counts = &mut self.rank_counts;
+        counts.clear();
+        counts.resize(prev_len + 2, 0);
+        let bucket = |head_rank: u32| (head_rank as usize).min(prev_len) + 1;
+        for &(head_rank, _, _) in &self.level {
+            counts[bucket(head_rank)] += 1;
+        }
+        for i in 1..counts.len() {
+            counts[i] += counts[i - 1];
+        }
+        for &(head_rank, _, s) in &self.level {
+            let slot = &mut counts[bucket(head_rank) - 1];
+            self.rank[s as usize] = if head_rank == u32::MAX {
+                u32::MAX
+            } else {
+                *slot
+            };
+            *slot += 1;
+        }
+        self.level.clear();
     }
 
     /// Adds the routes of the tree last chosen by [`choose_tree`](Self::choose_tree) to the channel
@@ -237,6 +313,9 @@ pub(crate) struct MinimalDag {
     pub(crate) cands: Vec<u32>,
     /// Head switch of each candidate channel (saves a lookup in the hot loop).
     pub(crate) heads: Vec<u32>,
+    /// Index into `order` after the last switch of each distance (`level_end[0] == 1`: the
+    /// destination switch alone).
+    pub(crate) level_end: Vec<u32>,
 }
 
 impl MinimalDag {
@@ -264,6 +343,15 @@ impl MinimalDag {
             }
             self.cand_start.push(self.cands.len() as u32);
         }
+        self.level_end.clear();
+        for (i, w) in self.order.windows(2).enumerate() {
+            if to[w[0] as usize] != to[w[1] as usize] {
+                self.level_end.push(i as u32 + 1);
+            }
+        }
+        if !self.order.is_empty() {
+            self.level_end.push(self.order.len() as u32);
+        }
     }
 }
 
@@ -281,6 +369,63 @@ pub fn routing_order(g: &SwitchGraph) -> Vec<u32> {
         (d.exit_port == 0, d.lid_offset, d.switch, d.lid)
     });
     order
+}
+
+/// [`routing_order`] with the destination switches taken in `sweep` order (a position per
+/// switch) instead of by switch id.
+pub fn routing_order_by(g: &SwitchGraph, sweep: &[u32]) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..g.dests().len() as u32)
+        .filter(|&i| g.dests()[i as usize].switch != NO_SWITCH)
+        .collect();
+    order.sort_by_key(|&i| {
+        let d = &g.dests()[i as usize];
+        (
+            d.exit_port == 0,
+            d.lid_offset,
+            sweep[d.switch as usize],
+            d.lid,
+        )
+    });
+    order
+}
+
+/// A position per switch: the switches with CA ports in nearest-neighbour order (each next one
+/// the closest to the one before, ties to the lower id), then the others by id.
+///
+/// On a fat tree this takes the leaves subtree by subtree (the leaves of one pod are 2 hops
+/// apart, the next pod's 4), whatever their GUIDs. Routed in that order, every source subtree has
+/// sent to the same destinations whenever a new subtree starts, so equal loads stay equal and the
+/// ranked ties send each destination's routes down one branch: the d-mod-k pattern, found by the
+/// balancer. In GUID order on a chassis-wired tree the subtrees come mixed, loads diverge between
+/// source subtrees, and their routes to one destination split over the top level.
+pub fn nearest_sweep(g: &SwitchGraph, dist: &crate::graph::SwitchDistances) -> Vec<u32> {
+    let ns = g.num_switches();
+    let mut left: Vec<u32> = (0..ns as u32)
+        .filter(|&s| g.terminal_count()[s as usize] > 0)
+        .collect();
+    let mut pos = vec![u32::MAX; ns];
+    let mut k = 0u32;
+    let mut cur = match left.first() {
+        Some(&s) => s,
+        None => return (0..ns as u32).collect(),
+    };
+    while !left.is_empty() {
+        let (i, _) = left
+            .iter()
+            .enumerate()
+            .min_by_key(|&(_, &s)| (dist.get(cur, s), s))
+            .unwrap();
+        cur = left.swap_remove(i);
+        pos[cur as usize] = k;
+        k += 1;
+    }
+    for p in pos.iter_mut() {
+        if *p == u32::MAX {
+            *p = k;
+            k += 1;
+        }
+    }
+    pos
 }
 
 /// The LFT port and hop count of every switch towards destination `d`, given the chosen next

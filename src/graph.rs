@@ -310,6 +310,41 @@ impl SwitchGraph {
         &self.terminal_count
     }
 
+    /// The level of every switch when the fabric is layered like a fat tree: levels by hop
+    /// distance from the nearest switch with CA ports, every switch-to-switch link joining two
+    /// adjacent levels, and at least one switch without CA ports. `None` otherwise (tori,
+    /// dragonflies, random fabrics: switches with CAs linked to each other).
+    pub fn tree_levels(&self) -> Option<Vec<u32>> {
+        let ns = self.num_switches();
+        let mut level = vec![u32::MAX; ns];
+        let mut queue: std::collections::VecDeque<u32> = (0..ns as u32)
+            .filter(|&s| self.terminal_count[s as usize] > 0)
+            .collect();
+        if queue.is_empty() || queue.len() == ns {
+            return None;
+        }
+        for &s in &queue {
+            level[s as usize] = 0;
+        }
+        while let Some(s) = queue.pop_front() {
+            for c in self.out_channels(s) {
+                let h = self.chan_head[c as usize] as usize;
+                if level[h] == u32::MAX {
+                    level[h] = level[s as usize] + 1;
+                    queue.push_back(h as u32);
+                }
+            }
+        }
+        let layered = (0..self.num_channels()).all(|c| {
+            let (t, h) = (
+                level[self.chan_tail[c] as usize],
+                level[self.chan_head[c] as usize],
+            );
+            t != u32::MAX && t.abs_diff(h) == 1
+        });
+        layered.then_some(level)
+    }
+
     #[inline]
     pub fn max_lid(&self) -> u16 {
         self.max_lid
@@ -558,5 +593,28 @@ mod tests {
         assert_eq!(d.get(0, 79), u16::MAX);
         assert_eq!(d.get(0, 20), 20);
         assert_eq!(d.get(41, 79), 2);
+    }
+
+    #[test]
+    fn tree_levels_recognise_fat_trees_only() {
+        let levels = |spec: &str| {
+            let f = crate::topo::by_name(spec).unwrap();
+            SwitchGraph::new(&f).unwrap().tree_levels()
+        };
+        let l = levels("ktree:3,3,shuffle=5").expect("a k-ary n-tree is layered");
+        let mut per_level = [0; 3];
+        for x in l {
+            per_level[x as usize] += 1;
+        }
+        assert_eq!(per_level, [9, 9, 9]);
+        assert!(levels("xgft:2;4,6;1,2").is_some());
+        for spec in [
+            "torus:3x3,1",
+            "dragonfly:4,2,2,9",
+            "random:16,8,2,20",
+            "hypercube:3,1",
+        ] {
+            assert!(levels(spec).is_none(), "{spec}");
+        }
     }
 }
