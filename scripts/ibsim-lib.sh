@@ -40,12 +40,12 @@ ibsim_start() {
 }
 
 # fabric_net FABRIC WORKDIR BIN: the ibsim net file for FABRIC (a net file, or a generator spec
-# written into WORKDIR with BIN, the dfsssp-rs command), printed.
+# written into WORKDIR with BIN, the dfsssp-rs command), printed; fails when BIN cannot generate it.
 fabric_net() {
     if [ -f "$1" ]; then
         realpath "$1"
     else
-        "$3" generate "$1" -o "$2/fabric.net" >&2
+        "$3" generate "$1" -o "$2/fabric.net" >&2 || return 1
         echo "$2/fabric.net"
     fi
 }
