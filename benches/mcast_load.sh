@@ -34,16 +34,6 @@ SEED=${SEED:-1}
 WORK=$(mktemp -d /tmp/dfsssp-mcast-load.XXXXXX)
 gcc -O2 -Wall -o "$WORK/mcjoin" tests/tools/mcjoin.c -libumad
 OSM_PID=
-stop_all() {
-    if [ -n "$OSM_PID" ]; then
-        kill "$OSM_PID" 2>/dev/null || true
-        for _ in $(seq 1 50); do kill -0 "$OSM_PID" 2>/dev/null || break; sleep 0.2; done
-        kill -9 "$OSM_PID" 2>/dev/null || true
-        wait "$OSM_PID" 2>/dev/null || true
-        OSM_PID=
-    fi
-    ibsim_stop
-}
 trap 'stop_all; [ "${KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
 
 # plan NET: the joins, one line per CA and round: "ROUND HOST ARGS...", and "groups N" first.

@@ -30,17 +30,6 @@ WORK=$(mktemp -d /tmp/dfsssp-reroute.XXXXXX)
 NET=$(fabric_net "$FABRIC" "$WORK" "$BIN")
 export IBSIM_SOCKNAME="dfsssp-reroute-$$"
 OSM_PID=
-stop_all() {
-    if [ -n "$OSM_PID" ]; then
-        kill "$OSM_PID" 2>/dev/null || true
-        for _ in $(seq 1 50); do kill -0 "$OSM_PID" 2>/dev/null || break; sleep 0.2; done
-        kill -9 "$OSM_PID" 2>/dev/null || true
-        wait "$OSM_PID" 2>/dev/null || true
-        OSM_PID=
-    fi
-    exec 3>&-
-    ibsim_stop
-}
 trap 'stop_all; [ "${KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
 
 # The cable: a switch-to-switch link a third of the way through the net file.
@@ -76,16 +65,6 @@ wait_count() { # LOG NEEDLE N SECONDS
     done
     echo "timeout waiting for '$2' x$3 in $1" >&2
     return 1
-}
-# last_phase LOG: seconds from the first "building routing with" of the last routing run (an engine
-# that fails hands over to the next: the time counts both) to "tables configured".
-last_phase() {
-    awk '
-        function t(line,   hms) { split($3, hms, ":"); return hms[1]*3600 + hms[2]*60 + hms[3] + $4/1e6 }
-        /building routing with/ { if (end || !start) { start = t($0); end = 0 } }
-        /tables configured on all switches/ { end = t($0) }
-        END { if (start && end) printf "%.3f\n", end - start; else print "n/a" }
-    ' "$1"
 }
 # CA LIDs from opensm-subnet.lst.
 ca_lids() { grep -oE '\{ CA[^{]*\{[^}]*\} LID:[0-9a-fA-F]+' "$1" | sed 's/.*LID://' | sort -u; }
@@ -168,7 +147,7 @@ for _ in range(int(sys.argv[1])):
     cp "$dir/opensm-lfts.dump" "$dir/after.lfts"
     sls "$dir" "$dir/pairs" >"$dir/after.sls"
     stop_all
-    PHASE[$e]=$(last_phase "$dir/osm.log")
+    PHASE[$e]=$(routing_phase "$dir/osm.log")
     USED[$e]=$(engine_used "$dir/osm.log")
     BLOCKS[$e]=$(blocks_changed "$dir/before.lfts" "$dir/after.lfts")
     SLCH[$e]=$(paste "$dir/before.sls" "$dir/after.sls" | awk '$3 != $6 { n++ } END { print n + 0 }')
