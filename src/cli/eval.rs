@@ -359,6 +359,16 @@ pub fn report(ev: &Evaluation) -> String {
             "NOT deadlock-free".into()
         },
     );
+    if d.unknown_lane_paths > 0 {
+        row(
+            "  not checked",
+            format!(
+                "{} paths sent by switches without CAs: the path-SL dump has no SLs for them \
+                 (CA traffic through those switches is checked)",
+                d.unknown_lane_paths
+            ),
+        );
+    }
     for l in &d.lanes {
         if l.paths == 0 {
             continue;

@@ -20,7 +20,7 @@ use dfsssp_rs::io::osm_dump;
 use dfsssp_rs::metrics::{self, BisectionSpec, LidChoice, Metrics, MetricsOptions, PairTraffic};
 use dfsssp_rs::routing::{RouteFault, Routing};
 use dfsssp_rs::traffic::{class_bandwidth, ClassBandwidth, TrafficClasses};
-use dfsssp_rs::verify::{check_lanes, lid_owner, switch_name, DeadlockCheck};
+use dfsssp_rs::verify::{check_lanes, check_lanes_of, lid_owner, switch_name, DeadlockCheck};
 
 use super::progress::Progress;
 use super::CliResult;
@@ -64,6 +64,10 @@ pub struct Subject {
     pub engine: Option<EngineInfo>,
     pub warnings: Vec<String>,
     pub load_time: Duration,
+    /// Per source switch, whether the lanes of its paths are known (`None`: all are). From
+    /// OpenSM's dumps with a path-SL dump, the switches without CAs send on SLs nobody
+    /// recorded: their own paths are left out of the deadlock check.
+    pub lanes_known: Option<Vec<bool>>,
 }
 
 /// Reads OpenSM's dump directory.
@@ -101,8 +105,16 @@ pub fn load_dumps(label: &str, dir: &Path, lmc: Option<u8>, p: &Progress) -> Cli
             set.path_sl_missing
         ));
     }
+    let lanes_known = set.has_path_sl.then(|| {
+        set.graph
+            .terminal_count()
+            .iter()
+            .map(|&t| t > 0)
+            .collect::<Vec<_>>()
+    });
     Ok(Subject {
         label: label.to_string(),
+        lanes_known,
         source: Source::Dumps {
             dir: dir.display().to_string(),
             path_sl: set.has_path_sl,
@@ -140,6 +152,7 @@ pub fn route(
     let lmc = fabric.endpoints().iter().map(|e| e.lmc).max().unwrap_or(0);
     Ok(Subject {
         label: label.to_string(),
+        lanes_known: None,
         source: Source::Engine {
             engine: cfg.kind.name().to_string(),
             lanes: cfg.lanes,
@@ -306,9 +319,13 @@ pub fn evaluate(s: Subject, o: &EvalOptions, p: &Progress) -> CliResult<Evaluati
         m.bisection = Some(b.map_err(|e| format!("{label}: {e}"))?);
         t_bis = t;
     }
-    let (deadlock, t_dl) = p.stage(&format!("{label}: deadlock check of every lane"), || {
-        check_lanes(f, g, r)
-    });
+    let (deadlock, t_dl) = p.stage(
+        &format!("{label}: deadlock check of every lane"),
+        || match &s.lanes_known {
+            None => check_lanes(f, g, r),
+            Some(known) => check_lanes_of(f, g, r, |sw| known[sw as usize]),
+        },
+    );
     let mut warnings = s.warnings;
     let classes = match &o.classes {
         Some(lists) if o.patterns > 0 => {

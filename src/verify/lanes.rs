@@ -46,6 +46,9 @@ pub struct DeadlockCheck {
     pub lanes: Vec<LaneCheck>,
     /// Paths whose lane is beyond the declared lanes (not checked).
     pub bad_lane_paths: u64,
+    /// Paths from source switches whose lanes are unknown (not checked; see
+    /// [`check_lanes_of`]).
+    pub unknown_lane_paths: u64,
     /// Per lane, its CDG edges as bits over [`DependencySlots`] (the layout of
     /// `VerifyReport::layer_edges`), for checks that add dependencies (multicast).
     #[serde(skip)]
@@ -85,12 +88,26 @@ struct LaneChunk {
     bits: Vec<Option<Vec<u64>>>,
     paths: Vec<u64>,
     bad_lane: u64,
+    unknown: u64,
 }
 
 /// Builds the CDG of every lane by walking every (source switch, DLID) path and looks for a
 /// cycle in each. Every channel a packet takes creates dependencies, delivered or not, so failing
 /// and looping paths count too (a forwarding loop is a credit loop).
 pub fn check_lanes(f: &Fabric, g: &SwitchGraph, r: &Routing) -> DeadlockCheck {
+    check_lanes_of(f, g, r, |_| true)
+}
+
+/// [`check_lanes`] over the paths of the source switches `known(s)` holds only: the others' lanes
+/// are unknown (OpenSM's path-SL dump lists CA sources only, so a switch without CAs sends on
+/// SLs nobody recorded). Their paths are counted in [`DeadlockCheck::unknown_lane_paths`]; the
+/// CA traffic that crosses them is still checked, along the walks from the CAs' switches.
+pub fn check_lanes_of(
+    f: &Fabric,
+    g: &SwitchGraph,
+    r: &Routing,
+    known: impl Fn(u32) -> bool + Sync,
+) -> DeadlockCheck {
     let nl = usize::from(r.num_layers.max(1));
     let ns = g.num_switches();
     let slots = DependencySlots::new(g);
@@ -104,8 +121,17 @@ pub fn check_lanes(f: &Fabric, g: &SwitchGraph, r: &Routing) -> DeadlockCheck {
                 bits: vec![None; nl],
                 paths: vec![0; nl],
                 bad_lane: 0,
+                unknown: 0,
             };
             for s in (k * per).min(ns) as u32..((k + 1) * per).min(ns) as u32 {
+                if !known(s) {
+                    part.unknown += g
+                        .dests()
+                        .iter()
+                        .filter(|d| d.switch != NO_SWITCH && d.lid <= r.lft.max_lid)
+                        .count() as u64;
+                    continue;
+                }
                 for d in g.dests() {
                     if d.switch == NO_SWITCH || d.lid > r.lft.max_lid {
                         continue;
@@ -133,9 +159,10 @@ pub fn check_lanes(f: &Fabric, g: &SwitchGraph, r: &Routing) -> DeadlockCheck {
         .collect();
     let mut bits: Vec<Option<Vec<u64>>> = vec![None; nl];
     let mut paths = vec![0u64; nl];
-    let mut bad_lane = 0;
+    let (mut bad_lane, mut unknown) = (0, 0);
     for part in parts {
         bad_lane += part.bad_lane;
+        unknown += part.unknown;
         for (a, b) in paths.iter_mut().zip(&part.paths) {
             *a += b;
         }
@@ -196,6 +223,7 @@ pub fn check_lanes(f: &Fabric, g: &SwitchGraph, r: &Routing) -> DeadlockCheck {
         lanes_used: paths.iter().filter(|&&p| p > 0).count() as u8,
         lanes,
         bad_lane_paths: bad_lane,
+        unknown_lane_paths: unknown,
         lane_edges: bits
             .into_iter()
             .map(|b| b.unwrap_or_else(|| vec![0u64; words]))

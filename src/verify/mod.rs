@@ -29,7 +29,8 @@ mod lanes;
 pub use incremental::{verify_since, VerifiedBefore, VerifyScope};
 
 pub use lanes::{
-    check_lanes, lid_owner, switch_guid, switch_name, CycleHop, DeadlockCheck, LaneCheck,
+    check_lanes, check_lanes_of, lid_owner, switch_guid, switch_name, CycleHop, DeadlockCheck,
+    LaneCheck,
 };
 
 use petgraph::algo::toposort;
