@@ -275,6 +275,34 @@ impl Balancer {
         }
     }
 
+    /// Adds to `into` what the last [`add_tree_load`](Self::add_tree_load) added to the loads
+    /// (it leaves each switch's subtree flow in `flow`): a second count of one class of
+    /// destinations' routes.
+    pub(crate) fn mirror_added(&self, order: &[u32], into: &mut [u64]) {
+        for &s in order {
+            let c = self.next[s as usize];
+            if c != NO_CHANNEL {
+                into[c as usize] += self.flow[s as usize];
+            }
+        }
+    }
+
+    /// Takes from `into` what the last [`remove_row_load`](Self::remove_row_load) of `row` took
+    /// from the loads.
+    pub(crate) fn mirror_removed(
+        &self,
+        g: &SwitchGraph,
+        order: &[u32],
+        row: &[u8],
+        into: &mut [u64],
+    ) {
+        for &s in order {
+            if let Some(c) = g.channel_at(s, row[s as usize]) {
+                into[c as usize] -= self.flow[s as usize];
+            }
+        }
+    }
+
     pub(crate) fn max_load(&self) -> u64 {
         self.load.iter().copied().max().unwrap_or(0)
     }

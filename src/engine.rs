@@ -85,6 +85,9 @@ pub struct EngineConfig {
     /// Compute and I/O nodes (OpenSM's `cn_guid_file`, `io_guid_file`): routed first and
     /// balanced per class ([`crate::traffic`]), and their Λ measured with the metrics.
     pub classes: Option<TrafficClasses>,
+    /// With QoS on and lanes to spare, also run the one-lane search and keep its routing when it
+    /// measures a higher Λ than the layers' minimal routes (off: always the layers).
+    pub one_lane_candidate: bool,
 }
 
 /// When dfsssp-rs leaves a lane (SL 0 / VL 0) to multicast ([`EngineConfig::mcast_lane`]).
@@ -138,6 +141,7 @@ impl EngineConfig {
             multipath: true,
             mcast_lane: McastLane::Off,
             classes: None,
+            one_lane_candidate: true,
         }
     }
 
@@ -441,6 +445,8 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     ));
 
     let dist = SwitchDistances::new(&graph);
+    // The SSSP routes' edge forwarding index (CA to CA), when they are plain SSSP routes.
+    let mut sssp_efi = None;
     let mut routing = if cfg.multipath && fabric.endpoints().iter().any(|e| e.lmc > 0) {
         let opts = multipath::MultipathOptions::default();
         let (r, mp) = multipath::route_with_distances(&graph, &dist, &opts)?;
@@ -469,7 +475,9 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         ));
         traffic::route(&graph, &dist, classes)
     } else {
-        sssp::route_with_distances(&graph, &dist)
+        let (r, efi) = sssp::route_with_efi(&graph, &dist);
+        sssp_efi = Some(efi);
+        r
     };
     let mut layer_report = None;
     let mut sl_offset = 0;
@@ -487,16 +495,29 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
                 ),
             ));
         }
-        let report = dfsssp::make_deadlock_free_with(
-            &graph,
-            &mut routing,
-            budget,
-            &DfssspOptions {
-                spare_lane: cfg.mcast_lane == McastLane::WhenFree && cfg.qos,
-                ..DfssspOptions::default()
-            },
-            Some(&dist),
-        )?;
+        // Several lanes give minimal routes over layers; one lane's search may detour onto
+        // idle channels and balance better (tori, faulty trees). Both are deadlock-free; keep
+        // what measures better, unless the minimal routes already reach the load bound.
+        let one_lane_candidate = (cfg.qos
+            && cfg.one_lane_candidate
+            && budget >= 2
+            && sssp_efi.is_some_and(|efi| !at_leaf_bound(&graph, efi)))
+        .then(|| routing.clone());
+        let opts = DfssspOptions {
+            spare_lane: cfg.mcast_lane == McastLane::WhenFree && cfg.qos,
+            ..DfssspOptions::default()
+        };
+        let mut report =
+            dfsssp::make_deadlock_free_with(&graph, &mut routing, budget, &opts, Some(&dist))?;
+        if let Some(mut one) = one_lane_candidate {
+            if let Some((one_report, line)) =
+                one_lane_if_better(&graph, &dist, &routing, &mut one, &opts)?
+            {
+                routing = one;
+                report = one_report;
+                log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
+            }
+        }
         for line in report.log_lines() {
             log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
         }
@@ -566,6 +587,63 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         summary,
         sl_offset,
     })
+}
+
+/// Bisection patterns that decide between the multi-lane routing and the one-lane candidate.
+const CANDIDATE_PATTERNS: u32 = 64;
+
+/// Whether CA-to-CA routes with edge forwarding index `efi` reach the least any routing can
+/// have: every switch sends its CA ports' routes to all other CA ports over its channels, so
+/// one of them carries at least its share. Detours cannot beat routes that reach it (complete
+/// fat trees do).
+fn at_leaf_bound(g: &SwitchGraph, efi: u64) -> bool {
+    let n = g.terminals().len() as u64;
+    let bound = (0..g.num_switches() as u32)
+        .filter_map(|s| {
+            let t = u64::from(g.terminal_count()[s as usize]);
+            let out = g.out_channels(s).len() as u64;
+            (t > 0 && out > 0).then(|| (t * (n - t)).div_ceil(out))
+        })
+        .max()
+        .unwrap_or(0);
+    efi <= bound
+}
+
+/// The one-lane routing of `one` (the SSSP routes before deadlock removal), and the line saying
+/// why, when it measures a higher Λ than `multi` over [`CANDIDATE_PATTERNS`] patterns; `None`
+/// keeps `multi`. A one-layer routing leaves the other lanes free: with a spare lane asked for,
+/// multicast gets one.
+fn one_lane_if_better(
+    g: &SwitchGraph,
+    dist: &SwitchDistances,
+    multi: &Routing,
+    one: &mut Routing,
+    opts: &DfssspOptions,
+) -> Result<Option<(LayerReport, String)>, EngineError> {
+    let one_opts = DfssspOptions {
+        spare_lane: false,
+        ..opts.clone()
+    };
+    let mut report = dfsssp::make_deadlock_free_with(g, one, 1, &one_opts, Some(dist))?;
+    let spec = metrics::BisectionSpec::new(CANDIDATE_PATTERNS, 1);
+    let lambda = |r: &Routing| {
+        metrics::effective_bisection_bandwidth(g, &r.lft, &spec)
+            .map(|b| b.lambda)
+            .unwrap_or(0.0)
+    };
+    let (l_multi, l_one) = (lambda(multi), lambda(one));
+    if l_one <= l_multi {
+        return Ok(None);
+    }
+    report.spare_lane = opts.spare_lane;
+    Ok(Some((
+        report,
+        format!(
+            "the one-lane routing measures better than {} layers of minimal routes (Λ {l_one:.4} \
+             vs {l_multi:.4} over {CANDIDATE_PATTERNS} patterns): routing in one lane",
+            multi.num_layers
+        ),
+    )))
 }
 
 /// The metrics of a routing `cfg` asked for and deferred ([`EngineConfig::defer_metrics`]):
@@ -748,12 +826,49 @@ mod tests {
         }
     }
 
+    /// With QoS on the lanes may hold the one-lane search's detours when they measure better than
+    /// minimal routes over the layers: never below QoS off on the same fabric, still verified.
+    /// Where minimal routes reach the load bound (a complete fat tree) the search is not run.
+    #[test]
+    fn qos_on_is_never_below_qos_off() {
+        let lambda = |spec: &str, qos: bool| {
+            let f = crate::topo::by_name(spec).unwrap();
+            let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+            cfg.qos = qos;
+            cfg.lanes = 8;
+            let out = run(&f, &cfg).unwrap();
+            let spec = metrics::BisectionSpec::new(CANDIDATE_PATTERNS, 1);
+            let l = metrics::effective_bisection_bandwidth(&out.graph, &out.routing.lft, &spec)
+                .unwrap()
+                .lambda;
+            (
+                l,
+                out.log
+                    .iter()
+                    .any(|(_, l)| l.contains("one-lane routing measures better")),
+            )
+        };
+        // 4x4x4 torus and 5-cube: one lane's detours beat 8 layers of minimal routes.
+        for spec in ["torus:4x4x4,2", "hypercube:5,2"] {
+            let ((on, chosen), (off, _)) = (lambda(spec, true), lambda(spec, false));
+            assert!(chosen, "{spec}: the one-lane routing is taken");
+            assert!(on >= off, "{spec}: QoS on {on} < QoS off {off}");
+        }
+        // The 6x6x6 torus keeps its layers (they measure better); the fat tree never asks.
+        for spec in ["torus:6x6x6,2", "ktree:4,3,shuffle=3"] {
+            let ((on, chosen), (off, _)) = (lambda(spec, true), lambda(spec, false));
+            assert!(!chosen, "{spec}: the layers stay");
+            assert!(on >= off, "{spec}: QoS on {on} < QoS off {off}");
+        }
+    }
+
     /// A full routing, then a cable fault re-routed from it as the plug-in does (with the
     /// summary): the check before the upload is incremental, the one after it exact.
     #[test]
     fn an_incremental_check_is_settled_after_the_upload() {
         let f = crate::topo::by_name("torus:4x4x4,2").unwrap();
-        let cfg = EngineConfig::new(EngineKind::Dfsssp);
+        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.one_lane_candidate = false;
         let first = run(&f, &cfg).unwrap();
         assert!(!first.summary.edges_upper_bound);
         let after = first_cable_cut(&f);
@@ -761,6 +876,8 @@ mod tests {
         let mut out = run_from(&after, &cfg, Some(prior), &RerouteConfig::default()).unwrap();
         assert!(
             matches!(out.mode, RouteMode::Incremental(_)),
+            "{:?}\n{:?}\n{:?}",
+            out.log,
             "{:?}",
             out.mode
         );
@@ -830,6 +947,7 @@ mod tests {
     fn always_leaves_a_lane_even_when_the_layers_need_every_one() {
         let f = crate::topo::by_name("torus:4x4x4,2").unwrap();
         let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.one_lane_candidate = false;
         cfg.mcast_lane = McastLane::WhenFree;
         let when_free = run(&f, &cfg).unwrap();
         assert_eq!(when_free.sl_offset, 0);

@@ -55,8 +55,22 @@ pub fn route_with_distances(g: &SwitchGraph, dist: &SwitchDistances) -> Routing 
     route_with_passes(g, dist, REROUTE_PASSES)
 }
 
+/// [`route_with_distances`], with the edge forwarding index of its CA-to-CA routes (the most
+/// routes between CA ports on any channel).
+pub fn route_with_efi(g: &SwitchGraph, dist: &SwitchDistances) -> (Routing, u64) {
+    route_with_passes_efi(g, dist, REROUTE_PASSES)
+}
+
 /// [`route_with_distances`] with `reroute_passes` rip-up-and-reroute passes after the first.
 fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: usize) -> Routing {
+    route_with_passes_efi(g, dist, reroute_passes).0
+}
+
+fn route_with_passes_efi(
+    g: &SwitchGraph,
+    dist: &SwitchDistances,
+    reroute_passes: usize,
+) -> (Routing, u64) {
     let ns = g.num_switches();
     // Fat trees: ties by branch rank and leaves subtree by subtree (see `nearest_sweep`), so the
     // balance does not depend on how ports, GUIDs and LIDs happen to be numbered. Elsewhere the
@@ -78,6 +92,10 @@ fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: us
     let mut rows_port = vec![NO_PATH; stride * ns];
     let mut rows_hops = vec![NO_PATH; stride * ns];
     let mut lft = Lft::new(ns, g.max_lid());
+    // CA-to-CA routes per channel (the edge forwarding index's loads), beside the balancer's,
+    // which count the routes to switch LIDs and sibling LIDs too.
+    let mut ca_load = vec![0u64; g.num_channels()];
+    let is_ca_base = |d: &Dest| d.exit_port != 0 && d.lid_offset == 0;
 
     let order = if tree {
         routing_order_by(g, &nearest_sweep(g, dist))
@@ -109,10 +127,18 @@ fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: us
             &mut rows_hops[row],
         );
         bal.add_tree_load(g, &dag.order);
+        if is_ca_base(&d) {
+            bal.mirror_added(&dag.order, &mut ca_load);
+        }
         bal.clear_penalties();
     }
     for _ in 0..reroute_passes {
-        let before = (bal.max_load(), bal.load.clone(), rows_port.clone());
+        let before = (
+            bal.max_load(),
+            bal.load.clone(),
+            rows_port.clone(),
+            ca_load.clone(),
+        );
         dag.to = NO_SWITCH;
         let mut pinned = false;
         for (k, &di) in order.iter().enumerate() {
@@ -129,6 +155,14 @@ fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: us
             }
             let lid = usize::from(d.lid);
             bal.remove_row_load(g, &dag.order, &rows_port[lid * ns..(lid + 1) * ns]);
+            if is_ca_base(&d) {
+                bal.mirror_removed(
+                    g,
+                    &dag.order,
+                    &rows_port[lid * ns..(lid + 1) * ns],
+                    &mut ca_load,
+                );
+            }
             // All other LIDs of the port, earlier and later, are placed now.
             let siblings = sibling_lids(g, &d);
             bal.penalize_rows(g, &rows_port[siblings.start * ns..lid * ns]);
@@ -141,12 +175,15 @@ fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: us
                 }
             }
             bal.add_tree_load(g, &dag.order);
+            if is_ca_base(&d) {
+                bal.mirror_added(&dag.order, &mut ca_load);
+            }
             bal.clear_penalties();
         }
         if pinned || bal.max_load() >= before.0 {
             // No better than before: keep the previous pass (where this happens, on fat trees,
             // Λ does not move either).
-            (_, bal.load, rows_port) = before;
+            (_, bal.load, rows_port, ca_load) = before;
             break;
         }
     }
@@ -161,12 +198,16 @@ fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: us
                 hop_row[lid] = rows_hops[lid * ns + s];
             }
         });
-    Routing {
-        lft,
-        hops,
-        layers: None,
-        num_layers: 1,
-    }
+    let efi = ca_load.into_iter().max().unwrap_or(0);
+    (
+        Routing {
+            lft,
+            hops,
+            layers: None,
+            num_layers: 1,
+        },
+        efi,
+    )
 }
 
 /// The LIDs of the port that owns `d.lid` (LMC siblings, `d` included), as a range of LIDs.

@@ -212,7 +212,10 @@ pub fn reroute_with(
     let max_lid = g.max_lid();
     let mut lft = Lft::new(ns, max_lid);
     let mut hops = SwitchLidTable::new(ns, max_lid, NO_PATH);
-    let layered = or.layers.is_some();
+    // A one-layer routing keeps no layer table; with lanes to spare (QoS on, where the one-lane
+    // search measured best) its paths are all in layer 0, and a new path that fits nowhere there
+    // may open another layer instead of forcing a full computation.
+    let layered = or.layers.is_some() || (opts.deadlock_free && opts.budget > 1);
     let mut layers = layered.then(|| SwitchLidTable::new(ns, max_lid, 0));
     for s in 0..ns as u32 {
         let o = old_of_new[s as usize];

@@ -277,6 +277,7 @@ mod tests {
         fn of(f: &Fabric, lanes: u8) -> Self {
             let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
             cfg.lanes = lanes;
+            cfg.one_lane_candidate = false;
             let out = engine::run(f, &cfg).expect("full routing");
             let report = verify(&out.graph, &out.routing).expect("verified");
             Before {
