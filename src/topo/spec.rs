@@ -102,8 +102,13 @@ impl<'a> Parsed<'a> {
     }
 }
 
-/// Builds the fabric a spec names, e.g. `"torus:6x6x6,4"`. Grammar: [`SPEC_GRAMMAR`].
+/// Builds the fabric a spec names, e.g. `"torus:6x6x6,4"`. Grammar: [`SPEC_GRAMMAR`]. A
+/// generator's parameter error comes back as a [`TopoError::Spec`] naming the spec.
 pub fn by_name(spec: &str) -> Result<Fabric, TopoError> {
+    build(spec).map_err(|e| name_spec(spec, e))
+}
+
+fn build(spec: &str) -> Result<Fabric, TopoError> {
     let err = |why: &str| TopoError::Spec {
         spec: spec.to_string(),
         why: why.to_string(),
@@ -256,5 +261,17 @@ pub fn by_name(spec: &str) -> Result<Fabric, TopoError> {
     match shuffle {
         Some(seed) => super::rewire(&fabric, seed),
         None => Ok(fabric),
+    }
+}
+
+/// A generator's parameter error as an error of the spec that asked for it, so the message names
+/// the spec the user typed (`topology spec "fattree2:8,bundle=6": 2-level fat tree: ...`).
+fn name_spec(spec: &str, e: TopoError) -> TopoError {
+    match e {
+        TopoError::Param { generator, why } => TopoError::Spec {
+            spec: spec.to_string(),
+            why: format!("{generator}: {why}"),
+        },
+        e => e,
     }
 }

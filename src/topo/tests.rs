@@ -304,6 +304,9 @@ fn bad_params_are_errors_not_panics() {
         Err(TopoError::TooManyLids { .. })
     ));
     by_name("ktree:4,3,lmc=7").unwrap();
+    // a generator's complaint names the spec it came from
+    let e = by_name("torus:0x4").unwrap_err().to_string();
+    assert!(e.contains("\"torus:0x4\"") && e.contains("torus: "), "{e}");
 }
 
 #[test]
