@@ -12,6 +12,16 @@ SPEC := NAME ':' ARGS [ ',' OPTION ]*        (no spaces)
   xgft:H;M1,..,MH;W1,..,WH  extended generalized fat tree       [radix=R]
   fattree2:R[,D:U]          2-level fat tree of R-port switches, leaf ports split D:U (default 1:1)
   fattree3:R[,D:U]          3-level fat tree of R-port switches (36 -> 11,664 CAs, 1,620 switches)
+  director:L,S,B,C[-CM]     a director chassis: L leaf ASICs, S spine ASICs, B cables between
+                            each leaf and spine, C CAs per leaf (C-CM: C..CM, seeded, one leaf
+                            at each end)  [radix=R (default: the smallest that fits)] [seed=N]
+  edgedirector:D,L,S,E,U,C  D directors of L leaf and S spine ASICs (one cable per pair), E edge
+                            switches with C CAs and U >= D uplinks each, dealt round-robin over
+                            the directors and their leaf ASICs  [radix=R (default: fits)]
+  rail:P,L,S,C              P rail planes of L leaves x S spines; L*C servers with one CA per
+                            plane; spine 0 of consecutive planes joined by one cable (one subnet);
+                            every switch an aggregation node on its last port, port R
+                                                               [radix=R (default 65)]
   torus:X[xY[xZ..]][,C]     torus, C CAs per switch (default 1)  [par=P links per neighbour pair]
   mesh:X[xY[xZ..]][,C]      mesh, same arguments                  [par=P]
   hypercube:D[,C]           2^D switches, C CAs each (default 1)  [par=P]
@@ -35,7 +45,8 @@ OPTION for every NAME: lmc=L (LMC of the CA ports, default 0)
                        seeded by S; same graph)
 examples: ktree:18,3  xgft:2;18,36;1,18  fattree2:36,2:1  torus:6x6x6,4  mesh:4x4,2,par=2
           hypercube:5,2  kautz:2,3,4  dragonfly:4,2,2,9  random:128,32,16,300,seed=1,lmc=2
-          fattree2:36,2:1,bundle=2,uneven=14  ktree:8,3,aggr  xgft:2;4,4;1,4,bundle=3";
+          fattree2:36,2:1,bundle=2,uneven=14  ktree:8,3,aggr  xgft:2;4,4;1,4,bundle=3
+          director:16,9,2,16-18,shuffle=1  edgedirector:2,4,2,8,4,12  rail:4,8,4,16";
 
 /// Options written without a value.
 const FLAGS: &[&str] = &["parallel", "aggr"];
@@ -241,6 +252,53 @@ fn build(spec: &str) -> Result<Fabric, TopoError> {
                 fat_tree3(&params)
             }
         }
+        "director" => {
+            p.allow(&["radix", "seed"])?;
+            p.count(4, 4)?;
+            let (cas, cas_max) = match p.positional[3].split_once('-') {
+                Some((a, b)) => (p.num("CAS", a)?, p.num("CASMAX", b)?),
+                None => {
+                    let c = p.arg(3, "CAS")?;
+                    (c, c)
+                }
+            };
+            director(&DirectorParams {
+                leaves: p.arg(0, "leaves")?,
+                spines: p.arg(1, "spines")?,
+                bundle: p.arg(2, "bundle")?,
+                cas,
+                cas_max,
+                radix: p.maybe("radix")?,
+                seed: p.option("seed", 1)?,
+                lmc,
+            })
+        }
+        "edgedirector" => {
+            p.allow(&["radix"])?;
+            p.count(6, 6)?;
+            edge_director(&EdgeDirectorParams {
+                chassis: p.arg(0, "chassis")?,
+                leaves: p.arg(1, "leaves")?,
+                spines: p.arg(2, "spines")?,
+                edges: p.arg(3, "edge switches")?,
+                uplinks: p.arg(4, "uplinks")?,
+                cas: p.arg(5, "CAs")?,
+                radix: p.maybe("radix")?,
+                lmc,
+            })
+        }
+        "rail" => {
+            p.allow(&["radix"])?;
+            p.count(4, 4)?;
+            rail(&RailParams {
+                planes: p.arg(0, "planes")?,
+                leaves: p.arg(1, "leaves")?,
+                spines: p.arg(2, "spines")?,
+                cas: p.arg(3, "CAs")?,
+                radix: p.option("radix", 65)?,
+                lmc,
+            })
+        }
         "torus" | "mesh" => {
             p.allow(&["par"])?;
             p.count(1, 2)?;
@@ -314,7 +372,7 @@ fn build(spec: &str) -> Result<Fabric, TopoError> {
                 &mut rng,
             )
         }
-        _ => Err(err(&format!("unknown topology \"{name}\"; known: ktree xgft fattree2 fattree3 torus mesh hypercube kautz dragonfly random irregular"))),
+        _ => Err(err(&format!("unknown topology \"{name}\"; known: ktree xgft fattree2 fattree3 director edgedirector rail torus mesh hypercube kautz dragonfly random irregular"))),
     }?;
     match shuffle {
         Some(seed) => super::rewire(&fabric, seed),
