@@ -144,6 +144,12 @@ fn generated_fabrics_are_discovered_by_opensm_in_ibsim() {
         "dragonfly:3,1,1,4",
         "random:10,8,2,14,seed=7,parallel",
         "ktree:2,3,lmc=2",
+        // real shapes: bundles, uneven leaves, aggregation nodes, directors, 65-port rails
+        "fattree2:8,bundle=2,uneven=1,aggr",
+        "ktree:2,3,aggr,shuffle=2",
+        "director:4,2,2,2-3,shuffle=1",
+        "edgedirector:2,2,1,3,2,2",
+        "rail:2,2,1,2",
     ] {
         check_in_ibsim(spec);
     }

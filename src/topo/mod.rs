@@ -1,6 +1,8 @@
 //! Topology generators for the fabrics the papers study: k-ary n-trees and XGFTs, 2- and 3-level fat
 //! trees (with oversubscription), tori and meshes, hypercubes, Kautz graphs, dragonflies and random
-//! irregular fabrics. Every generator returns a validated [`Fabric`] with LIDs already assigned, so
+//! irregular fabrics; and for the shapes of real clusters: trees with cable bundles, uneven leaves
+//! and SHARP aggregation nodes ([`TreeOptions`]), directors, edge switches on directors and
+//! rail-optimized planes (`real.rs`); [`rewire`] gives any of them chassis-style port numbering. Every generator returns a validated [`Fabric`] with LIDs already assigned, so
 //! the core can route it directly; [`crate::io::ibsim`] writes it as an ibsim net file so that
 //! OpenSM can run on it too.
 //!
@@ -17,10 +19,12 @@
 //! `torus:6x6x6,4` (grammar in its documentation).
 
 mod gen;
+mod real;
 mod spec;
 mod wiring;
 
 pub use gen::*;
+pub use real::*;
 pub use spec::{by_name, SPEC_GRAMMAR};
 pub use wiring::rewire;
 

@@ -17,8 +17,8 @@ use rand_chacha::ChaCha8Rng;
 use super::{param_err, TopoError, CA_GUID_BASE, CA_GUID_SHIFT, SWITCH_GUID_BASE};
 use crate::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
 
-/// The fabric with every switch's ports renumbered by a random permutation of `1..=ports` and its
-/// nodes in a random order (GUIDs and LIDs follow the new order, by the conventions of
+/// The fabric with every switch's ports renumbered by a random permutation of `1..=ports` (but for
+/// a port with an aggregation node, which stays) and its nodes in a random order (GUIDs and LIDs follow the new order, by the conventions of
 /// [`crate::topo`]), both drawn from `seed`. CA port numbers stay (a CA's port 1 is its port 1);
 /// LMC and the set of links are unchanged.
 pub fn rewire(f: &Fabric, seed: u64) -> Result<Fabric, TopoError> {
@@ -36,15 +36,32 @@ pub fn rewire(f: &Fabric, seed: u64) -> Result<Fabric, TopoError> {
     for (new, &old) in order.iter().enumerate() {
         new_index[old as usize] = new as u32;
     }
+    // A switch's port with an aggregation node is inside the ASIC (its last port on NVIDIA
+    // Quantum switches), no cable a technician could move: it stays.
+    let ports = f.port_table();
+    let fixed = |n: u32, p: u8| {
+        ports.remote(n as usize, p).is_some_and(|r| {
+            nodes[r.node as usize]
+                .description
+                .starts_with(super::AGGREGATION_NODE_DESC)
+        })
+    };
     // port_map[old node][old port] = new port
     let port_map: Vec<Vec<u8>> = nodes
         .iter()
-        .map(|n| {
-            let mut ports: Vec<u8> = (1..=n.num_ports).collect();
+        .enumerate()
+        .map(|(i, n)| {
+            let mut map: Vec<u8> = (0..=n.num_ports).collect();
             if n.kind == NodeKind::Switch {
-                ports.shuffle(&mut rng);
+                let mut movable: Vec<u8> =
+                    (1..=n.num_ports).filter(|&p| !fixed(i as u32, p)).collect();
+                let from = movable.clone();
+                movable.shuffle(&mut rng);
+                for (&old, &new) in from.iter().zip(&movable) {
+                    map[old as usize] = new;
+                }
             }
-            std::iter::once(0).chain(ports).collect()
+            map
         })
         .collect();
     let lmc = f
