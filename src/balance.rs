@@ -12,7 +12,8 @@ use crate::routing::{Lft, SwitchLidTable, NO_PATH};
 
 /// Weight of sharing one channel with a sibling LID; larger than any possible sum of loads along
 /// a path (loads are route counts, at most 2^32 per channel in practice, paths < 256 channels).
-pub(crate) const SIBLING_PENALTY: u64 = 1 << 44;
+pub(crate) const SIBLING_PENALTY: u64 = 1 << SIBLING_SHIFT;
+const SIBLING_SHIFT: u32 = 44;
 
 /// State of a balanced routing in progress: the load of every channel and reusable per-destination
 /// buffers. Other DAG-constrained routings (Up*/Down* escape routes) reuse it through
@@ -35,6 +36,18 @@ pub struct Balancer {
     /// Whether [`choose_tree_dag`](Self::choose_tree_dag) breaks ties by branch rank (else every
     /// rank stays `u32::MAX` and ties go to the lower channel).
     ranked_ties: bool,
+    /// Fat trees: paths compared by their down part first ([`Balancer::for_tree`]).
+    tree: Option<TreeCosts>,
+}
+
+/// A fat tree's switch levels and, per switch, the load of its path's down part.
+struct TreeCosts {
+    level: Vec<u32>,
+    cost_down: Vec<u64>,
+    rank_first: bool,
+    /// Down parts first for the destination being routed (CA LIDs); switch LIDs, whose routes
+    /// carry no CA-to-CA traffic, keep the plain path weight.
+    active: bool,
 }
 
 impl Balancer {
@@ -50,14 +63,26 @@ impl Balancer {
             level: Vec::new(),
             rank_counts: Vec::new(),
             ranked_ties: false,
+            tree: None,
         }
     }
 
-    /// A balancer whose trees break ties between equally weighted paths by the rank of their
-    /// branch from the destination ([`Balancer::rank_level`]), for fat trees.
-    pub fn with_ranked_ties(g: &SwitchGraph) -> Self {
+    /// A balancer for a fat tree with switch levels `level` ([`SwitchGraph::tree_levels`]).
+    /// Paths are compared by the load of their down part first (from the highest switch they
+    /// reach to the destination): every source of a destination then goes down the same branch,
+    /// as d-mod-k and ftree route, whatever the loads of the sources' own uplinks, which differ
+    /// between leaves of different sizes. Between equal down parts, `rank_first` prefers the
+    /// branch that ranks first ([`Balancer::rank_level`]) before the less loaded up part (all
+    /// sources converge there too: ftree's choice); otherwise the up part's load decides first.
+    pub fn for_tree(g: &SwitchGraph, level: Vec<u32>, rank_first: bool) -> Self {
         Balancer {
             ranked_ties: true,
+            tree: Some(TreeCosts {
+                level,
+                cost_down: vec![u64::MAX; g.num_switches()],
+                rank_first,
+                active: true,
+            }),
             ..Self::new(g)
         }
     }
@@ -148,6 +173,9 @@ impl Balancer {
         if self.ranked_ties {
             self.rank[root as usize] = 0;
         }
+        if let Some(t) = self.tree.as_mut().filter(|t| t.active) {
+            t.cost_down[root as usize] = 0;
+        }
         let (mut prev_start, mut start) = (0, 1);
         for &end in &dag.level_end[1..] {
             let end = end as usize;
@@ -157,14 +185,51 @@ impl Balancer {
                 // from the destination ranks first (see `rank_level`), then to the lower channel
                 // (candidates ascend by channel id: the first of equal keys stays).
                 let mut best = (u64::MAX, u64::MAX, u32::MAX, NO_CHANNEL);
-                for (&c, &head) in dag.cands[span.clone()].iter().zip(&dag.heads[span]) {
-                    let w = self.load[c as usize];
-                    let cost = self.cost[head as usize].saturating_add(w);
-                    let r = self.rank[head as usize];
-                    if cost < best.0
-                        || (cost == best.0 && (w < best.1 || (w == best.1 && r < best.2)))
-                    {
-                        best = (cost, w, r, c);
+                match self.tree.as_ref().filter(|t| t.active) {
+                    None => {
+                        for (&c, &head) in dag.cands[span.clone()].iter().zip(&dag.heads[span]) {
+                            let w = self.load[c as usize];
+                            let cost = self.cost[head as usize].saturating_add(w);
+                            let r = self.rank[head as usize];
+                            if cost < best.0
+                                || (cost == best.0 && (w < best.1 || (w == best.1 && r < best.2)))
+                            {
+                                best = (cost, w, r, c);
+                            }
+                        }
+                    }
+                    Some(tree) => {
+                        // The path's down part (from its turn to the destination) first, so the
+                        // sources of a destination go down one branch; then, by `rank_first`,
+                        // the branch's rank before or after the up part's load.
+                        let (mut best_shared, mut best_down) = (u64::MAX, u64::MAX);
+                        let lv = tree.level[s as usize];
+                        for (&c, &head) in dag.cands[span.clone()].iter().zip(&dag.heads[span]) {
+                            let (w, h) = (self.load[c as usize], head as usize);
+                            let (down, up) = if tree.level[h] < lv {
+                                (tree.cost_down[h].saturating_add(w), self.cost[h])
+                            } else {
+                                (tree.cost_down[h], self.cost[h].saturating_add(w))
+                            };
+                            let r = self.rank[h];
+                            // Channels shared with sibling LIDs (a penalty unit each) count
+                            // before anything else, on either part.
+                            let shared = (down >> SIBLING_SHIFT) + (up >> SIBLING_SHIFT);
+                            let better = if tree.rank_first {
+                                (shared, down, r, up, w)
+                                    < (best_shared, best_down, best.2, best.0, best.1)
+                            } else {
+                                (shared, down, up, w, r)
+                                    < (best_shared, best_down, best.0, best.1, best.2)
+                            };
+                            if better {
+                                (best_shared, best_down) = (shared, down);
+                                best = (up, w, r, c);
+                            }
+                        }
+                        if let Some(t) = self.tree.as_mut() {
+                            t.cost_down[s as usize] = best_down;
+                        }
                     }
                 }
                 self.cost[s as usize] = best.0;
@@ -215,6 +280,14 @@ impl Balancer {
             *slot += 1;
         }
         self.level.clear();
+    }
+
+    /// On a fat tree, whether the next trees compare down parts first (for CA LIDs; see
+    /// [`Balancer::for_tree`]) or plain path weights (switch LIDs: a valley there costs a layer).
+    pub(crate) fn compare_down_parts(&mut self, on: bool) {
+        if let Some(t) = self.tree.as_mut() {
+            t.active = on;
+        }
     }
 
     /// Adds the routes of the tree last chosen by [`choose_tree`](Self::choose_tree) to the channel
@@ -575,6 +648,22 @@ pub(crate) fn add_dest_loads(
             flow[g.chan_head()[c as usize] as usize] += f;
         }
     }
+}
+
+/// The least edge forwarding index (CA-to-CA routes on one channel) any routing of `g` can have:
+/// every switch sends its CA ports' routes to all other CA ports out over its channels, so one of
+/// them carries at least its share. Destination-based routing reaches it on complete fat trees
+/// whose leaves hold a multiple of their uplinks in CAs (d-mod-k).
+pub fn leaf_bound(g: &SwitchGraph) -> u64 {
+    let n = g.terminals().len() as u64;
+    (0..g.num_switches() as u32)
+        .filter_map(|s| {
+            let t = u64::from(g.terminal_count()[s as usize]);
+            let out = g.out_channels(s).len() as u64;
+            (t > 0 && out > 0).then(|| (t * (n - t)).div_ceil(out))
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// A lower bound on the highest channel load of any routing of `g` (loads as

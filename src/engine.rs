@@ -501,7 +501,7 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         let one_lane_candidate = (cfg.qos
             && cfg.one_lane_candidate
             && budget >= 2
-            && sssp_efi.is_some_and(|efi| !at_leaf_bound(&graph, efi)))
+            && sssp_efi.is_some_and(|efi| efi > crate::balance::leaf_bound(&graph)))
         .then(|| routing.clone());
         let opts = DfssspOptions {
             spare_lane: cfg.mcast_lane == McastLane::WhenFree && cfg.qos,
@@ -591,23 +591,6 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
 
 /// Bisection patterns that decide between the multi-lane routing and the one-lane candidate.
 const CANDIDATE_PATTERNS: u32 = 64;
-
-/// Whether CA-to-CA routes with edge forwarding index `efi` reach the least any routing can
-/// have: every switch sends its CA ports' routes to all other CA ports over its channels, so
-/// one of them carries at least its share. Detours cannot beat routes that reach it (complete
-/// fat trees do).
-fn at_leaf_bound(g: &SwitchGraph, efi: u64) -> bool {
-    let n = g.terminals().len() as u64;
-    let bound = (0..g.num_switches() as u32)
-        .filter_map(|s| {
-            let t = u64::from(g.terminal_count()[s as usize]);
-            let out = g.out_channels(s).len() as u64;
-            (t > 0 && out > 0).then(|| (t * (n - t)).div_ceil(out))
-        })
-        .max()
-        .unwrap_or(0);
-    efi <= bound
-}
 
 /// The one-lane routing of `one` (the SSSP routes before deadlock removal), and the line saying
 /// why, when it measures a higher Λ than `multi` over [`CANDIDATE_PATTERNS`] patterns; `None`

@@ -82,6 +82,9 @@ pub struct SwitchGraph {
     terminals: Vec<(u32, u32)>,
     /// `terminal_count[s]`: how many CA/router ports hang off switch `s`
     terminal_count: Vec<u32>,
+    /// How many of those are aggregation nodes (SHARP: one on every switch, leaves and spines
+    /// alike), which do not make a switch a leaf.
+    aggregation_count: Vec<u32>,
     /// The highest LID in the fabric.
     max_lid: u16,
 }
@@ -168,6 +171,7 @@ impl SwitchGraph {
         let mut dests = Vec::new();
         let mut terminals = Vec::new();
         let mut terminal_count = vec![0u32; ns];
+        let mut aggregation_count = vec![0u32; ns];
         for (ei, e) in f.endpoints().iter().enumerate() {
             let (sw, exit) = if node_switch[e.node as usize] != NO_SWITCH && e.port == 0 {
                 (node_switch[e.node as usize], 0u8)
@@ -185,6 +189,9 @@ impl SwitchGraph {
             if e.port != 0 && sw != NO_SWITCH {
                 terminals.push((ei as u32, sw));
                 terminal_count[sw as usize] += 1;
+                if is_aggregation_node(&f.nodes()[e.node as usize].description) {
+                    aggregation_count[sw as usize] += 1;
+                }
             }
             for (k, lid) in e.lids().enumerate() {
                 dests.push(Dest {
@@ -225,6 +232,7 @@ impl SwitchGraph {
             lid_dest,
             terminals,
             terminal_count,
+            aggregation_count,
             max_lid,
         })
     }
@@ -311,14 +319,15 @@ impl SwitchGraph {
     }
 
     /// The level of every switch when the fabric is layered like a fat tree: levels by hop
-    /// distance from the nearest switch with CA ports, every switch-to-switch link joining two
-    /// adjacent levels, and at least one switch without CA ports. `None` otherwise (tori,
-    /// dragonflies, random fabrics: switches with CAs linked to each other).
+    /// distance from the nearest leaf (a switch with CA ports other than aggregation nodes),
+    /// every switch-to-switch link joining two adjacent levels, and at least one switch that is
+    /// not a leaf. `None` otherwise (tori, dragonflies, random fabrics: switches with CAs linked
+    /// to each other).
     pub fn tree_levels(&self) -> Option<Vec<u32>> {
         let ns = self.num_switches();
         let mut level = vec![u32::MAX; ns];
         let mut queue: std::collections::VecDeque<u32> = (0..ns as u32)
-            .filter(|&s| self.terminal_count[s as usize] > 0)
+            .filter(|&s| self.terminal_count[s as usize] > self.aggregation_count[s as usize])
             .collect();
         if queue.is_empty() || queue.len() == ns {
             return None;
@@ -520,6 +529,12 @@ impl SwitchDistances {
     pub fn to(&self, to: u32) -> &[u16] {
         &self.dist[to as usize * self.n..(to as usize + 1) * self.n]
     }
+}
+
+/// Whether a node description names an aggregation node (NVIDIA SHARP's in-network reduction
+/// engine, a CA on a switch port: "Mellanox Technologies Aggregation Node").
+pub fn is_aggregation_node(description: &str) -> bool {
+    description.contains("Aggregation Node")
 }
 
 /// Reachable switches ordered by increasing distance (the destination first), by counting sort.

@@ -34,7 +34,7 @@
 use rayon::prelude::*;
 
 use crate::balance::{
-    fill_row, nearest_sweep, routing_order, routing_order_by, Balancer, MinimalDag,
+    fill_row, leaf_bound, nearest_sweep, routing_order, routing_order_by, Balancer, MinimalDag,
 };
 use crate::graph::{Dest, SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
@@ -71,16 +71,54 @@ fn route_with_passes_efi(
     dist: &SwitchDistances,
     reroute_passes: usize,
 ) -> (Routing, u64) {
-    let ns = g.num_switches();
-    // Fat trees: ties by branch rank and leaves subtree by subtree (see `nearest_sweep`), so the
-    // balance does not depend on how ports, GUIDs and LIDs happen to be numbered. Elsewhere the
-    // routing stays as it was: there both choices move Λ by noise only, either way.
-    let tree = g.tree_levels().is_some();
-    let mut bal = if tree {
-        Balancer::with_ranked_ties(g)
-    } else {
-        Balancer::new(g)
+    let Some(levels) = g.tree_levels() else {
+        return route_once(g, dist, reroute_passes, Balancer::new(g), false);
     };
+    // Fat trees: down parts first, ranked ties and leaves subtree by subtree (see
+    // `nearest_sweep`), so the balance does not depend on how ports, GUIDs and LIDs happen to be
+    // numbered. Where that does not reach the load bound (uneven leaves, bundles, faults), the
+    // other order of rank and up load is tried too, and the higher Λ kept.
+    let first = route_once(
+        g,
+        dist,
+        reroute_passes,
+        Balancer::for_tree(g, levels.clone(), true),
+        true,
+    );
+    if first.1 <= leaf_bound(g) {
+        return first;
+    }
+    let second = route_once(
+        g,
+        dist,
+        reroute_passes,
+        Balancer::for_tree(g, levels, false),
+        true,
+    );
+    let spec = crate::metrics::BisectionSpec::new(TREE_CANDIDATE_PATTERNS, 1);
+    let lambda = |r: &Routing| {
+        crate::metrics::effective_bisection_bandwidth(g, &r.lft, &spec).map_or(0.0, |b| b.lambda)
+    };
+    if lambda(&second.0) > lambda(&first.0) {
+        second
+    } else {
+        first
+    }
+}
+
+/// Bisection patterns that decide between the two fat-tree orders.
+const TREE_CANDIDATE_PATTERNS: u32 = 64;
+
+/// One balanced SSSP routing with balancer `bal`; on fat trees (`tree`) leaves subtree by
+/// subtree.
+fn route_once(
+    g: &SwitchGraph,
+    dist: &SwitchDistances,
+    reroute_passes: usize,
+    mut bal: Balancer,
+    tree: bool,
+) -> (Routing, u64) {
+    let ns = g.num_switches();
     let mut dag = MinimalDag {
         to: NO_SWITCH,
         ..Default::default()
@@ -116,6 +154,7 @@ fn route_with_passes_efi(
                 &rows_port[usize::from(base) * ns..usize::from(d.lid) * ns],
             );
         }
+        bal.compare_down_parts(d.exit_port != 0);
         let next = bal.choose_tree_dag(&dag);
         let row = usize::from(d.lid) * ns..(usize::from(d.lid) + 1) * ns;
         fill_row(
@@ -167,6 +206,7 @@ fn route_with_passes_efi(
             let siblings = sibling_lids(g, &d);
             bal.penalize_rows(g, &rows_port[siblings.start * ns..lid * ns]);
             bal.penalize_rows(g, &rows_port[(lid + 1) * ns..siblings.end * ns]);
+            bal.compare_down_parts(d.exit_port != 0);
             let next = bal.choose_tree_dag(&dag);
             // Hops stay: every route is minimal in either pass.
             for (s, port) in rows_port[lid * ns..(lid + 1) * ns].iter_mut().enumerate() {
@@ -379,22 +419,6 @@ mod tests {
         load.into_iter().max().unwrap_or(0)
     }
 
-    /// The least edge forwarding index any routing can have: every leaf sends its CAs' routes to
-    /// all other CAs out over its channels (and receives as many), so some channel carries at
-    /// least the share of the most loaded leaf. Destination-based routing reaches it on fat trees
-    /// whose leaves hold a multiple of their uplinks in CAs (d-mod-k).
-    fn leaf_bound(g: &SwitchGraph) -> u64 {
-        let n = g.terminals().len() as u64;
-        (0..g.num_switches() as u32)
-            .filter_map(|s| {
-                let t = u64::from(g.terminal_count()[s as usize]);
-                let up = g.out_channels(s).len() as u64;
-                (t > 0 && up > 0).then(|| (t * (n - t)).div_ceil(up))
-            })
-            .max()
-            .unwrap_or(0)
-    }
-
     mod prop {
         use super::*;
         use proptest::prelude::*;
@@ -420,7 +444,7 @@ mod tests {
                 prop_assert!(g.tree_levels().is_some(), "{spec} is a tree");
                 let r = route(&g);
                 check_complete_and_minimal(&f, &r);
-                prop_assert_eq!(max_channel_load(&f, &r), leaf_bound(&g), "{}", spec);
+                prop_assert_eq!(max_channel_load(&f, &r), crate::balance::leaf_bound(&g), "{}", spec);
             }
         }
     }
