@@ -61,13 +61,21 @@ FAMILIES=(
     "dragonfly:4,2,2,9 $ANY_STOCK $OURS"
     # chassis wiring: ports renumbered, GUIDs and LIDs in random order (generator option shuffle=S)
     "ktree:8,3,shuffle=1 $FAT_STOCK $OURS"
-    # next, as the generator gets them: cable bundles, uneven leaves, directors
+    # real cluster shapes: a director chassis (bundles of 2, 16-18 CAs per leaf) wired as
+    # chassis are, a bundled 2-level tree with uneven leaves, a 3-level tree with uneven leaves,
+    # a SHARP fabric (an aggregation node on every switch), a rail-optimized 65-port fabric
+    "director:16,9,2,16-18,shuffle=1 $FAT_STOCK $OURS"
+    "fattree2:36,2:1,bundle=2,uneven=14,shuffle=1 $FAT_STOCK $OURS"
+    "fattree3:12,uneven=4,shuffle=1 $FAT_STOCK $OURS"
+    "ktree:8,3,aggr,shuffle=1 $FAT_STOCK $OURS"
+    "rail:2,4,2,8 $FAT_STOCK $OURS"
 )
 
 # engines_for SPEC: the engines that apply to the fabric family of SPEC.
 engines_for() {
     case "$1" in
-        ktree:* | xgft:* | fattree2:* | fattree3:*) echo "$FAT_STOCK $OURS" ;;
+        ktree:* | xgft:* | fattree2:* | fattree3:* | director:* | edgedirector:* | rail:*)
+            echo "$FAT_STOCK $OURS" ;;
         torus:* | mesh:*) echo "$TORUS_STOCK $OURS" ;;
         *) echo "$ANY_STOCK $OURS" ;;
     esac
