@@ -127,6 +127,9 @@ pub const ENV_SEED: &str = "DFSSSP_RS_SEED";
 /// `0` keeps every lane for unicast layers, `1` leaves one to multicast only when the layers need
 /// fewer than there are, `2` (default) always leaves one (see [`EngineConfig::mcast_lane`]).
 pub const ENV_MCAST_LANE: &str = "DFSSSP_RS_MCAST_LANE";
+/// `one_lane_candidate` (0 or 1, default 1): with QoS on, whether the one-lane search's routing
+/// may replace the layers' when it measures a higher Λ.
+pub const ENV_ONE_LANE_CANDIDATE: &str = "DFSSSP_RS_ONE_LANE_CANDIDATE";
 /// `A-B`: the SLs (and VLs) the layers may use; QoS policy keeps the others.
 pub const ENV_LAYER_SLS: &str = "DFSSSP_RS_LAYER_SLS";
 
@@ -588,6 +591,7 @@ impl EngineCtx {
         if let Some(n) = set.seed {
             cfg.seed = n;
         }
+        cfg.one_lane_candidate = set.one_lane_candidate != Some(0);
         cfg.mcast_lane = match set.mcast_lane {
             Some(0) => McastLane::Off,
             Some(1) => McastLane::WhenFree,

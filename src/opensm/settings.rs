@@ -20,7 +20,7 @@ struct Key {
     max: u64,
 }
 
-const KEYS: [Key; 7] = [
+const KEYS: [Key; 8] = [
     Key {
         name: "max_lanes",
         env: super::ENV_MAX_LANES,
@@ -57,6 +57,12 @@ const KEYS: [Key; 7] = [
         min: 0,
         max: u64::MAX,
     },
+    Key {
+        name: "one_lane_candidate",
+        env: super::ENV_ONE_LANE_CANDIDATE,
+        min: 0,
+        max: 1,
+    },
     // A range `A-B` of SLs (and the VLs of the same numbers), both within min..=max.
     Key {
         name: "layer_sls",
@@ -75,6 +81,7 @@ pub(crate) struct Settings {
     pub mcast_lane: Option<u64>,
     pub bisection_patterns: Option<u64>,
     pub seed: Option<u64>,
+    pub one_lane_candidate: Option<u64>,
     /// The SLs (and VLs of the same numbers) the layers may use, first and last; the admin's QoS
     /// policy keeps every SL outside them.
     pub layer_sls: Option<(u8, u8)>,
@@ -100,6 +107,7 @@ impl Settings {
             "mcast_lane" => &mut self.mcast_lane,
             "bisection_patterns" => &mut self.bisection_patterns,
             "seed" => &mut self.seed,
+            "one_lane_candidate" => &mut self.one_lane_candidate,
             _ => return None,
         })
     }
