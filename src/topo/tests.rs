@@ -733,15 +733,12 @@ fn uneven_leaves_spread_within_bounds() {
         by_name("fattree2:12,uneven=6").unwrap().canonical(),
         by_name("fattree2:12").unwrap().canonical()
     );
-    for (spec, why) in [
+    assert_refused(&[
         ("fattree2:8,uneven=5", "more than the 4"),
         ("xgft:1;4;1,uneven=2", "needs two leaves"),
         ("xgft:2;4,4;2,2,uneven=2", "single-port CAs"),
         ("fattree2:8,uneven", "needs a value"),
-    ] {
-        let e = by_name(spec).unwrap_err().to_string();
-        assert!(e.contains(why), "{spec}: {e}");
-    }
+    ]);
 }
 
 #[test]
@@ -929,7 +926,7 @@ fn edge_switches_on_several_directors() {
     let f = by_name("edgedirector:3,2,2,5,5,4,radix=16").unwrap();
     assert_eq!(counts(&f).0, 3 * 4 + 5);
     assert_connected(&f);
-    for (spec, why) in [
+    assert_refused(&[
         ("edgedirector:3,4,2,8,2,12", "cannot reach all 3 directors"),
         (
             "edgedirector:2,4,2,8,4,12,radix=15",
@@ -941,10 +938,7 @@ fn edge_switches_on_several_directors() {
         ),
         ("edgedirector:2,4,2,0,4,12", "at least one"),
         ("edgedirector:2,4,2,8,4", "expects 6 arguments"),
-    ] {
-        let e = by_name(spec).unwrap_err().to_string();
-        assert!(e.contains(why), "{spec}: {e}");
-    }
+    ]);
 }
 
 #[test]
@@ -1002,7 +996,7 @@ fn rail_planes_with_aggregation_nodes_on_65_port_switches() {
         .filter(|n| n.kind == NodeKind::Switch)
         .all(|n| n.num_ports == 41));
     assert_aggregation_nodes(&f);
-    for (spec, why) in [
+    assert_refused(&[
         (
             "rail:2,4,2,8,radix=10",
             "radix 10 < the 11 ports a leaf needs",
@@ -1012,10 +1006,7 @@ fn rail_planes_with_aggregation_nodes_on_65_port_switches() {
         ("rail:0,4,2,8", "at least one plane"),
         ("rail:2,4,2,8,radix=255", "above 254"),
         ("rail:2,4,2", "expects 4 arguments"),
-    ] {
-        let e = by_name(spec).unwrap_err().to_string();
-        assert!(e.contains(why), "{spec}: {e}");
-    }
+    ]);
 }
 
 #[test]
@@ -1049,4 +1040,12 @@ fn switches_of_65_ports() {
     let net = crate::io::ibsim::write_net(&by_name("rail:2,2,1,2").unwrap());
     assert!(net.lines().any(|l| l.starts_with("Switch\t65 ")), "{net}");
     assert!(net.lines().any(|l| l.starts_with("[65]")), "{net}");
+}
+
+/// Every spec is refused with an error that says why (`why` is part of the message).
+fn assert_refused(cases: &[(&str, &str)]) {
+    for (spec, why) in cases {
+        let e = by_name(spec).unwrap_err().to_string();
+        assert!(e.contains(why), "{spec}: {e}");
+    }
 }
