@@ -70,7 +70,7 @@ pub(crate) struct McastOutcome {
 /// Builds the tree of `mbox`'s MLID (and rewrites other groups' trees that moved).
 pub(crate) fn build_stree(
     api: &ffi::Api,
-    osm: &LockedSubnet<'_>,
+    osm: &mut LockedSubnet<'_>,
     mbox: McastBox<'_>,
     uc: &Unicast<'_>,
     state: &mut McastState,
@@ -176,7 +176,7 @@ fn read_groups(osm: &LockedSubnet<'_>, uc: &Unicast<'_>, unknown: &mut usize) ->
 /// Sets a tree's masks; fails (leaving what it set) when a switch or port is not OpenSM's.
 fn write(
     api: &ffi::Api,
-    osm: &LockedSubnet<'_>,
+    osm: &mut LockedSubnet<'_>,
     g: &SwitchGraph,
     m: &GroupMft,
 ) -> Result<(), String> {
@@ -198,7 +198,7 @@ fn write(
 }
 
 /// Clears a tree's MLID on the switches it touched.
-fn clear(api: &ffi::Api, osm: &LockedSubnet<'_>, g: &SwitchGraph, m: &GroupMft) {
+fn clear(api: &ffi::Api, osm: &mut LockedSubnet<'_>, g: &SwitchGraph, m: &GroupMft) {
     for (s, _) in &m.masks {
         if let Some(mut t) = osm.mcast_table(api, g.switch_guid(*s)) {
             t.clear(api, m.mlid);

@@ -336,7 +336,8 @@ impl EngineCtx {
 
         let api = ffi::api().ok_or(AdapterError::NoApi)?;
         // SAFETY: OpenSM calls build_lid_matrices from ucast_mgr_route with its lock held for
-        // the whole call; self.osm is the running OpenSM that registered this engine.
+        // the whole call; self.osm is the running OpenSM that registered this engine; this is
+        // the call's only LockedSubnet.
         let osm = unsafe { LockedSubnet::new(self.osm) };
         let subnet = subnet::read(api, &osm)?;
         let read_time = started.elapsed();
@@ -661,12 +662,13 @@ impl EngineCtx {
         let t = Instant::now();
         let api = ffi::api().ok_or(AdapterError::NoApi)?;
         // SAFETY: called by ucast_mgr_route under OpenSM's lock, right after build_lid_matrices
-        // of the same run (the pending routing), so OpenSM's switches are prepared for it.
-        let osm = unsafe { LockedSubnet::new(self.osm) };
+        // of the same run (the pending routing), so OpenSM's switches are prepared for it; this
+        // is the call's only LockedSubnet.
+        let mut osm = unsafe { LockedSubnet::new(self.osm) };
         // Test hook: fail halfway through the hop rows, to exercise the reset.
         let fail_after = (std::env::var(ENV_INJECT_FAILURE).as_deref() == Ok("write"))
             .then(|| p.plan.hop_rows() as u64 / 2);
-        let stats = tables::write(api, &osm, &p.graph, &p.plan, &p.routing, fail_after)
+        let stats = tables::write(api, &mut osm, &p.graph, &p.plan, &p.routing, fail_after)
             .map_err(AdapterError::Write)?;
         self.log.info(&format!(
             "{name}: wrote the tables of {} switches ({} routed entries, {} hop rows) in {:.3} s; \
@@ -842,8 +844,9 @@ impl EngineCtx {
         let api = ffi::api().ok_or(AdapterError::NoApi)?;
         // SAFETY: OpenSM's multicast manager calls mcast_build_stree from
         // osm_mcast_mgr_process, which holds the lock exclusively for the whole call; self.osm
-        // is the running OpenSM that registered this engine.
-        let osm = unsafe { LockedSubnet::new(self.osm) };
+        // is the running OpenSM that registered this engine; this is the call's only
+        // LockedSubnet.
+        let mut osm = unsafe { LockedSubnet::new(self.osm) };
         let st = self.read();
         let a = st.active.as_ref().ok_or(AdapterError::NoRouting)?;
         let summary = a.summary.lock().unwrap_or_else(|e| e.into_inner());
@@ -856,7 +859,7 @@ impl EngineCtx {
             qos: a.cfg.qos,
             lanes: a.cfg.lanes,
         };
-        let out = mcast::build_stree(api, &osm, mbox, &uc, &mut state)
+        let out = mcast::build_stree(api, &mut osm, mbox, &uc, &mut state)
             .map_err(AdapterError::Multicast)?;
         if let Some(lines) = &out.computed {
             for l in lines {
@@ -1377,8 +1380,10 @@ mod tests {
             kind: EngineKind::Dfsssp,
             name: c"dfsssp-rs",
             osm: std::ptr::null_mut(),
-            // SAFETY: never dereferenced: path_sl does not log.
-            log: unsafe { OsmLog::new(std::ptr::null_mut()) },
+            // SAFETY: a live osm_log_t that is never freed (leaked). path_sl logs (an SL hint
+            // kept or replaced): its level is 0 (the default), so nothing is written, and
+            // outside OpenSM `osm_log` is not even resolved.
+            log: unsafe { OsmLog::new(Box::leak(Box::<ffi::osm_log_t>::default())) },
             state: RwLock::new(state),
             heavy_sweep: AtomicBool::new(false),
             options_line: Default::default(),
