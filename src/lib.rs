@@ -34,6 +34,15 @@
 
 #![deny(unsafe_code)]
 
+// The OpenSM adapter keeps every panic out of OpenSM with `catch_unwind` around each callback (a
+// panic unwinding into C is undefined behaviour). Under `panic = "abort"` catch_unwind catches
+// nothing and a bug in the plug-in would abort the subnet manager: refuse to build so.
+#[cfg(all(feature = "opensm", panic = "abort"))]
+compile_error!(
+    "the opensm feature needs panic = \"unwind\": every OpenSM callback relies on catch_unwind \
+     to turn a panic into a logged failure instead of aborting opensm"
+);
+
 pub mod balance;
 pub(crate) mod bits;
 pub mod dfsssp;

@@ -24,14 +24,15 @@ unsafe impl Sync for OsmLog {}
 
 impl OsmLog {
     /// # Safety
-    /// `log` must point at the `osm_log_t` of the running OpenSM.
+    /// `log` must point at a live `osm_log_t` that outlives the handle and its copies: the
+    /// running OpenSM's (or, in tests, one that is never freed).
     pub(crate) unsafe fn new(log: *mut ffi::osm_log_t) -> Self {
         OsmLog(log)
     }
 
     /// Whether messages with this flag (an OSM_LOG_* bit) would be written.
     pub(crate) fn is_active(self, flag: u8) -> bool {
-        // SAFETY: self.0 is OpenSM's live log (see `new`); the helper only reads its level.
+        // SAFETY: self.0 is a live log (see `new`); the helper only reads its level.
         unsafe { ffi::osm_log_is_active(self.0, flag) != 0 }
     }
 

@@ -20,8 +20,9 @@
 
 use std::collections::BTreeMap;
 
-use super::ffi;
 use super::raw::{LockedSubnet, McastBox};
+use super::{ffi, AdapterError, EngineCtx};
+use crate::engine::{EngineKind, McastLane};
 use crate::graph::SwitchGraph;
 use crate::multicast::{
     route_groups, GroupMft, McConfig, McGroup, McMember, McRouting, UnicastLayers,
@@ -70,7 +71,7 @@ pub(crate) struct McastOutcome {
 /// Builds the tree of `mbox`'s MLID (and rewrites other groups' trees that moved).
 pub(crate) fn build_stree(
     api: &ffi::Api,
-    osm: &LockedSubnet<'_>,
+    osm: &mut LockedSubnet<'_>,
     mbox: McastBox<'_>,
     uc: &Unicast<'_>,
     state: &mut McastState,
@@ -176,7 +177,7 @@ fn read_groups(osm: &LockedSubnet<'_>, uc: &Unicast<'_>, unknown: &mut usize) ->
 /// Sets a tree's masks; fails (leaving what it set) when a switch or port is not OpenSM's.
 fn write(
     api: &ffi::Api,
-    osm: &LockedSubnet<'_>,
+    osm: &mut LockedSubnet<'_>,
     g: &SwitchGraph,
     m: &GroupMft,
 ) -> Result<(), String> {
@@ -198,10 +199,78 @@ fn write(
 }
 
 /// Clears a tree's MLID on the switches it touched.
-fn clear(api: &ffi::Api, osm: &LockedSubnet<'_>, g: &SwitchGraph, m: &GroupMft) {
+fn clear(api: &ffi::Api, osm: &mut LockedSubnet<'_>, g: &SwitchGraph, m: &GroupMft) {
     for (s, _) in &m.masks {
         if let Some(mut t) = osm.mcast_table(api, g.switch_guid(*s)) {
             t.clear(api, m.mlid);
         }
+    }
+}
+
+impl EngineCtx {
+    /// mcast_build_stree: the tree of one MLID (see [`mcast`](self)).
+    pub(super) fn mcast_build_stree(&self, mbox: McastBox<'_>) -> Result<(), AdapterError> {
+        let name = self.kind.name();
+        let api = ffi::api().ok_or(AdapterError::NoApi)?;
+        // SAFETY: OpenSM's multicast manager calls mcast_build_stree from
+        // osm_mcast_mgr_process, which holds the lock exclusively for the whole call; self.osm
+        // is the running OpenSM that registered this engine; this is the call's only
+        // LockedSubnet.
+        let mut osm = unsafe { LockedSubnet::new(self.osm) };
+        let st = self.read();
+        let a = st.active.as_ref().ok_or(AdapterError::NoRouting)?;
+        let summary = a.summary.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = a.mcast.lock().unwrap_or_else(|e| e.into_inner());
+        let uc = Unicast {
+            graph: &a.graph,
+            summary: &summary,
+            num_layers: a.routing.num_layers,
+            sl_offset: a.base_sl(),
+            qos: a.cfg.qos,
+            lanes: a.cfg.lanes,
+        };
+        let out =
+            build_stree(api, &mut osm, mbox, &uc, &mut state).map_err(AdapterError::Multicast)?;
+        if let Some(lines) = &out.computed {
+            for l in lines {
+                self.log.verbose(&format!("{name}: {l}"));
+            }
+        }
+        for c in &out.cyclic {
+            let line = format!("{name}: multicast: {c}");
+            if self.kind == EngineKind::Dfsssp {
+                let advice = if a.cfg.mcast_lane == McastLane::Always || a.cfg.lanes < 2 {
+                    ""
+                } else {
+                    " (DFSSSP_RS_MCAST_LANE=2, the default, leaves a lane to multicast even when \
+                     the layers need every lane)"
+                };
+                self.log.error(&format!("ERR DF05: {line}{advice}"));
+            } else {
+                // sssp-rs routes are not deadlock-free by design.
+                self.log.verbose(&line);
+            }
+        }
+        if out.unknown_ports > 0 {
+            self.log.verbose(&format!(
+                "{name}: multicast: {} member port(s) not in the unicast routing yet (new since \
+                 the last sweep): left out until the next one",
+                out.unknown_ports
+            ));
+        }
+        self.log.verbose(&format!(
+            "{name}: MLID 0x{:04X}: tree over {} switch(es){}",
+            mbox.mlid(),
+            out.switches,
+            if out.rewritten > 0 {
+                format!(
+                    "; {} other group(s) moved and were rewritten",
+                    out.rewritten
+                )
+            } else {
+                String::new()
+            }
+        ));
+        Ok(())
     }
 }

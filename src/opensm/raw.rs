@@ -54,7 +54,8 @@ pub(crate) struct Options {
 impl<'a> LockedSubnet<'a> {
     /// # Safety
     /// `osm` must be the running OpenSM, and OpenSM's lock must be held for all of `'a` (as
-    /// during the routing callbacks).
+    /// during the routing callbacks). No other `LockedSubnet` may exist meanwhile: the handles on
+    /// switch tables are kept distinct by borrowing this one mutably.
     pub(crate) unsafe fn new(osm: *mut ffi::osm_opensm_t) -> Self {
         LockedSubnet {
             // SAFETY: the caller vouches that `osm` is live and nothing changes it during 'a.
@@ -124,14 +125,51 @@ impl<'a> LockedSubnet<'a> {
         }
     }
 
-    /// The switch with node GUID `guid`, to write its tables.
-    pub(crate) fn switch_by_guid(&self, api: &ffi::Api, guid: u64) -> Option<SwitchTables<'a>> {
-        // SAFETY: OpenSM's lookup over its own switch table; the subnet is live (lock held).
-        let sw = unsafe { (api.get_switch_by_guid)(self.subn, guid.to_be()) };
-        // SAFETY: a non-null result is a live switch; only the routing callbacks write its
-        // new_lft and hops while the lock is held, and the adapter holds one handle per switch.
-        (!sw.is_null()).then(|| unsafe { SwitchTables::new(sw) })
+    /// The tables of the switches with node GUIDs `guids`, one handle each, in that order, to
+    /// write them (in parallel: the handles are of distinct switches). Fails at the first GUID
+    /// OpenSM has no switch for, or one whose switch is in the batch already.
+    ///
+    /// The handles borrow the subnet mutably: while they live, no other handle on any switch
+    /// (another batch, a [`McastTable`]) can be made, so no two views of one switch's tables
+    /// coexist.
+    pub(crate) fn switch_tables(
+        &mut self,
+        api: &ffi::Api,
+        guids: impl IntoIterator<Item = u64>,
+    ) -> Result<Vec<SwitchTables<'_>>, SwitchLookupError> {
+        let guids = guids.into_iter();
+        let mut handles: Vec<SwitchTables<'_>> = Vec::with_capacity(guids.size_hint().0);
+        let mut seen = std::collections::HashSet::with_capacity(guids.size_hint().0);
+        for guid in guids {
+            let sw = self.find_switch(api, guid);
+            if sw.is_null() {
+                return Err(SwitchLookupError::Missing(guid));
+            }
+            if !seen.insert(sw as usize) {
+                return Err(SwitchLookupError::Twice(guid));
+            }
+            // SAFETY: a non-null result is a live switch; only the routing callbacks write its
+            // new_lft and hops while the lock is held; `seen` makes this the batch's only
+            // handle on it, and `&mut self` the only batch.
+            handles.push(unsafe { SwitchTables::new(sw) });
+        }
+        Ok(handles)
     }
+
+    /// OpenSM's switch object of node GUID `guid` (null when it has none).
+    fn find_switch(&self, api: &ffi::Api, guid: u64) -> *mut ffi::osm_switch_t {
+        // SAFETY: OpenSM's lookup over its own switch table; the subnet is live (lock held).
+        unsafe { (api.get_switch_by_guid)(self.subn, guid.to_be()) }
+    }
+}
+
+/// Why [`LockedSubnet::switch_tables`] handed out no batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SwitchLookupError {
+    /// OpenSM has no switch of this node GUID.
+    Missing(u64),
+    /// The GUID's switch is in the batch already.
+    Twice(u64),
 }
 
 /// The items of a `cl_qmap_t`, in key order.
@@ -331,10 +369,10 @@ pub(crate) struct SwitchTables<'a> {
     _lock: PhantomData<&'a mut ffi::osm_switch_t>,
 }
 
-// SAFETY: a handle is the only view of its switch's new_lft and hop rows (one handle per
-// switch, see `LockedSubnet::switch_by_guid`), so moving it to another thread shares nothing; it
-// cannot outlive the callback whose thread holds OpenSM's lock, and the rows it allocates with
-// malloc may be freed by OpenSM from any thread.
+// SAFETY: a handle is the only view of its switch's new_lft and hop rows (a batch holds one
+// handle per switch and borrows the subnet mutably, see `LockedSubnet::switch_tables`), so moving
+// it to another thread shares nothing; it cannot outlive the callback whose thread holds OpenSM's
+// lock, and the rows it allocates with malloc may be freed by OpenSM from any thread.
 unsafe impl Send for SwitchTables<'_> {}
 
 /// `malloc` failed for a hop row.
@@ -356,11 +394,6 @@ impl SwitchTables<'_> {
 
     pub(crate) fn limits(&self) -> SwitchLimits {
         self.limits
-    }
-
-    /// The OpenSM switch this handle writes (two handles of one switch must not coexist).
-    pub(crate) fn address(&self) -> usize {
-        self.sw as usize
     }
 
     /// Whether OpenSM allocated both tables (`osm_switch_prepare_path_rebuild` ran).
@@ -490,24 +523,35 @@ impl<'a> McastGroup<'a> {
     }
 }
 
-impl<'a> LockedSubnet<'a> {
-    /// The multicast forwarding table of the switch with node GUID `guid`.
-    pub(crate) fn mcast_table(&self, api: &ffi::Api, guid: u64) -> Option<McastTable<'a>> {
-        // SAFETY: OpenSM's lookup over its own switch table; the subnet is live (lock held).
-        let sw = unsafe { (api.get_switch_by_guid)(self.subn, guid.to_be()) };
+impl LockedSubnet<'_> {
+    /// The multicast forwarding table of the switch with node GUID `guid`. The handle borrows
+    /// the subnet mutably: while it lives, no other handle on any switch can be made.
+    pub(crate) fn mcast_table(&mut self, api: &ffi::Api, guid: u64) -> Option<McastTable<'_>> {
+        let sw = self.find_switch(api, guid);
+        if sw.is_null() {
+            return None;
+        }
         // SAFETY: a non-null result is a live switch whose table only the multicast manager
-        // (which is calling us, lock held) touches meanwhile.
-        unsafe { sw.as_mut() }.map(|sw| McastTable {
-            tbl: &mut sw.mcast_tbl,
-            num_ports: sw.num_ports,
+        // (which is calling us, lock held) touches meanwhile; `&mut self` makes this handle the
+        // only one. Only the field's address is taken: no reference to the switch outlives this.
+        let (tbl, num_ports) =
+            unsafe { (std::ptr::addr_of_mut!((*sw).mcast_tbl), (*sw).num_ports) };
+        Some(McastTable {
+            tbl,
+            num_ports,
+            _lock: PhantomData,
         })
     }
 }
 
 /// One switch's multicast forwarding table (`osm_mcast_tbl_t`).
 pub(crate) struct McastTable<'a> {
-    tbl: &'a mut ffi::osm_mcast_tbl_t,
+    /// Held as a pointer, read and written only for the length of a call, so that the
+    /// read-only views of nodes (which may look at their switch object) never overlap a live
+    /// `&mut` of its table.
+    tbl: *mut ffi::osm_mcast_tbl_t,
     num_ports: u8,
+    _lock: PhantomData<&'a mut ffi::osm_mcast_tbl_t>,
 }
 
 /// Why an MFT entry cannot be set.
@@ -528,7 +572,8 @@ impl McastTable<'_> {
         port: u8,
     ) -> Result<(), McastTableError> {
         const MCAST_START: u16 = 0xC000;
-        let t = &*self.tbl;
+        // SAFETY: a live table (see `LockedSubnet::mcast_table`), read for this check only.
+        let t = unsafe { &*self.tbl };
         let room = !t.p_mask_tbl.is_null()
             && mlid >= MCAST_START
             && mlid <= t.max_mlid_ho
@@ -554,7 +599,8 @@ impl McastTable<'_> {
 
     /// Clears the MLID's port mask (nothing set for it on this switch).
     pub(crate) fn clear(&mut self, api: &ffi::Api, mlid: u16) {
-        let t = &*self.tbl;
+        // SAFETY: a live table (see `LockedSubnet::mcast_table`), read for this check only.
+        let t = unsafe { &*self.tbl };
         if t.p_mask_tbl.is_null() || mlid < 0xC000 || mlid - 0xC000 >= t.mft_depth {
             return;
         }

@@ -4,10 +4,17 @@
 //! option), then the environment variables (`DFSSSP_RS_<KEY>`, overrides for a service unit).
 //! Later sources win. A bad value or an unknown key never stops routing: it is reported with its
 //! source (file and line, or the option) and the accepted range, and the value before it stands.
+//!
+//! Below them, what a routing run reads before the engine runs: the settings gathered and
+//! logged, the engine configuration (lanes, the SL range), the re-route settings, and OpenSM's
+//! compute and I/O node lists.
 
 use std::path::{Path, PathBuf};
 
-use crate::engine::McastLane;
+use super::qos::SlRange;
+use super::subnet::Subnet;
+use super::{AdapterError, EngineCtx};
+use crate::engine::{self, EngineConfig, EngineKind, McastLane};
 
 /// The file name looked for next to OpenSM's configuration file.
 pub(crate) const CONF_FILE: &str = "dfsssp-rs.conf";
@@ -221,6 +228,223 @@ pub(crate) fn read_env(
             s.set(k.name, &v, k.env, &mut p);
             problems.extend(p.into_iter().map(|m| m.replacen(k.name, k.env, 1)));
         }
+    }
+}
+
+/// OpenSM's `cn_guid_file` and `io_guid_file` as read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct ClassLists {
+    compute: Vec<u64>,
+    io: Vec<u64>,
+}
+
+impl EngineCtx {
+    /// Compute and I/O nodes from OpenSM's `cn_guid_file` and `io_guid_file`, into `cfg`. A file
+    /// that cannot be read is logged (`ERR DF08`, naming the file and line) and routing goes on
+    /// without it. Returns why the lists call for a full computation, when they changed.
+    pub(super) fn traffic_classes(
+        &self,
+        subnet: &Subnet,
+        cfg: &mut EngineConfig,
+    ) -> Option<String> {
+        let name = self.kind.name();
+        let file = |key: &str| {
+            subnet
+                .routing_options
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.clone())
+                .filter(|v| !v.is_empty() && v != "(null)")
+        };
+        let mut lists = ClassLists::default();
+        let mut given = Vec::new();
+        for (key, list) in [
+            ("cn_guid_file", &mut lists.compute),
+            ("io_guid_file", &mut lists.io),
+        ] {
+            let Some(path) = file(key) else { continue };
+            match crate::io::guid_list::read_file(std::path::Path::new(&path)) {
+                Ok(guids) => {
+                    *list = guids;
+                    given.push(key);
+                }
+                Err(e) => self
+                    .log
+                    .error(&format!("ERR DF08: {name}: {key}: {e}; routing without it")),
+            }
+        }
+        let mut last = self.class_lists.lock().unwrap_or_else(|e| e.into_inner());
+        let changed = last.as_ref() != Some(&lists);
+        if !given.is_empty() {
+            let (classes, m) = crate::traffic::TrafficClasses::from_guids(
+                &subnet.fabric,
+                &lists.compute,
+                &lists.io,
+            );
+            if changed {
+                let mut line = format!(
+                    "{name}: {}: {} compute and {} I/O ports; compute nodes' LIDs are routed \
+                     first, each class balanced on its own traffic",
+                    given.join(", "),
+                    m.compute,
+                    m.io
+                );
+                if !m.unknown.is_empty() {
+                    line += &format!(
+                        "; {} GUIDs name no CA port of the fabric (first 0x{:016x})",
+                        m.unknown.len(),
+                        m.unknown[0]
+                    );
+                }
+                if !m.both.is_empty() {
+                    line += &format!("; {} ports in both lists count as compute", m.both.len());
+                }
+                self.log.info(&line);
+            }
+            cfg.classes = Some(classes);
+        }
+        let was = last.replace(lists);
+        (changed && was.is_some())
+            .then(|| "the compute or I/O node lists changed: full computation".to_string())
+    }
+
+    /// The engine's settings for this run ([`settings`](self): `dfsssp-rs.conf` next to OpenSM's
+    /// configuration file, `event_plugin_options`, the environment). A bad value or unknown key
+    /// never stops routing: it is logged at ERROR with its source and the accepted range.
+    pub(super) fn settings(&self, subnet: &Subnet) -> Settings {
+        let name = self.kind.name();
+        let mut s = Settings::default();
+        let mut problems = Vec::new();
+        if let Some(path) = conf_path(subnet.config_file.as_deref()) {
+            match std::fs::read_to_string(&path) {
+                Ok(text) => read_conf(&text, &path.display().to_string(), &mut s, &mut problems),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => problems.push(format!("{}: {e}", path.display())),
+            }
+        }
+        if let Some(o) = &subnet.plugin_options {
+            read_plugin_options(o, &mut s, &mut problems);
+        }
+        read_env(|k| std::env::var(k).ok(), &mut s, &mut problems);
+        for p in &problems {
+            self.log
+                .error(&format!("ERR DF06: {name}: {p}; using the default"));
+        }
+        if !s.sources.is_empty() {
+            let given: Vec<String> = s
+                .sources
+                .iter()
+                .map(|(k, src)| format!("{k} ({src})"))
+                .collect();
+            self.log
+                .verbose(&format!("{name}: settings given: {}", given.join(", ")));
+        }
+        s
+    }
+
+    /// Incremental re-routing settings for this run, from the environment; a run without a heavy
+    /// sweep before it was asked for by the admin and computes from scratch.
+    pub(super) fn reroute_config(
+        &self,
+        set: &Settings,
+        heavy_sweep: bool,
+    ) -> Result<engine::RerouteConfig, AdapterError> {
+        let mut rc = engine::RerouteConfig::default();
+        if let Some(n) = set.incremental {
+            rc.incremental = n == 1;
+        }
+        if let Some(n) = set.rebalance_pct {
+            rc.max_load_growth_pct = n as u32;
+        }
+        if !heavy_sweep {
+            rc.force_full = Some(
+                "OpenSM re-routes without a heavy sweep (the admin asked: console `reroute`): \
+                 full re-balance"
+                    .into(),
+            );
+        }
+        Ok(rc)
+    }
+
+    /// The engine configuration for this run: lanes from the ports' operational VLs, capped by
+    /// the settings and the SL range given to the layers; one lane when QoS is off.
+    pub(super) fn config(
+        &self,
+        subnet: &Subnet,
+        set: &Settings,
+    ) -> Result<(EngineConfig, SlRange), AdapterError> {
+        let name = self.kind.name();
+        let mut cfg = EngineConfig::new(self.kind);
+        cfg.qos = subnet.qos;
+        if let Some(n) = set.bisection_patterns {
+            cfg.bisection_patterns = n as u32;
+        }
+        // Measured once the tables are up, not while OpenSM waits for them.
+        cfg.defer_metrics = true;
+        if let Some(n) = set.seed {
+            cfg.seed = n;
+        }
+        cfg.one_lane_candidate = set.one_lane_candidate != Some(0);
+        cfg.mcast_lane = match set.mcast_lane {
+            Some(0) => McastLane::Off,
+            Some(1) => McastLane::WhenFree,
+            None | Some(_) => McastLane::Always,
+        };
+        cfg.lanes = match subnet.min_data_vls {
+            Some(v) => v,
+            None => {
+                self.log.info(&format!(
+                    "{name}: no active port reports its operational VLs; assuming 1"
+                ));
+                1
+            }
+        };
+        if let Some(cap) = set.max_lanes {
+            cfg.lanes = cfg.lanes.min(cap as u8);
+        }
+        let mut sls = SlRange::default();
+        let mut range_note = String::new();
+        if let (Some((lo, hi)), true) = (set.layer_sls, self.kind == EngineKind::Dfsssp) {
+            let src = set.source_of("layer_sls").unwrap_or("settings");
+            let vls = subnet.min_data_vls.unwrap_or(1);
+            if !subnet.qos {
+                self.log.verbose(&format!(
+                    "{name}: layer_sls {lo}-{hi} ({src}) has no effect with QoS off"
+                ));
+            } else if lo >= vls {
+                self.log.error(&format!(
+                    "ERR DF06: {name}: layer_sls {lo}-{hi} ({src}) starts beyond the {vls} data \
+                     VLs the ports operate; using the default (SLs from 0)"
+                ));
+            } else {
+                cfg.lanes = cfg.lanes.min(hi - lo + 1).min(vls - lo);
+                sls = SlRange {
+                    first: lo,
+                    range: Some((lo, hi)),
+                };
+                if lo > 0 {
+                    // SL 0 (multicast's, unless the QoS policy says otherwise) is outside the
+                    // layers already.
+                    cfg.mcast_lane = McastLane::Off;
+                }
+                range_note = format!(
+                    ", within layer_sls {lo}-{hi} ({src}); other SLs keep OpenSM's QoS policy"
+                );
+            }
+        }
+        // With QoS off the engine logs that it routes within one lane, and why.
+        if self.kind == EngineKind::Dfsssp && subnet.qos {
+            self.log.info(&format!(
+                "{name}: QoS on: up to {} virtual lanes (fewest operational data VLs of any \
+                 active port{}){range_note}",
+                cfg.lanes,
+                match set.source_of("max_lanes") {
+                    Some(src) => format!(", capped by max_lanes ({src})"),
+                    None => String::new(),
+                }
+            ));
+        }
+        Ok((cfg, sls))
     }
 }
 

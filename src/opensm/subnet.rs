@@ -77,7 +77,8 @@ pub(crate) fn option_verdicts(opts: &[(&'static str, String)]) -> String {
                 "{item} (per-port SL-to-VL tables: the engine maps its layers' SLs)"
             )),
             "use_ucast_cache" if v == "TRUE" => {
-                warn = "; use_ucast_cache TRUE lets OpenSM change the tables without the engine                         (set it FALSE with dfsssp-rs)"
+                warn = "; use_ucast_cache TRUE lets OpenSM change the tables without the engine \
+                        (set it FALSE with dfsssp-rs)"
                     .into()
             }
             "guid_routing_order_file" => unused.push(format!(
@@ -315,7 +316,14 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("cn_guid_file /etc/opensm/cn"), "{line}");
-        assert!(line.contains("use_ucast_cache TRUE lets OpenSM"), "{line}");
+        assert!(
+            line.ends_with(
+                "; use_ucast_cache TRUE lets OpenSM change the tables without the engine (set it \
+                 FALSE with dfsssp-rs)"
+            ),
+            "{line}"
+        );
+        assert!(!line.contains("  "), "no runs of spaces: {line}");
     }
 
     #[test]

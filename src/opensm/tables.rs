@@ -22,7 +22,7 @@
 use rayon::prelude::*;
 
 use super::ffi;
-use super::raw::{LockedSubnet, SwitchLimits};
+use super::raw::{LockedSubnet, SwitchLimits, SwitchLookupError};
 use super::subnet::Subnet;
 use crate::graph::{SwitchGraph, NO_SWITCH};
 use crate::routing::{Routing, NO_PATH};
@@ -215,22 +215,23 @@ enum WriteFault {
 /// `ucast_mgr_route` guarantees); the switches are checked against the plan first.
 pub(crate) fn write(
     api: &ffi::Api,
-    osm: &LockedSubnet<'_>,
+    osm: &mut LockedSubnet<'_>,
     g: &SwitchGraph,
     plan: &Plan,
     routing: &Routing,
     fail_after: Option<u64>,
 ) -> Result<WriteStats, String> {
-    // 1. Find every switch again and check it is still what was planned: read-only.
-    let mut sws = Vec::with_capacity(plan.switches.len());
-    let mut seen = std::collections::HashSet::with_capacity(plan.switches.len());
-    for p in &plan.switches {
-        let Some(sw) = osm.switch_by_guid(api, p.guid) else {
-            return Err(format!(
-                "switch 0x{:016x} disappeared since routing",
-                p.guid
-            ));
-        };
+    // 1. Find every switch again, one handle each (distinct switches: they are written in
+    //    parallel), and check it is still what was planned: read-only.
+    let mut sws = osm
+        .switch_tables(api, plan.switches.iter().map(|p| p.guid))
+        .map_err(|e| match e {
+            SwitchLookupError::Missing(guid) => {
+                format!("switch 0x{guid:016x} disappeared since routing")
+            }
+            SwitchLookupError::Twice(guid) => format!("switch 0x{guid:016x} is planned twice"),
+        })?;
+    for (p, sw) in plan.switches.iter().zip(&sws) {
         let now = sw.limits();
         if now != p.limits || !sw.is_prepared() {
             return Err(format!(
@@ -238,11 +239,6 @@ pub(crate) fn write(
                 p.guid, p.limits, now
             ));
         }
-        // The handles are written in parallel: each must own its switch alone.
-        if !seen.insert(sw.address()) {
-            return Err(format!("switch 0x{:016x} is planned twice", p.guid));
-        }
-        sws.push(sw);
     }
 
     // 2. Per switch, in parallel (each handle owns its switch's tables; rows are malloc'ed as

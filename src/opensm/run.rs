@@ -1,0 +1,201 @@
+//! The routing run: `build_lid_matrices` reads the subnet, runs the engine and plans the tables;
+//! `ucast_build_fwd_tables` writes them and makes the routing the active one.
+
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::time::Instant;
+
+use super::raw::{self, LockedSubnet};
+use super::{ffi, log, subnet, tables};
+use super::{Active, AdapterError, EngineCtx, Pending, Previous, ENV_INJECT_FAILURE};
+use crate::engine;
+use crate::routing::{SwitchLidTable, NO_PATH};
+
+impl EngineCtx {
+    /// build_lid_matrices: everything is computed here.
+    pub(super) fn build(&self) -> Result<(), AdapterError> {
+        let started = Instant::now();
+        let name = self.kind.name();
+        // The routing the switches hold now is the one to re-route from; if this run fails,
+        // OpenSM's next engine replaces it, so it is not kept beyond this run.
+        let mut prior = std::mem::take(&mut *self.write()).active;
+        if let Some(a) = prior.as_mut() {
+            a.restore_hops();
+        }
+        let heavy_sweep = self.heavy_sweep.swap(false, Ordering::Relaxed);
+        match std::env::var(ENV_INJECT_FAILURE).as_deref() {
+            Ok("panic") => panic!("{ENV_INJECT_FAILURE}=panic: injected panic (test hook)"),
+            Ok("error") => return Err(AdapterError::Injected),
+            _ => {}
+        }
+
+        let api = ffi::api().ok_or(AdapterError::NoApi)?;
+        // SAFETY: OpenSM calls build_lid_matrices from ucast_mgr_route with its lock held for
+        // the whole call; self.osm is the running OpenSM that registered this engine; this is
+        // the call's only LockedSubnet.
+        let osm = unsafe { LockedSubnet::new(self.osm) };
+        let subnet = subnet::read(api, &osm)?;
+        let read_time = started.elapsed();
+        let f = &subnet.fabric;
+        self.log.verbose(&format!(
+            "{name}: read the subnet in {:.3} s: {} switches, {} CAs/routers, {} links, {} LID \
+             ports, max LID {}, LMC {}",
+            read_time.as_secs_f64(),
+            f.switch_count(),
+            f.terminal_node_count(),
+            f.links().len(),
+            f.endpoints().len(),
+            f.max_lid(),
+            subnet.lmc
+        ));
+        let sk = &subnet.skipped;
+        if sk.throttled_links + sk.throttled_kept > 0 {
+            self.log.info(&format!(
+                "{name}: avoid_throttled_links: {} throttled switch-to-switch links left out of \
+                 the routing; {} kept because the fabric would split without them",
+                sk.throttled_links, sk.throttled_kept
+            ));
+        }
+        if sk.down_links
+            + sk.unhealthy_links
+            + sk.loop_links
+            + sk.ports_without_lid
+            + sk.unknown_nodes
+            > 0
+        {
+            self.log.info(&format!(
+                "{name}: not routed over: {} links with a DOWN port, {} unhealthy links, {} \
+                 loopback links; ignored: {} ports without LID, {} nodes of unknown type",
+                sk.down_links,
+                sk.unhealthy_links,
+                sk.loop_links,
+                sk.ports_without_lid,
+                sk.unknown_nodes
+            ));
+        }
+
+        let line = subnet::option_verdicts(&subnet.routing_options);
+        let mut last = self.options_line.lock().unwrap_or_else(|e| e.into_inner());
+        if *last != line {
+            self.log.info(&format!("{name}: OpenSM options {line}"));
+            *last = line;
+        }
+        drop(last);
+        let set = self.settings(&subnet);
+        let (mut cfg, sls) = self.config(&subnet, &set)?;
+        let mut rc = self.reroute_config(&set, heavy_sweep)?;
+        if let Some(changed) = self.traffic_classes(&subnet, &mut cfg) {
+            rc.force_full.get_or_insert(changed);
+        }
+        let prior_summary = prior
+            .as_mut()
+            .map(|a| std::mem::take(a.summary.get_mut().unwrap_or_else(|e| e.into_inner())));
+        let out = engine::run_from(
+            &subnet.fabric,
+            &cfg,
+            prior.as_ref().map(|a| engine::Prior {
+                fabric: &a.fabric,
+                graph: &a.graph,
+                routing: &a.routing,
+                cfg: &a.cfg,
+                full_max_load: a.full_max_load,
+                max_load: a.max_load,
+                summary: prior_summary.as_ref(),
+                sl_offset: a.sl_offset,
+            }),
+            &rc,
+        )?;
+        for (level, line) in &out.log {
+            self.log.log(*level, line);
+        }
+        let plan = tables::plan(&subnet, &out.graph, &out.routing).map_err(AdapterError::Plan)?;
+        self.log.info(&format!(
+            "{name}: computed tables for {} switches, {} CA/router ports, {} LIDs, {} layer(s) in \
+             {:.3} s",
+            out.graph.num_switches(),
+            out.graph.terminals().len(),
+            out.graph.dests().len(),
+            out.routing.num_layers,
+            started.elapsed().as_secs_f64()
+        ));
+        self.write().pending = Some(Pending {
+            subnet,
+            cfg,
+            graph: out.graph,
+            routing: out.routing,
+            plan,
+            routing_log: self.log.is_active(log::ROUTING),
+            started,
+            full_max_load: out.full_max_load,
+            max_load: out.max_load,
+            summary: out.summary,
+            sl_offset: out.sl_offset,
+            sls,
+            previous: prior.map(|a| Previous {
+                graph: a.graph,
+                routing: a.routing,
+                fabric: a.fabric,
+            }),
+        });
+        raw::release_free_heap();
+        Ok(())
+    }
+
+    /// ucast_build_fwd_tables: only writes what build() computed.
+    pub(super) fn write_tables(&self) -> Result<(), AdapterError> {
+        let name = self.kind.name();
+        let p = self
+            .write()
+            .pending
+            .take()
+            .ok_or(AdapterError::NothingComputed)?;
+        let t = Instant::now();
+        let api = ffi::api().ok_or(AdapterError::NoApi)?;
+        // SAFETY: called by ucast_mgr_route under OpenSM's lock, right after build_lid_matrices
+        // of the same run (the pending routing), so OpenSM's switches are prepared for it; this
+        // is the call's only LockedSubnet.
+        let mut osm = unsafe { LockedSubnet::new(self.osm) };
+        // Test hook: fail halfway through the hop rows, to exercise the reset.
+        let fail_after = (std::env::var(ENV_INJECT_FAILURE).as_deref() == Ok("write"))
+            .then(|| p.plan.hop_rows() as u64 / 2);
+        let stats = tables::write(api, &mut osm, &p.graph, &p.plan, &p.routing, fail_after)
+            .map_err(AdapterError::Write)?;
+        self.log.info(&format!(
+            "{name}: wrote the tables of {} switches ({} routed entries, {} hop rows) in {:.3} s; \
+             {:.3} s since routing started",
+            stats.switches,
+            stats.routed_entries,
+            stats.hop_rows,
+            t.elapsed().as_secs_f64(),
+            p.started.elapsed().as_secs_f64()
+        ));
+        let metrics_due = p.cfg.bisection_patterns > 0;
+        // OpenSM's memory peaks next, while it queues every LFT block for the upload; the hop
+        // counts (a switch-by-LID table) are not needed until the upload is done.
+        let mut routing = p.routing;
+        routing.hops = SwitchLidTable::new(0, routing.lft.max_lid, NO_PATH);
+        self.write().active = Some(Active {
+            graph: p.graph,
+            routing,
+            hops_dropped: true,
+            fabric: p.subnet.fabric,
+            cfg: p.cfg,
+            dump_dir: p.subnet.dump_dir,
+            dumps_due: AtomicBool::new(p.routing_log),
+            metrics_due: AtomicBool::new(metrics_due),
+            warned_few_vls: AtomicBool::new(false),
+            warned_admin_table: AtomicBool::new(false),
+            full_max_load: p.full_max_load,
+            max_load: p.max_load,
+            summary: std::sync::Mutex::new(p.summary),
+            previous: std::sync::Mutex::new(p.previous),
+            mcast: Default::default(),
+            sl_offset: p.sl_offset,
+            sls: p.sls,
+            hints_kept: AtomicU16::new(0),
+            hints_replaced: AtomicU16::new(0),
+            warned_shared_vl: AtomicBool::new(false),
+        });
+        raw::release_free_heap();
+        Ok(())
+    }
+}
