@@ -8,7 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 
-use super::log::OsmLog;
+use super::log::{Code, OsmLog};
 use super::raw::{self, Physp};
 use super::{ffi, AdapterError, EngineCtx, State};
 use crate::engine::EngineKind;
@@ -56,14 +56,14 @@ fn guarded<T>(
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
-            log.error(&format!("ERR DF01: {what} failed: {e}"));
+            log.error(&format!("{}: {what} failed: {e}", Code::Failed));
             fallback
         }
         Err(p) => {
             // Logging cannot panic in a way that matters here, but stay defensive.
             let msg = panic_message(&*p);
             let _ = catch_unwind(AssertUnwindSafe(|| {
-                log.error(&format!("ERR DF02: {what} panicked: {msg}"));
+                log.error(&format!("{}: {what} panicked: {msg}", Code::Panicked));
             }));
             fallback
         }
@@ -161,7 +161,8 @@ unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
                 plugin.engines.push(ctx);
             } else {
                 log.error(&format!(
-                    "ERR DF03: dfsssp-rs: cannot register routing engine '{}' (status {status})",
+                    "{}: dfsssp-rs: cannot register routing engine '{}' (status {status})",
+                    Code::NotRegistered,
                     kind.name()
                 ));
             }
@@ -187,7 +188,8 @@ unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
         Ok(_) => std::ptr::null_mut(),
         Err(p) => {
             log.error(&format!(
-                "ERR DF02: dfsssp-rs: plug-in creation panicked: {}",
+                "{}: dfsssp-rs: plug-in creation panicked: {}",
+                Code::Panicked,
                 panic_message(&*p)
             ));
             std::ptr::null_mut()

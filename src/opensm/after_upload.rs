@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use super::log::Code;
 use super::{Active, EngineCtx, PATH_SL_FILE, RUN_FILE};
 use crate::engine::{self, EngineKind};
 use crate::io::run_record::RunRecord;
@@ -131,9 +132,10 @@ impl EngineCtx {
                 t.elapsed().as_secs_f64()
             )),
             Err(e) => self.log.error(&format!(
-                "{name}: ERR DF04: the routing in place failed the complete check after its \
+                "{name}: {}: the routing in place failed the complete check after its \
                  incremental check passed: {e}; the next routing run starts from a complete \
-                 traversal"
+                 traversal",
+                Code::CheckDisagreed
             )),
         }
     }

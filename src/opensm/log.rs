@@ -12,6 +12,40 @@ const MAX_LINE: usize = 3072;
 /// OpenSM's routing log flag (`-D 0x40`): with it OpenSM writes its dump files, and so do we.
 pub(crate) const ROUTING: u8 = ffi::OSM_LOG_ROUTING as u8;
 
+/// The codes the adapter tags its problems with in OpenSM's log, for monitoring rules to match
+/// (README: "Error codes"). Written as `ERR DF01` (`WRN` for a warning) by their `Display`, the
+/// one place that formats them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Code {
+    /// A callback failed (OpenSM tries its next engine).
+    Failed = 1,
+    /// A panic caught at the C boundary.
+    Panicked = 2,
+    /// A routing engine could not be registered.
+    NotRegistered = 3,
+    /// The complete check after an upload disagreed with the incremental one.
+    CheckDisagreed = 4,
+    /// Multicast trees close a credit loop with unicast.
+    McastLoop = 5,
+    /// A bad setting, ignored (the default applies).
+    BadSetting = 6,
+    /// A QoS SL outside the layers shares a layer's VL (a warning).
+    SharedVl = 7,
+    /// A compute or I/O node list that cannot be read (routing goes on without it).
+    NodeList = 8,
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let severity = match self {
+            Code::SharedVl => "WRN",
+            _ => "ERR",
+        };
+        write!(f, "{severity} DF{:02}", *self as u8)
+    }
+}
+
 /// A handle on the running OpenSM's log.
 #[derive(Clone, Copy)]
 pub(crate) struct OsmLog(*mut ffi::osm_log_t);
@@ -90,6 +124,35 @@ pub(crate) fn to_cstring(s: &str) -> CString {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codes_read_as_the_readme_lists_them() {
+        assert_eq!(Code::Failed.to_string(), "ERR DF01");
+        assert_eq!(Code::SharedVl.to_string(), "WRN DF07");
+        assert_eq!(Code::NodeList.to_string(), "ERR DF08");
+        let readme = include_str!("../../README.md");
+        for (n, c) in [
+            Code::Failed,
+            Code::Panicked,
+            Code::NotRegistered,
+            Code::CheckDisagreed,
+            Code::McastLoop,
+            Code::BadSetting,
+            Code::SharedVl,
+            Code::NodeList,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            assert_eq!(c as usize, n + 1, "numbered in order, none skipped");
+            let code = c.to_string();
+            let number = code.split(' ').nth(1).unwrap();
+            assert!(
+                readme.contains(&format!("`{number}`")) || readme.contains(&format!("`{code}`")),
+                "{code} in README's list"
+            );
+        }
+    }
 
     #[test]
     fn cstrings_are_safe_for_osm_log() {

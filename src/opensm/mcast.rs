@@ -20,6 +20,7 @@
 
 use std::collections::BTreeMap;
 
+use super::log::Code;
 use super::raw::{LockedSubnet, McastBox};
 use super::{ffi, AdapterError, EngineCtx};
 use crate::engine::{EngineKind, McastLane};
@@ -245,7 +246,8 @@ impl EngineCtx {
                     " (DFSSSP_RS_MCAST_LANE=2, the default, leaves a lane to multicast even when \
                      the layers need every lane)"
                 };
-                self.log.error(&format!("ERR DF05: {line}{advice}"));
+                self.log
+                    .error(&format!("{}: {line}{advice}", Code::McastLoop));
             } else {
                 // sssp-rs routes are not deadlock-free by design.
                 self.log.verbose(&line);

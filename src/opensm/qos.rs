@@ -3,6 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::log::Code;
 use super::raw::Physp;
 use super::{ffi, sl, subnet, EngineCtx};
 use crate::graph::NO_SWITCH;
@@ -100,9 +101,10 @@ impl EngineCtx {
         let shared = sl::sharing_layer_vls(&after, first, count);
         if shared != 0 && !a.warned_shared_vl.swap(true, Ordering::Relaxed) {
             self.log.info(&format!(
-                "WRN DF07: {name}: OpenSM's QoS SL-to-VL setting puts SLs outside the layers on \
-                 the layers' VLs {first}..{last} ({}): traffic on them shares those VLs without \
-                 being in the deadlock analysis; map them to other VLs (logged once)",
+                "{}: {name}: OpenSM's QoS SL-to-VL setting puts SLs outside the layers on the \
+                 layers' VLs {first}..{last} ({}): traffic on them shares those VLs without being \
+                 in the deadlock analysis; map them to other VLs (logged once)",
+                Code::SharedVl,
                 sl::describe(&after, shared),
             ));
         }

@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::log::Code;
 use super::qos::SlRange;
 use super::subnet::Subnet;
 use super::{AdapterError, EngineCtx};
@@ -268,9 +269,10 @@ impl EngineCtx {
                     *list = guids;
                     given.push(key);
                 }
-                Err(e) => self
-                    .log
-                    .error(&format!("ERR DF08: {name}: {key}: {e}; routing without it")),
+                Err(e) => self.log.error(&format!(
+                    "{}: {name}: {key}: {e}; routing without it",
+                    Code::NodeList
+                )),
             }
         }
         let mut last = self.class_lists.lock().unwrap_or_else(|e| e.into_inner());
@@ -327,8 +329,10 @@ impl EngineCtx {
         }
         read_env(|k| std::env::var(k).ok(), &mut s, &mut problems);
         for p in &problems {
-            self.log
-                .error(&format!("ERR DF06: {name}: {p}; using the default"));
+            self.log.error(&format!(
+                "{}: {name}: {p}; using the default",
+                Code::BadSetting
+            ));
         }
         if !s.sources.is_empty() {
             let given: Vec<String> = s
@@ -413,8 +417,9 @@ impl EngineCtx {
                 ));
             } else if lo >= vls {
                 self.log.error(&format!(
-                    "ERR DF06: {name}: layer_sls {lo}-{hi} ({src}) starts beyond the {vls} data \
-                     VLs the ports operate; using the default (SLs from 0)"
+                    "{}: {name}: layer_sls {lo}-{hi} ({src}) starts beyond the {vls} data VLs \
+                     the ports operate; using the default (SLs from 0)",
+                    Code::BadSetting
                 ));
             } else {
                 cfg.lanes = cfg.lanes.min(hi - lo + 1).min(vls - lo);
