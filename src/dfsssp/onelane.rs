@@ -27,6 +27,10 @@
 //! Unlike Up*/Down* on all links (the escape of more lanes, [`super::escape`]) the tree pins only
 //! turns between tree channels, leaving every other channel free for the search.
 //!
+//! **Cost.** A search tries each switch's candidate channels in order of cost, one queue entry
+//! per switch (its cheapest candidate not yet refused) rather than one per candidate. The tables
+//! are written only for destinations whose routes changed.
+//!
 //! **Deadlock freedom.** Every dependency edge is either a tree turn (present from the start) or
 //! was accepted by the incremental cycle check against everything in the layer; the layer's CDG
 //! is therefore acyclic after every step, and the routes use a subset of it.
@@ -186,6 +190,11 @@ pub(crate) fn run(
     }
     let seeds = seed_input_turns(g, ei, input_weight, seeding, &mut counts, &mut topo)?;
     let mut r = Router::new(g, ei, tree, counts, topo);
+    let ns = g.num_switches();
+    // Destinations whose routes in the tables are no longer the input's. The others keep theirs
+    // unwritten: a destination's entries are a column of the switch-major tables, a cache miss
+    // per switch and table, and most destinations keep their routes on tree-like fabrics.
+    let mut changed = vec![false; g.dests().len()];
     let dests = interleaved_order(g);
     let mut udr = UpDownRouter::new(g, ud);
     let mut bal = Balancer::new(g);
@@ -207,21 +216,25 @@ pub(crate) fn run(
             if pass > last {
                 continue;
             }
-            if pass > 0 {
-                r.remove(&d, routing);
-            }
             let to = dist.to(d.switch);
-            let ns = g.num_switches();
+            let input = &input[di as usize * ns..(di as usize + 1) * ns];
+            if pass > 0 {
+                if changed[di as usize] {
+                    let (lft, hops) = (&routing.lft, &routing.hops);
+                    r.remove(&d, |s| lft.port(s, d.lid), |s| hops.get(s, d.lid));
+                } else {
+                    r.remove(&d, |s| input[s as usize], |s| to[s as usize] as u8);
+                }
+            }
             let limit = if d.exit_port == 0 {
                 SWITCH_LID_SEARCH_LIMIT
             } else {
                 SEARCH_LIMIT
             };
-            let input = &input[di as usize * ns..(di as usize + 1) * ns];
             // Switch LIDs whose SSSP routes do not fit try a balanced Up*/Down* tree next: on fat
             // trees, whose CA LIDs keep their legal SSSP routes, it always fits, without a search.
             let alt = if d.exit_port == 0 {
-                Some(udr.route_dest(&mut bal, &d, &mut routing.lft, &mut routing.hops))
+                Some(udr.route_dest_tree(&mut bal, &d))
             } else {
                 None
             };
@@ -235,15 +248,18 @@ pub(crate) fn run(
                     }
                 }
             }
-            let depth = &r.depth;
-            write_dest(
-                g,
-                &d,
-                &r.next,
-                |s| depth[s as usize],
-                &mut routing.lft,
-                &mut routing.hops,
-            );
+            if !r.kept || changed[di as usize] {
+                let depth = &r.depth;
+                write_dest(
+                    g,
+                    &d,
+                    &r.next,
+                    |s| depth[s as usize],
+                    &mut routing.lft,
+                    &mut routing.hops,
+                );
+                changed[di as usize] = true;
+            }
         }
     }
     Ok(out)
@@ -476,7 +492,16 @@ struct Router<'a> {
     tree_next: Vec<u32>,
     settled: Vec<u32>,
     added: Vec<u32>,
+    /// The search's queue: one live entry `(cost, switch, channel)` per unsettled switch, its
+    /// cheapest candidate channel (entries a cheaper candidate replaced stay behind, stale).
     heap: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    /// Per switch, its cheapest candidate channel not yet refused (`(u64::MAX, _)`: none).
+    best: Vec<(u64, u32)>,
+    /// Per channel, its cost as a candidate of its tail switch, valid when `cand_stamp` is the
+    /// search's `stamp` (`u64::MAX`: refused).
+    cand_cost: Vec<u64>,
+    cand_stamp: Vec<u32>,
+    stamp: u32,
     flow: Vec<u64>,
     stack: Vec<u32>,
     hops: Vec<u16>,
@@ -512,6 +537,10 @@ impl<'a> Router<'a> {
             settled: Vec::with_capacity(ns),
             added: Vec::new(),
             heap: BinaryHeap::new(),
+            best: vec![(u64::MAX, NO_CHANNEL); ns],
+            cand_cost: vec![u64::MAX; g.num_channels()],
+            cand_stamp: vec![0; g.num_channels()],
+            stamp: 0,
             flow: vec![0; ns],
             stack: Vec::new(),
             hops: vec![u16::MAX; ns],
@@ -520,18 +549,22 @@ impl<'a> Router<'a> {
         }
     }
 
-    /// Takes destination `d`'s routes (as `routing` holds them) out of the loads and the CDG.
-    fn remove(&mut self, d: &Dest, routing: &Routing) {
+    /// Takes destination `d`'s routes (every switch's port, and its distance along them: only
+    /// their order matters) out of the loads and the CDG.
+    fn remove(&mut self, d: &Dest, port: impl Fn(u32) -> u8, hops: impl Fn(u32) -> u8) {
         let g = self.g;
         let ns = g.num_switches() as u32;
         for s in 0..ns {
-            let h = routing.hops.get(s, d.lid);
-            self.hops[s as usize] = if h == NO_PATH { u16::MAX } else { u16::from(h) };
+            let p = port(s);
+            self.hops[s as usize] = if p == NO_PATH {
+                u16::MAX
+            } else {
+                u16::from(hops(s))
+            };
             self.next[s as usize] = if s == d.switch {
                 NO_CHANNEL
             } else {
-                g.channel_at(s, routing.lft.port(s, d.lid))
-                    .unwrap_or(NO_CHANNEL)
+                g.channel_at(s, p).unwrap_or(NO_CHANNEL)
             };
         }
         order_by_distance(&self.hops, &mut self.settled, &mut self.sort_counts);
@@ -708,12 +741,22 @@ impl<'a> Router<'a> {
         true
     }
 
+    /// Channel `c` (from switch `w` to a settled switch) becomes a candidate of `w` at `cost`;
+    /// queued if it is `w`'s cheapest.
+    #[inline]
+    fn offer(&mut self, w: u32, c: u32, cost: u64) {
+        self.cand_cost[c as usize] = cost;
+        self.cand_stamp[c as usize] = self.stamp;
+        if (cost, c) < self.best[w as usize] {
+            self.best[w as usize] = (cost, c);
+            self.heap.push(Reverse((cost, w, c)));
+        }
+    }
+
     /// One search with `A` fixed; `false` (and `A` grown, the dependencies it added taken out
     /// again) when some switch could not be reached.
     fn search_once(&mut self, root: u32, limit: usize) -> bool {
         let (g, ei) = (self.g, self.ei);
-        let load = &self.load;
-        let wt = |c: u32| load[c as usize];
         self.next.fill(NO_CHANNEL);
         self.cost.fill(u64::MAX);
         self.settled.clear();
@@ -734,7 +777,7 @@ impl<'a> Router<'a> {
             while let Some(v) = self.stack.pop() {
                 let c = self.tree_next[v as usize];
                 let h = g.chan_head()[c as usize] as usize;
-                self.cost[v as usize] = self.cost[h] + wt(c);
+                self.cost[v as usize] = self.cost[h] + self.load[c as usize];
                 self.depth[v as usize] = self.depth[h] + 1;
                 self.next[v as usize] = c;
             }
@@ -747,19 +790,31 @@ impl<'a> Router<'a> {
             }
         }
         order_by_distance(&self.hops, &mut self.settled, &mut self.sort_counts);
-        for &s in &self.settled {
+        // Candidates are tried in increasing (cost, switch, channel) order, as one queue of all
+        // candidate channels would give them; but the queue holds only each switch's cheapest
+        // one, the others wait in `cand_cost` until it is refused (a switch collects one
+        // candidate per settled neighbour, while most are settled by their first).
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.cand_stamp.fill(0);
+            self.stamp = 1;
+        }
+        for &s in &self.members {
+            self.best[s as usize] = (u64::MAX, NO_CHANNEL);
+        }
+        for i in 0..self.settled.len() {
+            let s = self.settled[i];
             for &c in g.in_channels(s) {
                 let w = g.chan_tail()[c as usize];
                 if !self.in_a[w as usize] {
-                    self.heap
-                        .push(Reverse((self.cost[s as usize] + wt(c), w, c)));
+                    self.offer(w, c, self.cost[s as usize] + self.load[c as usize]);
                 }
             }
         }
         self.added.clear();
         while let Some(Reverse((k, w, c))) = self.heap.pop() {
-            if self.cost[w as usize] != u64::MAX {
-                continue;
+            if self.cost[w as usize] != u64::MAX || self.best[w as usize] != (k, c) {
+                continue; // settled, or a stale entry
             }
             let u = g.chan_head()[c as usize];
             let cu = self.next[u as usize];
@@ -770,6 +825,19 @@ impl<'a> Router<'a> {
                         .topo
                         .try_insert(g, ei, &self.counts, &mut self.sc, c, cu, limit)
                 {
+                    // Refused: the switch's next cheapest candidate takes its place.
+                    self.cand_cost[c as usize] = u64::MAX;
+                    let mut b = (u64::MAX, NO_CHANNEL);
+                    for c2 in g.out_channels(w) {
+                        let k2 = self.cand_cost[c2 as usize];
+                        if self.cand_stamp[c2 as usize] == self.stamp && (k2, c2) < b {
+                            b = (k2, c2);
+                        }
+                    }
+                    self.best[w as usize] = b;
+                    if b.0 != u64::MAX {
+                        self.heap.push(Reverse((b.0, w, b.1)));
+                    }
                     continue;
                 }
                 self.counts[e] += 1;
@@ -782,7 +850,7 @@ impl<'a> Router<'a> {
             for &c2 in g.in_channels(w) {
                 let x = g.chan_tail()[c2 as usize];
                 if self.cost[x as usize] == u64::MAX {
-                    self.heap.push(Reverse((k + wt(c2), x, c2)));
+                    self.offer(x, c2, k + self.load[c2 as usize]);
                 }
             }
         }
