@@ -8,7 +8,9 @@
 //!   [`mesh2x2`];
 //! - [`two_switches`]: two switches, parallel links, CAs placed by hand;
 //! - [`with_graph`]: a fabric with its switch graph; [`shortest_path_routing`]: plain BFS tables
-//!   to judge.
+//!   to judge;
+//! - [`with_aggregation_nodes`]: a fabric with a 1-port CA on one more port of every switch, as
+//!   NVIDIA SHARP fabrics have (issue 25).
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -141,6 +143,61 @@ pub(crate) fn two_switches(ports: u8, links: u8, cas: &[(u32, u8, u16, u8)]) -> 
         )
         .unwrap();
         b.set_lid(PortRef { node: ca, port: 1 }, guid, lid, lmc)
+            .unwrap();
+    }
+    b.build().unwrap()
+}
+
+/// `f` with one more port on every switch and a 1-port CA (a SHARP aggregation node) on it,
+/// after the generators' conventions (`crate::topo`): the new CAs follow every existing node, GUIDs
+/// and LIDs after the existing CAs' (LMC 0). Every switch then has a CA LID, the spines too.
+pub(crate) fn with_aggregation_nodes(f: &Fabric) -> Fabric {
+    use crate::topo::{CA_GUID_BASE, CA_GUID_SHIFT};
+    let mut b = FabricBuilder::new();
+    for n in f.nodes() {
+        let ports = n.num_ports + u8::from(n.kind == NodeKind::Switch);
+        b.add_node(n.kind, n.guid, ports, n.description.clone())
+            .unwrap();
+    }
+    for l in f.links() {
+        b.link(l.a, l.b).unwrap();
+    }
+    for e in f.endpoints() {
+        b.set_lid(
+            PortRef {
+                node: e.node,
+                port: e.port,
+            },
+            e.port_guid,
+            e.base_lid,
+            e.lmc,
+        )
+        .unwrap();
+    }
+    let cas = f
+        .nodes()
+        .iter()
+        .filter(|n| n.kind != NodeKind::Switch)
+        .count() as u64;
+    let mut lid = f.max_lid();
+    let switches: Vec<u32> = (0..f.nodes().len() as u32)
+        .filter(|&i| f.nodes()[i as usize].kind == NodeKind::Switch)
+        .collect();
+    for (k, &s) in switches.iter().enumerate() {
+        let guid = CA_GUID_BASE + ((cas + k as u64) << CA_GUID_SHIFT);
+        let ca = b
+            .add_node(
+                NodeKind::Ca,
+                guid,
+                1,
+                "Mellanox Technologies Aggregation Node",
+            )
+            .unwrap();
+        let port = f.nodes()[s as usize].num_ports + 1;
+        b.link(PortRef { node: s, port }, PortRef { node: ca, port: 1 })
+            .unwrap();
+        lid += 1;
+        b.set_lid(PortRef { node: ca, port: 1 }, guid + 1, lid, 0)
             .unwrap();
     }
     b.build().unwrap()

@@ -137,6 +137,8 @@ pub(crate) struct DynTopo {
     arena: Vec<u32>,
     /// Refuse an edge whose endpoints are more than this many positions apart, unsearched.
     max_span: u32,
+    /// Channels the searches of [`Self::try_insert`] visited so far (the cost of the checks).
+    pub searched: u64,
 }
 
 /// Witnesses kept per layer, in edges, before the cache starts afresh (stale entries pile up as
@@ -174,6 +176,7 @@ impl DynTopo {
             witness: HashMap::new(),
             arena: Vec::new(),
             max_span: u32::MAX,
+            searched: 0,
         }
     }
 
@@ -182,6 +185,25 @@ impl DynTopo {
     pub fn with_max_span(mut self, span: usize) -> Self {
         self.max_span = u32::try_from(span).unwrap_or(u32::MAX);
         self
+    }
+
+    /// Whether the edge `a -> b` would be refused unsearched, its channels being more than the
+    /// span limit apart, `b` before `a` ([`Self::with_max_span`]).
+    #[inline]
+    pub fn beyond_span(&self, a: u32, b: u32) -> bool {
+        let (oa, ob) = (self.ord[a as usize], self.ord[b as usize]);
+        oa > ob && oa - ob > self.max_span
+    }
+
+    /// The span beyond which edges are refused unsearched ([`Self::with_max_span`]);
+    /// `usize::MAX` when unbounded.
+    #[inline]
+    pub fn max_span(&self) -> usize {
+        if self.max_span == u32::MAX {
+            usize::MAX
+        } else {
+            self.max_span as usize
+        }
     }
 
     /// Whether every edge with a non-zero count goes forward in this order.
@@ -276,6 +298,7 @@ impl DynTopo {
             self.witness
                 .insert(key, (start, self.arena.len() as u32 - start));
         }
+        self.searched += sc.fwd.len() as u64;
         if cycle {
             for &x in &sc.fwd {
                 self.ord[x as usize] &= !SEEN;
@@ -308,6 +331,7 @@ impl DynTopo {
                 }
             }
         }
+        self.searched += sc.bwd.len() as u64;
         if too_far {
             for &x in sc.fwd.iter().chain(sc.bwd.iter()) {
                 self.ord[x as usize] &= !SEEN;

@@ -24,7 +24,9 @@
 //!    With a budget of one layer (QoS off) steps 2 and 3 give way to [`onelane`]: destinations keep
 //!    their SSSP routes where all fit the layer, else get balanced detours from a search that only
 //!    takes dependencies keeping the layer acyclic (Nue-like), spanning-tree routes as the fallback;
-//!    the layer is first seeded with a heavy acyclic part of the SSSP routes' dependencies.
+//!    the layer is first seeded with a heavy acyclic part of the SSSP routes' dependencies; on
+//!    tree-like fabrics (most destinations' SSSP routes legal Up*/Down* routes: fat trees with
+//!    CAs above the leaves) turns far back in the layer's order are refused unchecked.
 //! 4. **Balancing** (as stock dfsssp): layers left empty are shared out among the used ones, the
 //!    fullest first; a used layer's paths are spread over its share (any subset of an acyclic
 //!    layer is acyclic).
@@ -253,6 +255,11 @@ pub struct OneLaneReport {
     pub lambda_estimates: Vec<(&'static str, f64)>,
     /// Roots of the spanning tree whose routes guarantee that every switch reaches every LID.
     pub tree_roots: Vec<u32>,
+    /// Destination LIDs whose input (SSSP) routes are all legal under the spanning tree's
+    /// Up*/Down* orientation; `tree_like` when they are at least half of them, and the cycle
+    /// checks then refuse far turns unsearched ([`onelane::TREE_LIKE_SPAN`]).
+    pub legal_input_dests: u64,
+    pub tree_like: bool,
     /// Destination searches repeated because some switch could not be reached.
     pub restarts: u64,
     /// Destination LIDs that kept their SSSP routes (all of them fitted the layer).
@@ -261,6 +268,9 @@ pub struct OneLaneReport {
     pub tree_routes: u64,
     /// Routed (switch, LID) paths longer than minimal.
     pub nonminimal_routes: u64,
+    /// Channels the incremental cycle checks of the routing kept searched (their cost: seeding,
+    /// search and rip-up pass together).
+    pub searched_channels: u64,
 }
 
 impl LayerReport {
@@ -303,13 +313,25 @@ impl LayerReport {
                 "one lane: balanced searches that keep the layer acyclic, spanning-tree routes \
                  (root switch(es) {:?}) where they cannot: {} of {} route(s) follow the tree \
                  from some switch on, {} route(s) longer than minimal, {} search(es) repeated; \
-                 {} destination LID(s) kept their SSSP routes; layer seeded: {} (estimated Λ {})",
+                 {} destination LID(s) kept their SSSP routes{}; layer seeded: {} (estimated Λ {})",
                 o.tree_roots,
                 o.tree_routes,
                 self.routes,
                 o.nonminimal_routes,
                 o.restarts,
                 o.kept_dests,
+                if o.tree_like {
+                    format!(
+                        "; tree-like ({} destination LID(s) with legal Up*/Down* SSSP routes): \
+                         turns more than {} channels apart in the layer's order refused \
+                         unchecked, cycle checks searched {} channel(s)",
+                        o.legal_input_dests,
+                        onelane::TREE_LIKE_SPAN,
+                        o.searched_channels
+                    )
+                } else {
+                    String::new()
+                },
                 o.seeding,
                 o.lambda_estimates
                     .iter()
@@ -471,6 +493,15 @@ pub fn make_deadlock_free_with(
         let t2 = Instant::now();
         let dist = dist_or_own();
         let ud = onelane::orientation(g, &ei, dist, &counts0);
+        // Tree-like (most destinations' routes legal under it): cycle checks skip far turns.
+        let legal = onelane::legal_input_dests(g, &ud, &cols);
+        let dests = g.dests().iter().filter(|d| d.switch != NO_SWITCH).count() as u64;
+        let tree_like = 2 * legal >= dests;
+        let max_span = if tree_like {
+            onelane::TREE_LIKE_SPAN
+        } else {
+            usize::MAX
+        };
         // Seeds win on most fabrics (random 128 switches: Λ 0.1197 against 0.1082), but not on
         // every one (a 6x6 mesh: 0.4378 against 0.4406): route both ways and keep the higher
         // estimated Λ, so one lane never does worse than without seeds (up to the estimate).
@@ -481,7 +512,9 @@ pub fn make_deadlock_free_with(
             .par_iter()
             .map(|&seeding| {
                 let mut cand = routing.clone();
-                let out = onelane::run(g, &ei, &ud, dist, &cols, &counts0, seeding, &mut cand)?;
+                let out = onelane::run(
+                    g, &ei, &ud, dist, &cols, &counts0, seeding, max_span, &mut cand,
+                )?;
                 let est =
                     effective_bisection_bandwidth(g, &cand.lft, &spec).map_or(0.0, |b| b.lambda);
                 Ok((est, out, seeding, cand))
@@ -499,10 +532,13 @@ pub fn make_deadlock_free_with(
             seeding: seeding.name(),
             lambda_estimates: estimates,
             tree_roots: out.roots,
+            legal_input_dests: legal,
+            tree_like,
             restarts: out.restarts,
             kept_dests: out.kept_dests,
             tree_routes: out.tree_routes,
             nonminimal_routes: out.nonminimal_routes,
+            searched_channels: out.searched_channels,
         });
         report.seconds_escape = t2.elapsed().as_secs_f64();
         report.layers_before_balancing = 1;

@@ -27,15 +27,30 @@
 //! Unlike Up*/Down* on all links (the escape of more lanes, [`super::escape`]) the tree pins only
 //! turns between tree channels, leaving every other channel free for the search.
 //!
+//! **Tree-like fabrics.** Where the input routes of at least half the destinations are legal
+//! Up*/Down* routes under the tree's orientation (fat trees with CAs above the leaves: NVIDIA
+//! SHARP aggregation nodes on every switch, storage on the spines), the layer soon holds nearly
+//! every legal turn of the fabric, and the destinations searched are the few towards CAs above
+//! the leaves, whose minimal routes from other switches above the leaves turn down, then up.
+//! Such a turn almost always closes a cycle, which the check finds only after searching a large
+//! part of the layer. There, a dependency whose channels lie more than [`TREE_LIKE_SPAN`]
+//! positions apart in the layer's order is refused without a search (as the escape's layers do),
+//! and a search does not even queue such a candidate ([`Router::offer`]).
+//!
+//! **Cost.** A search tries the candidate channels in order of cost; on tree-like fabrics its
+//! queue holds one entry per switch (its cheapest candidate not yet refused) rather than one per
+//! candidate. The tables are written only for destinations whose routes changed.
+//!
 //! **Deadlock freedom.** Every dependency edge is either a tree turn (present from the start) or
 //! was accepted by the incremental cycle check against everything in the layer; the layer's CDG
-//! is therefore acyclic after every step, and the routes use a subset of it.
+//! is therefore acyclic after every step, and the routes use a subset of it. (Refusing, with or
+//! without a search, never adds an edge.)
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::balance::{routing_order, write_dest, Balancer};
-use crate::graph::{order_by_distance, Dest, SwitchDistances, SwitchGraph, NO_CHANNEL};
+use crate::graph::{order_by_distance, Dest, SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{Routing, NO_PATH};
 use crate::updown::{UpDown, UpDownRouter};
 
@@ -59,6 +74,19 @@ const SWITCH_LID_SEARCH_LIMIT: usize = 64;
 /// from 0.302 to 0.3095 (random 128-switch fabric: 0.1190 to 0.1197); more change little (0.3102
 /// after three, random none) and cost a pass each.
 const REROUTE_PASSES: usize = 1;
+
+/// On tree-like fabrics (the input routes of at least half the destinations are legal Up*/Down*
+/// routes, [`legal_input_dests`]), a dependency whose channels lie more than this many positions
+/// apart in the layer's order is refused without a cycle check, as in the escape's layers
+/// ([`DynTopo::with_max_span`]). There the layer holds nearly every legal turn of the fabric, and
+/// a down-then-up turn towards a CA above the leaves almost always closes a cycle, found only
+/// after searching hundreds of channels: on the 12-ary 3-tree with an aggregation node (a CA) on
+/// every switch, 99.8% of the searched checks found a cycle, after 670 channels on average, and
+/// the checks searched 58 M channels in all (2.6 s of CPU for one lane, 0.24 s with 8 lanes);
+/// with the bound, 0.14 M. Turns whose channels lie close in the order, the ones that may fit,
+/// are still checked: on every aggregated tree up to the 8-ary 3-tree (2,048 channels) the
+/// routes stay exactly the same.
+pub(crate) const TREE_LIKE_SPAN: usize = 1024;
 
 /// How the layer is seeded before the searches ([`seed_input_turns`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +118,8 @@ pub(crate) struct OneLaneOutcome {
     /// destination's switch itself), and routed paths longer than minimal.
     pub tree_routes: u64,
     pub nonminimal_routes: u64,
+    /// Channels the incremental cycle checks searched (seeding included).
+    pub searched_channels: u64,
 }
 
 /// The BFS spanning tree the escape routes follow.
@@ -159,9 +189,39 @@ pub(crate) fn orientation(
     })
 }
 
+/// How many destinations (with a switch) have input routes (`input`, destination-major ports,
+/// validated trees) that are all legal Up*/Down* routes under `ud`: where they are most, the
+/// fabric is a tree whose routes are Up*/Down* but for a few destinations ([`TREE_LIKE_SPAN`]).
+pub(crate) fn legal_input_dests(g: &SwitchGraph, ud: &UpDown, input: &[u8]) -> u64 {
+    use rayon::prelude::*;
+    let ns = g.num_switches();
+    if ns == 0 {
+        return 0;
+    }
+    let chan = |s: u32, row: &[u8]| g.channel_at(s, row[s as usize]);
+    input
+        .par_chunks(ns)
+        .zip(g.dests().par_iter())
+        .filter(|(row, d)| {
+            d.switch != NO_SWITCH
+                && (0..ns as u32).all(|s| {
+                    // Every turn, a switch's channel then its head's, legal (or the last hop).
+                    let Some(c1) = (s != d.switch).then(|| chan(s, row)).flatten() else {
+                        return true;
+                    };
+                    let h = g.chan_head()[c1 as usize];
+                    h == d.switch || chan(h, row).is_some_and(|c2| ud.legal_turn(g, c1, c2))
+                })
+        })
+        .count() as u64
+}
+
 /// Routes every destination of `routing`'s fabric deadlock-free within one layer (module
 /// documentation); rewrites the LFT and hop tables. `ud` gives the spanning tree's roots;
 /// `input_weight` is the weight of every dependency edge of the input routes (`input`).
+/// `max_span`: a dependency whose channels lie more than this many positions apart in the
+/// layer's order is refused without a cycle check ([`TREE_LIKE_SPAN`] on tree-like fabrics,
+/// else unbounded).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     g: &SwitchGraph,
@@ -171,6 +231,7 @@ pub(crate) fn run(
     input: &[u8],
     input_weight: &[u32],
     seeding: Seeding,
+    max_span: usize,
     routing: &mut Routing,
 ) -> Result<OneLaneOutcome, DfssspError> {
     let tree = Tree::new(g, ud);
@@ -184,8 +245,14 @@ pub(crate) fn run(
             .ok_or_else(|| DfssspError::Internal("spanning tree routes have a cycle".into()))?;
         topo = DynTopo::from_order(&order);
     }
+    let mut topo = topo.with_max_span(max_span);
     let seeds = seed_input_turns(g, ei, input_weight, seeding, &mut counts, &mut topo)?;
     let mut r = Router::new(g, ei, tree, counts, topo);
+    let ns = g.num_switches();
+    // Destinations whose routes in the tables are no longer the input's. The others keep theirs
+    // unwritten: a destination's entries are a column of the switch-major tables, a cache miss
+    // per switch and table, and most destinations keep their routes on tree-like fabrics.
+    let mut changed = vec![false; g.dests().len()];
     let dests = interleaved_order(g);
     let mut udr = UpDownRouter::new(g, ud);
     let mut bal = Balancer::new(g);
@@ -207,21 +274,25 @@ pub(crate) fn run(
             if pass > last {
                 continue;
             }
-            if pass > 0 {
-                r.remove(&d, routing);
-            }
             let to = dist.to(d.switch);
-            let ns = g.num_switches();
+            let input = &input[di as usize * ns..(di as usize + 1) * ns];
+            if pass > 0 {
+                if changed[di as usize] {
+                    let (lft, hops) = (&routing.lft, &routing.hops);
+                    r.remove(&d, |s| lft.port(s, d.lid), |s| hops.get(s, d.lid));
+                } else {
+                    r.remove(&d, |s| input[s as usize], |s| to[s as usize] as u8);
+                }
+            }
             let limit = if d.exit_port == 0 {
                 SWITCH_LID_SEARCH_LIMIT
             } else {
                 SEARCH_LIMIT
             };
-            let input = &input[di as usize * ns..(di as usize + 1) * ns];
             // Switch LIDs whose SSSP routes do not fit try a balanced Up*/Down* tree next: on fat
             // trees, whose CA LIDs keep their legal SSSP routes, it always fits, without a search.
             let alt = if d.exit_port == 0 {
-                Some(udr.route_dest(&mut bal, &d, &mut routing.lft, &mut routing.hops))
+                Some(udr.route_dest_tree(&mut bal, &d))
             } else {
                 None
             };
@@ -235,17 +306,21 @@ pub(crate) fn run(
                     }
                 }
             }
-            let depth = &r.depth;
-            write_dest(
-                g,
-                &d,
-                &r.next,
-                |s| depth[s as usize],
-                &mut routing.lft,
-                &mut routing.hops,
-            );
+            if !r.kept || changed[di as usize] {
+                let depth = &r.depth;
+                write_dest(
+                    g,
+                    &d,
+                    &r.next,
+                    |s| depth[s as usize],
+                    &mut routing.lft,
+                    &mut routing.hops,
+                );
+                changed[di as usize] = true;
+            }
         }
     }
+    out.searched_channels = r.topo.searched;
     Ok(out)
 }
 
@@ -313,7 +388,9 @@ fn seed_input_turns(
             seeds.push(e);
         }
     }
-    *topo = DynTopo::from_order(&order);
+    let searched = topo.searched;
+    *topo = DynTopo::from_order(&order).with_max_span(topo.max_span());
+    topo.searched = searched;
     if !topo.fits(g, ei, counts) {
         return Err(DfssspError::Internal(
             "local search broke a spanning-tree turn".into(),
@@ -476,7 +553,19 @@ struct Router<'a> {
     tree_next: Vec<u32>,
     settled: Vec<u32>,
     added: Vec<u32>,
+    /// The search's queue of candidates `(cost, switch, channel)`: every one, or with
+    /// `per_switch` one live entry per unsettled switch, its cheapest candidate channel (entries
+    /// a cheaper candidate replaced stay behind, stale).
     heap: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    /// Whether the queue holds one candidate per switch (tree-like fabrics, see `search_once`)
+    /// rather than every candidate.
+    per_switch: bool,
+    /// Per switch, its cheapest candidate channel not yet refused (`(u64::MAX, _)`: none).
+    best: Vec<(u64, u32)>,
+    /// Per channel, its cost as a candidate of its tail switch, valid when the stamp is the
+    /// search's `stamp` (`u64::MAX`: refused).
+    cand: Vec<(u64, u32)>,
+    stamp: u32,
     flow: Vec<u64>,
     stack: Vec<u32>,
     hops: Vec<u16>,
@@ -512,6 +601,10 @@ impl<'a> Router<'a> {
             settled: Vec::with_capacity(ns),
             added: Vec::new(),
             heap: BinaryHeap::new(),
+            per_switch: false,
+            best: vec![(u64::MAX, NO_CHANNEL); ns],
+            cand: vec![(u64::MAX, 0); g.num_channels()],
+            stamp: 0,
             flow: vec![0; ns],
             stack: Vec::new(),
             hops: vec![u16::MAX; ns],
@@ -520,18 +613,22 @@ impl<'a> Router<'a> {
         }
     }
 
-    /// Takes destination `d`'s routes (as `routing` holds them) out of the loads and the CDG.
-    fn remove(&mut self, d: &Dest, routing: &Routing) {
+    /// Takes destination `d`'s routes (every switch's port, and its distance along them: only
+    /// their order matters) out of the loads and the CDG.
+    fn remove(&mut self, d: &Dest, port: impl Fn(u32) -> u8, hops: impl Fn(u32) -> u8) {
         let g = self.g;
         let ns = g.num_switches() as u32;
         for s in 0..ns {
-            let h = routing.hops.get(s, d.lid);
-            self.hops[s as usize] = if h == NO_PATH { u16::MAX } else { u16::from(h) };
+            let p = port(s);
+            self.hops[s as usize] = if p == NO_PATH {
+                u16::MAX
+            } else {
+                u16::from(hops(s))
+            };
             self.next[s as usize] = if s == d.switch {
                 NO_CHANNEL
             } else {
-                g.channel_at(s, routing.lft.port(s, d.lid))
-                    .unwrap_or(NO_CHANNEL)
+                g.channel_at(s, p).unwrap_or(NO_CHANNEL)
             };
         }
         order_by_distance(&self.hops, &mut self.settled, &mut self.sort_counts);
@@ -708,12 +805,36 @@ impl<'a> Router<'a> {
         true
     }
 
+    /// Channel `c` (from switch `w` to a settled switch) becomes a candidate of `w` at `cost`:
+    /// queued (with `per_switch`, if it is `w`'s cheapest). On tree-like fabrics a candidate
+    /// whose dependency the layer would refuse unsearched, being too far back in its order
+    /// ([`DynTopo::with_max_span`]), is dropped at once: most are such, a switch above the leaves
+    /// would otherwise queue and refuse every down-then-up turn towards a CA above the leaves.
+    #[inline(always)]
+    fn offer(&mut self, w: u32, c: u32, cost: u64) {
+        if !self.per_switch {
+            self.heap.push(Reverse((cost, w, c)));
+            return;
+        }
+        let (g, ei) = (self.g, self.ei);
+        let cu = self.next[g.chan_head()[c as usize] as usize];
+        if cu != NO_CHANNEL
+            && self.topo.beyond_span(c, cu)
+            && self.counts[ei.edge(g, c, cu) as usize] == 0
+        {
+            return;
+        }
+        self.cand[c as usize] = (cost, self.stamp);
+        if (cost, c) < self.best[w as usize] {
+            self.best[w as usize] = (cost, c);
+            self.heap.push(Reverse((cost, w, c)));
+        }
+    }
+
     /// One search with `A` fixed; `false` (and `A` grown, the dependencies it added taken out
     /// again) when some switch could not be reached.
     fn search_once(&mut self, root: u32, limit: usize) -> bool {
         let (g, ei) = (self.g, self.ei);
-        let load = &self.load;
-        let wt = |c: u32| load[c as usize];
         self.next.fill(NO_CHANNEL);
         self.cost.fill(u64::MAX);
         self.settled.clear();
@@ -734,7 +855,7 @@ impl<'a> Router<'a> {
             while let Some(v) = self.stack.pop() {
                 let c = self.tree_next[v as usize];
                 let h = g.chan_head()[c as usize] as usize;
-                self.cost[v as usize] = self.cost[h] + wt(c);
+                self.cost[v as usize] = self.cost[h] + self.load[c as usize];
                 self.depth[v as usize] = self.depth[h] + 1;
                 self.next[v as usize] = c;
             }
@@ -747,19 +868,38 @@ impl<'a> Router<'a> {
             }
         }
         order_by_distance(&self.hops, &mut self.settled, &mut self.sort_counts);
-        for &s in &self.settled {
+        // Candidates are tried in increasing (cost, switch, channel) order, as one queue of all
+        // candidate channels gives them. On tree-like fabrics the queue holds only each switch's
+        // cheapest one, the others wait in `cand` until it is refused: a switch above the leaves
+        // collects one candidate per settled neighbour and sees many refused (ktree:18,3 with
+        // aggregation nodes: 3.6 -> 2.8 s of CPU), while elsewhere most switches take their
+        // first, and the bookkeeping costs more than it saves (6x6x6 torus: 22% more L1 misses).
+        self.per_switch = self.topo.max_span() != usize::MAX;
+        if self.per_switch {
+            self.stamp = self.stamp.wrapping_add(1);
+            if self.stamp == 0 {
+                self.cand.fill((u64::MAX, 0));
+                self.stamp = 1;
+            }
+            for &s in &self.members {
+                self.best[s as usize] = (u64::MAX, NO_CHANNEL);
+            }
+        }
+        for i in 0..self.settled.len() {
+            let s = self.settled[i];
             for &c in g.in_channels(s) {
                 let w = g.chan_tail()[c as usize];
                 if !self.in_a[w as usize] {
-                    self.heap
-                        .push(Reverse((self.cost[s as usize] + wt(c), w, c)));
+                    self.offer(w, c, self.cost[s as usize] + self.load[c as usize]);
                 }
             }
         }
         self.added.clear();
         while let Some(Reverse((k, w, c))) = self.heap.pop() {
-            if self.cost[w as usize] != u64::MAX {
-                continue;
+            if self.cost[w as usize] != u64::MAX
+                || self.per_switch && self.best[w as usize] != (k, c)
+            {
+                continue; // settled, or a stale entry
             }
             let u = g.chan_head()[c as usize];
             let cu = self.next[u as usize];
@@ -770,6 +910,22 @@ impl<'a> Router<'a> {
                         .topo
                         .try_insert(g, ei, &self.counts, &mut self.sc, c, cu, limit)
                 {
+                    if !self.per_switch {
+                        continue;
+                    }
+                    // Refused: the switch's next cheapest candidate takes its place.
+                    self.cand[c as usize].0 = u64::MAX;
+                    let mut b = (u64::MAX, NO_CHANNEL);
+                    for c2 in g.out_channels(w) {
+                        let (k2, stamp) = self.cand[c2 as usize];
+                        if stamp == self.stamp && (k2, c2) < b {
+                            b = (k2, c2);
+                        }
+                    }
+                    self.best[w as usize] = b;
+                    if b.0 != u64::MAX {
+                        self.heap.push(Reverse((b.0, w, b.1)));
+                    }
                     continue;
                 }
                 self.counts[e] += 1;
@@ -782,7 +938,7 @@ impl<'a> Router<'a> {
             for &c2 in g.in_channels(w) {
                 let x = g.chan_tail()[c2 as usize];
                 if self.cost[x as usize] == u64::MAX {
-                    self.heap.push(Reverse((k + wt(c2), x, c2)));
+                    self.offer(x, c2, k + self.load[c2 as usize]);
                 }
             }
         }
@@ -883,6 +1039,53 @@ mod tests {
             let (g0, r0) = one_lane(spec, false);
             assert_eq!(lambda(&g1, &r1), lambda(&g0, &r0), "{spec}");
         }
+    }
+
+    /// Issue 25: NVIDIA SHARP puts an aggregation node (a CA) on every switch, spines included.
+    /// The CA routes are then legal Up*/Down* routes but for those towards the nodes above the
+    /// leaves, which need down-then-up turns; the layer holds every legal turn of the fabric,
+    /// so nearly every such turn closes a cycle, and searching for that cycle over the layer
+    /// for each turn took minutes on large fabrics. Routed as a tree-like fabric: deadlock-free
+    /// and complete, every route from a leaf switch and to a compute node still minimal, and
+    /// the cycle checks search a few channels per destination (exhaustive ones: about 1.2
+    /// layers' worth per destination on this fabric, and growing with it).
+    #[test]
+    fn aggregation_nodes_on_every_switch() {
+        let f = crate::testkit::with_aggregation_nodes(&crate::topo::by_name("ktree:8,3").unwrap());
+        let g = SwitchGraph::new(&f).unwrap();
+        let dist = crate::graph::SwitchDistances::new(&g);
+        let mut r = sssp::route_with_distances(&g, &dist);
+        let rep =
+            make_deadlock_free_with(&g, &mut r, 1, &DfssspOptions::default(), Some(&dist)).unwrap();
+        let o = rep
+            .one_lane
+            .as_ref()
+            .expect("the CA routes alone are cyclic");
+        assert!(o.tree_like, "{o:?}");
+        let v = crate::verify::verify(&g, &r).unwrap();
+        assert_eq!((r.num_layers, v.unreachable), (1, 0));
+        // Leaves: the switches with compute nodes besides their aggregation node.
+        let leaf = |s: u32| g.terminal_count()[s as usize] > 1;
+        for d in g.dests() {
+            for s in 0..g.num_switches() as u32 {
+                if s == d.switch || !(leaf(s) || leaf(d.switch) && d.exit_port != 0) {
+                    continue;
+                }
+                let hops = crate::routing::walk(&g, &r.lft, s, d.lid, |_| {}).unwrap();
+                assert_eq!(
+                    hops,
+                    u32::from(dist.get(s, d.switch)),
+                    "{s} to LID {}",
+                    d.lid
+                );
+            }
+        }
+        let work = g.dests().len() as u64 * g.num_channels() as u64;
+        assert!(
+            o.searched_channels < work / 4,
+            "{} of {work}",
+            o.searched_channels
+        );
     }
 
     /// On a torus the SSSP routes do not fit one lane and no Up*/Down* orientation makes every CA
