@@ -204,6 +204,7 @@ impl Balancer {
                         // the branch's rank before or after the up part's load.
                         let (mut best_shared, mut best_down) = (u64::MAX, u64::MAX);
                         let lv = tree.level[s as usize];
+                        let penalties = !self.penalized.is_empty();
                         for (&c, &head) in dag.cands[span.clone()].iter().zip(&dag.heads[span]) {
                             let (w, h) = (self.load[c as usize], head as usize);
                             let (down, up) = if tree.level[h] < lv {
@@ -211,17 +212,24 @@ impl Balancer {
                             } else {
                                 (tree.cost_down[h], self.cost[h].saturating_add(w))
                             };
-                            let r = self.rank[h];
                             // Channels shared with sibling LIDs (a penalty unit each) count
                             // before anything else, on either part.
-                            let shared = (down >> SIBLING_SHIFT) + (up >> SIBLING_SHIFT);
-                            let better = if tree.rank_first {
-                                (shared, down, r, up, w)
-                                    < (best_shared, best_down, best.2, best.0, best.1)
+                            let shared = if penalties {
+                                (down >> SIBLING_SHIFT) + (up >> SIBLING_SHIFT)
                             } else {
-                                (shared, down, up, w, r)
-                                    < (best_shared, best_down, best.0, best.1, best.2)
+                                0
                             };
+                            // Most candidates lose on the down part already.
+                            if (shared, down) > (best_shared, best_down) {
+                                continue;
+                            }
+                            let r = self.rank[h];
+                            let better = (shared, down) < (best_shared, best_down)
+                                || if tree.rank_first {
+                                    (r, up, w) < (best.2, best.0, best.1)
+                                } else {
+                                    (up, w, r) < (best.0, best.1, best.2)
+                                };
                             if better {
                                 (best_shared, best_down) = (shared, down);
                                 best = (up, w, r, c);

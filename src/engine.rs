@@ -607,7 +607,10 @@ fn one_lane_if_better(
         spare_lane: false,
         ..opts.clone()
     };
-    let mut report = dfsssp::make_deadlock_free_with(g, one, 1, &one_opts, Some(dist))?;
+    // A candidate that cannot be made deadlock-free in one lane leaves the layers as they are.
+    let Ok(mut report) = dfsssp::make_deadlock_free_with(g, one, 1, &one_opts, Some(dist)) else {
+        return Ok(None);
+    };
     let spec = metrics::BisectionSpec::new(CANDIDATE_PATTERNS, 1);
     let lambda = |r: &Routing| {
         metrics::effective_bisection_bandwidth(g, &r.lft, &spec)
