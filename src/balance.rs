@@ -33,10 +33,9 @@ pub struct Balancer {
     /// One distance level's (head rank, channel, switch), ranked at the end of the level.
     level: Vec<(u32, u32, u32)>,
     rank_counts: Vec<u32>,
-    /// Whether [`choose_tree_dag`](Self::choose_tree_dag) breaks ties by branch rank (else every
-    /// rank stays `u32::MAX` and ties go to the lower channel).
-    ranked_ties: bool,
-    /// Fat trees: paths compared by their down part first ([`Balancer::for_tree`]).
+    /// Fat trees: paths compared by their down part first, ties broken by branch rank
+    /// ([`Balancer::for_tree`]). Elsewhere every rank stays `u32::MAX` and ties go to the lower
+    /// channel.
     tree: Option<TreeCosts>,
 }
 
@@ -62,7 +61,6 @@ impl Balancer {
             rank: vec![u32::MAX; ns],
             level: Vec::new(),
             rank_counts: Vec::new(),
-            ranked_ties: false,
             tree: None,
         }
     }
@@ -76,7 +74,6 @@ impl Balancer {
     /// sources converge there too: ftree's choice); otherwise the up part's load decides first.
     pub fn for_tree(g: &SwitchGraph, level: Vec<u32>, rank_first: bool) -> Self {
         Balancer {
-            ranked_ties: true,
             tree: Some(TreeCosts {
                 level,
                 cost_down: vec![u64::MAX; g.num_switches()],
@@ -170,7 +167,7 @@ impl Balancer {
         };
         self.cost.fill(u64::MAX);
         self.cost[root as usize] = 0;
-        if self.ranked_ties {
+        if self.tree.is_some() {
             self.rank[root as usize] = 0;
         }
         if let Some(t) = self.tree.as_mut().filter(|t| t.active) {
@@ -242,11 +239,11 @@ impl Balancer {
                 }
                 self.cost[s as usize] = best.0;
                 self.next[s as usize] = best.3;
-                if self.ranked_ties {
+                if self.tree.is_some() {
                     self.level.push((best.2, best.3, s));
                 }
             }
-            if self.ranked_ties {
+            if self.tree.is_some() {
                 self.rank_level(start - prev_start);
             }
             prev_start = start;

@@ -511,7 +511,7 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
             dfsssp::make_deadlock_free_with(&graph, &mut routing, budget, &opts, Some(&dist))?;
         if let Some(mut one) = one_lane_candidate {
             if let Some((one_report, line)) =
-                one_lane_if_better(&graph, &dist, &routing, &mut one, &opts)?
+                one_lane_if_better(&graph, &dist, &routing, &mut one, &opts)
             {
                 routing = one;
                 report = one_report;
@@ -602,15 +602,13 @@ fn one_lane_if_better(
     multi: &Routing,
     one: &mut Routing,
     opts: &DfssspOptions,
-) -> Result<Option<(LayerReport, String)>, EngineError> {
+) -> Option<(LayerReport, String)> {
     let one_opts = DfssspOptions {
         spare_lane: false,
         ..opts.clone()
     };
     // A candidate that cannot be made deadlock-free in one lane leaves the layers as they are.
-    let Ok(mut report) = dfsssp::make_deadlock_free_with(g, one, 1, &one_opts, Some(dist)) else {
-        return Ok(None);
-    };
+    let mut report = dfsssp::make_deadlock_free_with(g, one, 1, &one_opts, Some(dist)).ok()?;
     let spec = metrics::BisectionSpec::new(CANDIDATE_PATTERNS, 1);
     let lambda = |r: &Routing| {
         metrics::effective_bisection_bandwidth(g, &r.lft, &spec)
@@ -619,17 +617,17 @@ fn one_lane_if_better(
     };
     let (l_multi, l_one) = (lambda(multi), lambda(one));
     if l_one <= l_multi {
-        return Ok(None);
+        return None;
     }
     report.spare_lane = opts.spare_lane;
-    Ok(Some((
+    Some((
         report,
         format!(
             "the one-lane routing measures better than {} layers of minimal routes (Λ {l_one:.4} \
              vs {l_multi:.4} over {CANDIDATE_PATTERNS} patterns): routing in one lane",
             multi.num_layers
         ),
-    )))
+    ))
 }
 
 /// The metrics of a routing `cfg` asked for and deferred ([`EngineConfig::defer_metrics`]):
