@@ -47,6 +47,139 @@ struct TreeCosts {
     /// Down parts first for the destination being routed (CA LIDs); switch LIDs, whose routes
     /// carry no CA-to-CA traffic, keep the plain path weight.
     active: bool,
+    /// Per switch, the head of its chosen channel.
+    head: Vec<u32>,
+    /// Switches that choose alike, for the DAG towards `grouped_for` ([`SameHeads`]).
+    same_heads: SameHeads,
+}
+
+/// Switches whose choice of head is the same by construction. With ranked ties and no sibling
+/// penalties, a switch whose candidates all go up picks its head by (down part, rank) of the
+/// head alone (both are properties of the head, and ranks within a distance level are
+/// distinct), so every switch of one tree level with the same candidate heads picks the same
+/// head: on a k-ary n-tree, the leaves of a pod, and the switches of one column across pods.
+/// The first of them computes it; the others only pick their least loaded channel to that head.
+/// Grouped once per destination switch, used for all its CA LIDs.
+struct SameHeads {
+    /// The destination switch of the DAG grouped, [`NO_SWITCH`] for none.
+    grouped_for: u32,
+    /// Per position in the DAG's order, the first position of the same distance level with the
+    /// same tree level, all candidates going up and the same candidate heads; itself otherwise.
+    leader: Vec<u32>,
+    sorted_heads: Vec<u32>,
+    positions: Vec<u32>,
+}
+
+impl SameHeads {
+    fn group(&mut self, dag: &MinimalDag, level: &[u32]) {
+        self.grouped_for = dag.to;
+        self.leader.clear();
+        self.leader.extend(0..dag.order.len() as u32);
+        // Each switch's candidate heads, sorted, in the DAG's layout.
+        self.sorted_heads.clear();
+        self.sorted_heads.extend_from_slice(&dag.heads);
+        let span = |i: usize| dag.cand_start[i - 1] as usize..dag.cand_start[i] as usize;
+        for i in 1..dag.order.len() {
+            self.sorted_heads[span(i)].sort_unstable();
+        }
+        let mut start = 1;
+        for &end in &dag.level_end[1..] {
+            let end = end as usize;
+            self.positions.clear();
+            self.positions
+                .extend((start..end).map(|i| i as u32).filter(|&i| {
+                    let lv = level[dag.order[i as usize] as usize];
+                    let heads = &dag.heads[span(i as usize)];
+                    !heads.is_empty() && heads.iter().all(|&h| level[h as usize] > lv)
+                }));
+            let key = |i: u32| {
+                let i = i as usize;
+                (level[dag.order[i] as usize], &self.sorted_heads[span(i)])
+            };
+            // Stable: the first position of equal keys leads.
+            self.positions.sort_by(|&a, &b| key(a).cmp(&key(b)));
+            for run in self.positions.chunk_by(|&a, &b| key(a) == key(b)) {
+                for &i in run {
+                    self.leader[i as usize] = run[0];
+                }
+            }
+            start = end;
+        }
+    }
+}
+
+/// What a fat-tree candidate's choice reads of its head switch and its channel (borrowed from
+/// the balancer for one switch's candidates).
+struct HeadCosts<'a> {
+    load: &'a [u64],
+    cost: &'a [u64],
+    cost_down: &'a [u64],
+    rank: &'a [u32],
+    level: &'a [u32],
+}
+
+impl HeadCosts<'_> {
+    /// Of the candidate channels `cands` (heads `heads`) of a switch on level `lv`, the one whose
+    /// path has the least loaded down part (from its turn to the destination), so the sources of
+    /// a destination go down one branch; then, by `RANK_FIRST`, the branch's rank before or after
+    /// the up part's load, then the channel's own load. With `SHARED`, channels shared with
+    /// sibling LIDs (a penalty unit each, on either part) count before anything else.
+    /// Returns (up cost, channel load, rank, channel) and the down part's cost.
+    #[inline]
+    fn cheapest<const SHARED: bool, const RANK_FIRST: bool>(
+        &self,
+        cands: &[u32],
+        heads: &[u32],
+        lv: u32,
+    ) -> ((u64, u64, u32, u32), u64, u32) {
+        let mut best = (u64::MAX, u64::MAX, u32::MAX, NO_CHANNEL);
+        let (mut best_shared, mut best_down, mut best_head) = (u64::MAX, u64::MAX, NO_SWITCH);
+        for (&c, &head) in cands.iter().zip(heads) {
+            let (w, h) = (self.load[c as usize], head as usize);
+            let (down, up) = if self.level[h] < lv {
+                (self.cost_down[h].saturating_add(w), self.cost[h])
+            } else {
+                (self.cost_down[h], self.cost[h].saturating_add(w))
+            };
+            let shared = if SHARED {
+                (down >> SIBLING_SHIFT) + (up >> SIBLING_SHIFT)
+            } else {
+                0
+            };
+            // Most candidates lose on the down part already.
+            if (shared, down) > (best_shared, best_down) {
+                continue;
+            }
+            let r = self.rank[h];
+            let better = (shared, down) < (best_shared, best_down)
+                || if RANK_FIRST {
+                    (r, up, w) < (best.2, best.0, best.1)
+                } else {
+                    (up, w, r) < (best.0, best.1, best.2)
+                };
+            if better {
+                (best_shared, best_down, best_head) = (shared, down, head);
+                best = (up, w, r, c);
+            }
+        }
+        (best, best_down, best_head)
+    }
+
+    /// [`cheapest`](Self::cheapest) where all candidates go up and the head is known to win
+    /// ([`SameHeads`]): the least loaded channel to `head`, the first of equal loads.
+    #[inline]
+    fn to_head(&self, cands: &[u32], heads: &[u32], head: u32) -> ((u64, u64, u32, u32), u64, u32) {
+        let mut pick = (u64::MAX, NO_CHANNEL);
+        for (&c, _) in cands.iter().zip(heads).filter(|&(_, &h)| h == head) {
+            let w = self.load[c as usize];
+            if w < pick.0 {
+                pick = (w, c);
+            }
+        }
+        let h = head as usize;
+        let up = self.cost[h].saturating_add(pick.0);
+        ((up, pick.0, self.rank[h], pick.1), self.cost_down[h], head)
+    }
 }
 
 impl Balancer {
@@ -79,6 +212,13 @@ impl Balancer {
                 cost_down: vec![u64::MAX; g.num_switches()],
                 rank_first,
                 active: true,
+                head: vec![NO_SWITCH; g.num_switches()],
+                same_heads: SameHeads {
+                    grouped_for: NO_SWITCH,
+                    leader: Vec::new(),
+                    sorted_heads: Vec::new(),
+                    positions: Vec::new(),
+                },
             }),
             ..Self::new(g)
         }
@@ -170,8 +310,13 @@ impl Balancer {
         if self.tree.is_some() {
             self.rank[root as usize] = 0;
         }
+        let mut same_heads = false;
         if let Some(t) = self.tree.as_mut().filter(|t| t.active) {
             t.cost_down[root as usize] = 0;
+            same_heads = t.rank_first && self.penalized.is_empty();
+            if same_heads && t.same_heads.grouped_for != dag.to {
+                t.same_heads.group(dag, &t.level);
+            }
         }
         let (mut prev_start, mut start) = (0, 1);
         for &end in &dag.level_end[1..] {
@@ -196,44 +341,36 @@ impl Balancer {
                         }
                     }
                     Some(tree) => {
-                        // The path's down part (from its turn to the destination) first, so the
-                        // sources of a destination go down one branch; then, by `rank_first`,
-                        // the branch's rank before or after the up part's load.
-                        let (mut best_shared, mut best_down) = (u64::MAX, u64::MAX);
+                        let heads = HeadCosts {
+                            load: &self.load,
+                            cost: &self.cost,
+                            cost_down: &tree.cost_down,
+                            rank: &self.rank,
+                            level: &tree.level,
+                        };
+                        let (cands, hs) = (&dag.cands[span.clone()], &dag.heads[span]);
                         let lv = tree.level[s as usize];
-                        let penalties = !self.penalized.is_empty();
-                        for (&c, &head) in dag.cands[span.clone()].iter().zip(&dag.heads[span]) {
-                            let (w, h) = (self.load[c as usize], head as usize);
-                            let (down, up) = if tree.level[h] < lv {
-                                (tree.cost_down[h].saturating_add(w), self.cost[h])
-                            } else {
-                                (tree.cost_down[h], self.cost[h].saturating_add(w))
-                            };
-                            // Channels shared with sibling LIDs (a penalty unit each) count
-                            // before anything else, on either part.
-                            let shared = if penalties {
-                                (down >> SIBLING_SHIFT) + (up >> SIBLING_SHIFT)
-                            } else {
-                                0
-                            };
-                            // Most candidates lose on the down part already.
-                            if (shared, down) > (best_shared, best_down) {
-                                continue;
+                        let leader = if same_heads {
+                            tree.same_heads.leader[i] as usize
+                        } else {
+                            i
+                        };
+                        // Specialised on the two flags: the loop runs once per candidate of
+                        // every switch for every destination LID.
+                        let (pick, down, head) = if leader != i {
+                            heads.to_head(cands, hs, tree.head[dag.order[leader] as usize])
+                        } else {
+                            match (self.penalized.is_empty(), tree.rank_first) {
+                                (true, true) => heads.cheapest::<false, true>(cands, hs, lv),
+                                (true, false) => heads.cheapest::<false, false>(cands, hs, lv),
+                                (false, true) => heads.cheapest::<true, true>(cands, hs, lv),
+                                (false, false) => heads.cheapest::<true, false>(cands, hs, lv),
                             }
-                            let r = self.rank[h];
-                            let better = (shared, down) < (best_shared, best_down)
-                                || if tree.rank_first {
-                                    (r, up, w) < (best.2, best.0, best.1)
-                                } else {
-                                    (up, w, r) < (best.0, best.1, best.2)
-                                };
-                            if better {
-                                (best_shared, best_down) = (shared, down);
-                                best = (up, w, r, c);
-                            }
-                        }
+                        };
+                        best = pick;
                         if let Some(t) = self.tree.as_mut() {
-                            t.cost_down[s as usize] = best_down;
+                            t.cost_down[s as usize] = down;
+                            t.head[s as usize] = head;
                         }
                     }
                 }
