@@ -33,11 +33,17 @@ pub struct Balancer {
     /// One distance level's (head rank, channel, switch), ranked at the end of the level.
     level: Vec<(u32, u32, u32)>,
     rank_counts: Vec<u32>,
+    /// One distance level's (head rank, switch), in rank order.
+    ranked: Vec<(u32, u32)>,
     /// Fat trees: paths compared by their down part first, ties broken by branch rank
     /// ([`Balancer::for_tree`]). Elsewhere every rank stays `u32::MAX` and ties go to the lower
     /// channel.
     tree: Option<TreeCosts>,
 }
+
+/// Where a switch's count of destinations taken down starts in [`TreeCosts::usage`]: the routes a
+/// switch sends stay below 2^32 (CA ports times LIDs, fewer than 2^16 each).
+const DOWN_DEST_SHIFT: u32 = 40;
 
 /// A fat tree's switch levels and, per switch, the load of its path's down part.
 struct TreeCosts {
@@ -49,6 +55,12 @@ struct TreeCosts {
     active: bool,
     /// Per switch, the head of its chosen channel.
     head: Vec<u32>,
+    /// Per switch, how many destinations it takes down (high bits, from [`DOWN_DEST_SHIFT`]) and
+    /// the routes it sends on (the loads of its channels, summed): the order of switches within
+    /// one branch ([`Balancer::rank_level`]), in one word.
+    usage: Vec<u64>,
+    /// The highest level.
+    height: u32,
     /// Switches that choose alike, for the DAG towards `grouped_for` ([`SameHeads`]).
     same_heads: SameHeads,
 }
@@ -194,6 +206,7 @@ impl Balancer {
             rank: vec![u32::MAX; ns],
             level: Vec::new(),
             rank_counts: Vec::new(),
+            ranked: Vec::new(),
             tree: None,
         }
     }
@@ -206,6 +219,7 @@ impl Balancer {
     /// branch that ranks first ([`Balancer::rank_level`]) before the less loaded up part (all
     /// sources converge there too: ftree's choice); otherwise the up part's load decides first.
     pub fn for_tree(g: &SwitchGraph, level: Vec<u32>, rank_first: bool) -> Self {
+        let height = level.iter().copied().max().unwrap_or(0);
         Balancer {
             tree: Some(TreeCosts {
                 level,
@@ -213,6 +227,8 @@ impl Balancer {
                 rank_first,
                 active: true,
                 head: vec![NO_SWITCH; g.num_switches()],
+                usage: vec![0; g.num_switches()],
+                height,
                 same_heads: SameHeads {
                     grouped_for: NO_SWITCH,
                     leader: Vec::new(),
@@ -319,6 +335,7 @@ impl Balancer {
             }
         }
         let (mut prev_start, mut start) = (0, 1);
+        let mut dist = 0;
         for &end in &dag.level_end[1..] {
             let end = end as usize;
             for (i, &s) in dag.order.iter().enumerate().take(end).skip(start) {
@@ -381,7 +398,14 @@ impl Balancer {
                 }
             }
             if self.tree.is_some() {
-                self.rank_level(start - prev_start);
+                // Beyond the tree's height from the destination, routes only go up: the order
+                // within a branch serves no spreading there, and sorting costs.
+                dist += 1;
+                let by_usage = self
+                    .tree
+                    .as_ref()
+                    .is_some_and(|t| t.level[root as usize] == 0 && dist <= t.height);
+                self.rank_level(start - prev_start, by_usage);
             }
             prev_start = start;
             start = end;
@@ -398,10 +422,14 @@ impl Balancer {
     /// a chassis-wired fat tree, and the destination's routes then enter it over as many
     /// channels as the ties scattered them to: down channels loaded unevenly.
     ///
-    /// Within a level, switches come in id order, and channels are numbered by tail switch, so the
-    /// level is already in channel order: a stable counting sort by head rank ranks it, in time
-    /// linear in the level and the one before (`prev_len` switches, ranks `0..prev_len`).
-    fn rank_level(&mut self, prev_len: usize) {
+    /// Switches of one branch (the same head rank) rank by how many destinations they already
+    /// take down, then by the routes they send: the same order for every source of this
+    /// destination, but one that moves from destination to destination, so the destinations of
+    /// a leaf with fewer CAs than uplinks leave out a different spine each time instead of
+    /// always the last (d-mod-k and ftree spread them by port number, which chassis wiring
+    /// scrambles). A counting sort by head rank, in time linear in the level and the one before
+    /// (`prev_len` switches, ranks `0..prev_len`), then a sort within each branch.
+    fn rank_level(&mut self, prev_len: usize, by_usage: bool) {
         let counts = &mut self.rank_counts;
         counts.clear();
         counts.resize(prev_len + 2, 0);
@@ -412,14 +440,32 @@ impl Balancer {
         for i in 1..counts.len() {
             counts[i] += counts[i - 1];
         }
+        let ranked = &mut self.ranked;
+        ranked.clear();
+        ranked.resize(self.level.len(), (0, 0));
         for &(head_rank, _, s) in &self.level {
             let slot = &mut counts[bucket(head_rank) - 1];
+            ranked[*slot as usize] = (head_rank, s);
+            *slot += 1;
+        }
+        // Within one branch, the switch that takes fewer destinations down ranks first, then the
+        // one sending fewer routes, then switch order (the level's channel order).
+        if let Some(t) = self.tree.as_ref().filter(|_| by_usage) {
+            for run in ranked.chunk_by_mut(|a, b| a.0 == b.0) {
+                if run.len() > 1 {
+                    run.sort_unstable_by_key(|&(_, s)| {
+                        let s = s as usize;
+                        (t.usage[s], s)
+                    });
+                }
+            }
+        }
+        for (i, &(head_rank, s)) in ranked.iter().enumerate() {
             self.rank[s as usize] = if head_rank == u32::MAX {
                 u32::MAX
             } else {
-                *slot
+                i as u32
             };
-            *slot += 1;
         }
         self.level.clear();
     }
@@ -446,6 +492,11 @@ impl Balancer {
             let f = self.flow[s as usize];
             self.load[c as usize] += f;
             self.flow[g.chan_head()[c as usize] as usize] += f;
+            if let Some(t) = self.tree.as_mut() {
+                let h = g.chan_head()[c as usize] as usize;
+                let down = f > 0 && t.level[h] < t.level[s as usize];
+                t.usage[s as usize] += (u64::from(down) << DOWN_DEST_SHIFT) + f;
+            }
         }
     }
 
@@ -487,6 +538,11 @@ impl Balancer {
             let f = self.flow[s as usize];
             self.load[c as usize] -= f;
             self.flow[g.chan_head()[c as usize] as usize] += f;
+            if let Some(t) = self.tree.as_mut() {
+                let h = g.chan_head()[c as usize] as usize;
+                let down = f > 0 && t.level[h] < t.level[s as usize];
+                t.usage[s as usize] -= (u64::from(down) << DOWN_DEST_SHIFT) + f;
+            }
         }
     }
 
