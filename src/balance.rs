@@ -61,8 +61,9 @@ struct TreeCosts {
     usage: Vec<u64>,
     /// The highest level.
     height: u32,
-    /// Switches that choose alike, for the DAG towards `grouped_for` ([`SameHeads`]).
-    same_heads: SameHeads,
+    /// Switches that choose alike, for the DAG towards `grouped_for` ([`SameHeads`]); `None`
+    /// computes every switch's choice in full (tests compare the two).
+    same_heads: Option<SameHeads>,
 }
 
 /// Switches whose choice of head is the same by construction. With ranked ties and no sibling
@@ -229,15 +230,24 @@ impl Balancer {
                 head: vec![NO_SWITCH; g.num_switches()],
                 usage: vec![0; g.num_switches()],
                 height,
-                same_heads: SameHeads {
+                same_heads: Some(SameHeads {
                     grouped_for: NO_SWITCH,
                     leader: Vec::new(),
                     sorted_heads: Vec::new(),
                     positions: Vec::new(),
-                },
+                }),
             }),
             ..Self::new(g)
         }
+    }
+
+    /// [`Balancer::for_tree`] computing every switch's choice in full, without [`SameHeads`].
+    #[cfg(test)]
+    pub(crate) fn without_head_groups(mut self) -> Self {
+        if let Some(t) = self.tree.as_mut() {
+            t.same_heads = None;
+        }
+        self
     }
 
     /// Picks for every switch of `order` after the first (the destination's switch) the candidate
@@ -329,9 +339,11 @@ impl Balancer {
         let mut same_heads = false;
         if let Some(t) = self.tree.as_mut().filter(|t| t.active) {
             t.cost_down[root as usize] = 0;
-            same_heads = t.rank_first && self.penalized.is_empty();
-            if same_heads && t.same_heads.grouped_for != dag.to {
-                t.same_heads.group(dag, &t.level);
+            if let Some(groups) = t.same_heads.as_mut() {
+                same_heads = t.rank_first && self.penalized.is_empty();
+                if same_heads && groups.grouped_for != dag.to {
+                    groups.group(dag, &t.level);
+                }
             }
         }
         let (mut prev_start, mut start) = (0, 1);
@@ -367,10 +379,9 @@ impl Balancer {
                         };
                         let (cands, hs) = (&dag.cands[span.clone()], &dag.heads[span]);
                         let lv = tree.level[s as usize];
-                        let leader = if same_heads {
-                            tree.same_heads.leader[i] as usize
-                        } else {
-                            i
+                        let leader = match &tree.same_heads {
+                            Some(groups) if same_heads => groups.leader[i] as usize,
+                            _ => i,
                         };
                         // Specialised on the two flags: the loop runs once per candidate of
                         // every switch for every destination LID.
