@@ -2,7 +2,7 @@
 //!
 //! Every scheme computes one path per ordered pair of machines (CA ports). A path is the sequence
 //! of switch-to-switch channels from the source machine's switch to the destination machine's
-//! switch; the machine links at both ends are implied. All schemes obey Up*/Down* ([`UpDown`]):
+//! switch; the machine links at both ends are implied. All schemes obey Up*/Down* ([`RootedUpDown`]):
 //! no channel towards the root ("up") after a channel away from it ("down").
 //!
 //! - [`shortest_widest`]: pairs one by one; among the shortest legal paths the one of least weight,
@@ -69,14 +69,14 @@ impl Machines {
 /// when it leads to a lower `(level, switch id)` rank), with the direction of every channel
 /// cached for the path searches' inner loops, and refused unless every switch reaches the root.
 #[derive(Clone, Debug)]
-pub struct UpDown {
+pub struct RootedUpDown {
     pub root: u32,
     pub level: Vec<u32>,
     /// Per channel.
     pub up: Vec<bool>,
 }
 
-impl UpDown {
+impl RootedUpDown {
     pub fn new(g: &SwitchGraph, root: u32) -> Result<Self, LidError> {
         let n = g.num_switches();
         if root as usize >= n {
@@ -94,7 +94,7 @@ impl UpDown {
         let up = (0..g.num_channels() as u32)
             .map(|c| o.is_up(g, c))
             .collect();
-        Ok(UpDown {
+        Ok(RootedUpDown {
             root,
             level: o.level,
             up,
@@ -129,7 +129,7 @@ pub enum PathMetric {
 
 /// Legal-path states: `2*switch + phase`, phase 0 = only up channels so far, 1 = gone down.
 #[inline]
-fn next_state(ud: &UpDown, g: &SwitchGraph, state: u32, c: u32) -> Option<u32> {
+fn next_state(ud: &RootedUpDown, g: &SwitchGraph, state: u32, c: u32) -> Option<u32> {
     let phase = state & 1;
     let up = ud.up[c as usize];
     if up && phase == 1 {
@@ -150,7 +150,7 @@ struct Dag {
 }
 
 impl Dag {
-    fn new(g: &SwitchGraph, ud: &UpDown, src: u32) -> Self {
+    fn new(g: &SwitchGraph, ud: &RootedUpDown, src: u32) -> Self {
         let ns = 2 * g.num_switches();
         let mut dist = vec![u32::MAX; ns];
         let mut order = Vec::with_capacity(ns);
@@ -546,7 +546,7 @@ impl MachineRouting {
     pub fn check(
         &self,
         g: &SwitchGraph,
-        ud: &UpDown,
+        ud: &RootedUpDown,
         mach: &Machines,
         scheme: &'static str,
         minimal: bool,
@@ -622,7 +622,7 @@ fn unreachable_err(scheme: &'static str, s: usize, d: usize) -> LidError {
 /// of least total weight (the paper's "smallest weight"; we read it as the sum along the path).
 pub fn shortest_widest(
     g: &SwitchGraph,
-    ud: &UpDown,
+    ud: &RootedUpDown,
     mach: &Machines,
     metric: PathMetric,
 ) -> Result<MachineRouting, LidError> {
@@ -681,7 +681,7 @@ impl Default for RenamingPaths {
 /// paper's *separate* scheme.
 pub fn destination_renaming<R: Rng>(
     g: &SwitchGraph,
-    ud: &UpDown,
+    ud: &RootedUpDown,
     mach: &Machines,
     paths: RenamingPaths,
     rng: &mut R,
@@ -761,7 +761,7 @@ pub fn destination_renaming<R: Rng>(
 /// earlier destinations), which balances the trees; destinations are routed in machine order.
 pub fn fully_explicit(
     g: &SwitchGraph,
-    ud: &UpDown,
+    ud: &RootedUpDown,
     mach: &Machines,
 ) -> Result<MachineRouting, LidError> {
     let m = mach.len();
@@ -909,7 +909,7 @@ pub struct PathSelectionStats {
 }
 
 /// Hops from every state to switch `b` (any phase), for pruning the enumeration.
-fn dist_to(g: &SwitchGraph, ud: &UpDown, b: u32, rd: &mut Vec<u32>) {
+fn dist_to(g: &SwitchGraph, ud: &RootedUpDown, b: u32, rd: &mut Vec<u32>) {
     rd.clear();
     rd.resize(2 * g.num_switches(), u32::MAX);
     let mut queue = std::collections::VecDeque::new();
@@ -939,7 +939,7 @@ fn dist_to(g: &SwitchGraph, ud: &UpDown, b: u32, rd: &mut Vec<u32>) {
 
 struct Enum<'a, R: Rng> {
     g: &'a SwitchGraph,
-    ud: &'a UpDown,
+    ud: &'a RootedUpDown,
     rd: &'a [u32],
     b: u32,
     len: u32,
@@ -1004,7 +1004,7 @@ impl<R: Rng> Enum<'_, R> {
 #[allow(clippy::too_many_arguments)]
 pub fn k_shortest_legal<R: Rng>(
     g: &SwitchGraph,
-    ud: &UpDown,
+    ud: &RootedUpDown,
     a: u32,
     b: u32,
     cfg: &PathSelectionConfig,
@@ -1063,7 +1063,7 @@ pub fn k_shortest_legal<R: Rng>(
 /// the loads, and repeat until every pair has one path. Pairs on one switch use no channel.
 pub fn path_selection<R: Rng>(
     g: &SwitchGraph,
-    ud: &UpDown,
+    ud: &RootedUpDown,
     mach: &Machines,
     cfg: &PathSelectionConfig,
     rng: &mut R,
@@ -1312,7 +1312,7 @@ mod tests {
     struct Net {
         g: SwitchGraph,
         mach: Machines,
-        ud: UpDown,
+        ud: RootedUpDown,
     }
 
     fn net(machines: u32, switches: u32, degree: u32, seed: u64) -> Net {
@@ -1320,7 +1320,7 @@ mod tests {
         let f = random_irregular(machines, switches, degree, &mut rng).unwrap();
         let g = SwitchGraph::new(&f).unwrap();
         let mach = Machines::new(&g);
-        let ud = UpDown::new(&g, (seed % u64::from(switches)) as u32).unwrap();
+        let ud = RootedUpDown::new(&g, (seed % u64::from(switches)) as u32).unwrap();
         Net { g, mach, ud }
     }
 
@@ -1417,10 +1417,10 @@ mod tests {
 
     #[test]
     fn k_shortest_matches_brute_force() {
-        fn all_legal(g: &SwitchGraph, ud: &UpDown, a: u32, b: u32) -> Vec<Vec<u32>> {
+        fn all_legal(g: &SwitchGraph, ud: &RootedUpDown, a: u32, b: u32) -> Vec<Vec<u32>> {
             fn go(
                 g: &SwitchGraph,
-                ud: &UpDown,
+                ud: &RootedUpDown,
                 b: u32,
                 st: u32,
                 seen: &mut Vec<bool>,
@@ -1495,7 +1495,7 @@ mod tests {
 
     /// Two switches joined by one link, or by two parallel links; machines 0, 1 on switch A and
     /// 2, 3 on switch B.
-    fn two_switches(parallel: bool) -> (SwitchGraph, Machines, UpDown) {
+    fn two_switches(parallel: bool) -> (SwitchGraph, Machines, RootedUpDown) {
         let mut b = FabricBuilder::new();
         let sa = b.add_node(NodeKind::Switch, 1, 8, "A").unwrap();
         let sb = b.add_node(NodeKind::Switch, 2, 8, "B").unwrap();
@@ -1523,7 +1523,7 @@ mod tests {
         }
         let g = SwitchGraph::new(&b.build().unwrap()).unwrap();
         let mach = Machines::new(&g);
-        let ud = UpDown::new(&g, 0).unwrap();
+        let ud = RootedUpDown::new(&g, 0).unwrap();
         (g, mach, ud)
     }
 
@@ -1596,6 +1596,6 @@ mod tests {
         let down = g.chan_reverse()[up as usize];
         assert!(ud.is_legal(g, &[up]) && ud.is_legal(g, &[down]));
         assert!(!ud.is_legal(g, &[down, up]), "up after down");
-        assert!(UpDown::new(g, 99).is_err());
+        assert!(RootedUpDown::new(g, 99).is_err());
     }
 }
