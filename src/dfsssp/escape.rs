@@ -47,8 +47,10 @@ use super::dyntopo::{CountedEdges, DynTopo, TopoScratch};
 /// on the tori and the random 128-switch fabric Λ moves by at most 0.0002 between 4 and 64.
 const ESCAPE_SEARCH_LIMIT: usize = 8;
 const SEARCH_LIMIT: usize = 1024;
+use super::prepared::Prepared;
 use super::{fault_error, DfssspError};
 
+/// The escape's view of the [`Prepared`] context, with the routes it starts from.
 pub(crate) struct EscapeCtx<'a> {
     pub g: &'a SwitchGraph,
     pub ei: &'a EdgeIndex,
@@ -58,6 +60,22 @@ pub(crate) struct EscapeCtx<'a> {
     pub comp: &'a [u32],
     pub dist: &'a SwitchDistances,
     pub reclaim: bool,
+}
+
+impl<'a> EscapeCtx<'a> {
+    /// `cols`: the routes before the escape, destination-major. Computes the switch distances
+    /// unless known.
+    pub fn new(prep: &'a Prepared<'a>, cols: &'a [u8]) -> Self {
+        EscapeCtx {
+            g: prep.g,
+            ei: &prep.ei,
+            cols,
+            weight: &prep.weight,
+            comp: &prep.comp,
+            dist: prep.dist(),
+            reclaim: prep.reclaim,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use super::onelane;
+use super::switch_dests::SwitchDestUpDown;
 
 /// What deadlock removal did.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -88,6 +89,26 @@ pub struct OneLaneReport {
 }
 
 impl LayerReport {
+    /// Minimal routes needed more than the one lane; the switch LIDs that did not fit are on
+    /// Up*/Down* routes in layer 0, which acts as the escape layer.
+    pub(crate) fn record_updown_fit(&mut self, ud: SwitchDestUpDown, budget: u8) {
+        self.dfsssp_layers_needed = None;
+        self.measured_up_to = budget;
+        self.escape_layer = Some(0);
+        self.updown_roots = ud.roots;
+        self.escape_dests_initial = ud.illegal;
+        self.reclaimed_dests = ud.minimal;
+        self.escape_dests = ud.updown;
+        self.escape_routes = ud.updown_routes;
+        self.escape_routes_minimal = ud.updown_minimal;
+        // Fitted switch LIDs whose routes are illegal Up*/Down* routes end on Up*/Down* trees too,
+        // so that count can exceed the unfitted one: summed first (debug builds panicked).
+        self.switch_dests_fitted =
+            self.switch_dests_fitted + self.switch_dests_unfitted - ud.updown;
+        self.switch_dests_changed += ud.minimal;
+        self.switch_dests_unfitted = ud.updown;
+    }
+
     /// Human-readable summary for the engine's log.
     pub fn log_lines(&self) -> Vec<String> {
         let mut v = Vec::new();

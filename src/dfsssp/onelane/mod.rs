@@ -56,6 +56,7 @@ use crate::updown::{UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, EdgeIndex};
 use super::dyntopo::{DynTopo, TopoScratch};
+use super::prepared::Prepared;
 use super::DfssspError;
 
 mod seeds;
@@ -228,18 +229,16 @@ pub(crate) fn legal_input_dests(g: &SwitchGraph, ud: &UpDown, input: &[u8]) -> u
 /// `max_span`: a dependency whose channels lie more than this many positions apart in the
 /// layer's order is refused without a cycle check ([`TREE_LIKE_SPAN`] on tree-like fabrics,
 /// else unbounded).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
-    g: &SwitchGraph,
-    ei: &EdgeIndex,
+    prep: &Prepared,
     ud: &UpDown,
-    dist: &SwitchDistances,
     input: &[u8],
     input_weight: &[u32],
     seeding: Seeding,
     max_span: usize,
     routing: &mut Routing,
 ) -> Result<OneLaneOutcome, DfssspError> {
+    let (g, ei, dist) = (prep.g, &prep.ei, prep.dist());
     let tree = Tree::new(g, ud);
     let mut counts = vec![0u32; ei.num_edges()];
     tree.pin(g, ei, &mut counts);
