@@ -40,11 +40,9 @@ use super::dyntopo::{CountedEdges, DynTopo, TopoScratch};
 /// other than the escape layer, `SEARCH_LIMIT` also bounds how many positions of the layer's
 /// order may separate the edge's channels (wider: refused unsearched,
 /// [`DynTopo::with_max_span`]); with one lane there are no such layers, so the span limit only
-/// matters with more lanes, where it made the escape on random 20k CAs 12x faster.
-/// In the escape layer an illegal turn that is not refused within 8 channels is as good as never
-/// accepted: on random 20k CAs with 8 lanes a limit of 4, 16 or 64 accepts the same 44.1k edges
-/// over all layers, while the searches that hit 64 visited 37 M channels (1 s), with 16 10 M;
-/// on the tori and the random 128-switch fabric Λ moves by at most 0.0002 between 4 and 64.
+/// matters with more lanes. In the escape layer an illegal turn that is not refused within 8
+/// channels is as good as never accepted: larger limits accept the same edges and only search
+/// longer (README, "Measurements behind the design").
 const ESCAPE_SEARCH_LIMIT: usize = 8;
 const SEARCH_LIMIT: usize = 1024;
 use super::prepared::Prepared;

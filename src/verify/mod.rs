@@ -1,4 +1,4 @@
-//! An independent check of a routing before anything is uploaded (issue 3, item 4).
+//! An independent check of a routing before anything is uploaded.
 //!
 //! It trusts nothing the router computed but the tables themselves: every (source switch, LID) path
 //! is found by following the LFTs, exactly as [`crate::routing::walk`] does, so the same check

@@ -3,8 +3,8 @@
 //!
 //! Nue-like (Domke, Hoefler & Matsuoka, HPDC'16): destinations are routed one by one, each by a
 //! Dijkstra search backwards from its switch over the channels, weighted by the routes already
-//! placed on them (no per-hop cost: one of 100 to 100000 routes per hop changed Λ by at most 1% on
-//! the random 128-switch fabric and lowered it on the 6x6x6 torus), that only takes a channel `w -> u` when the dependency
+//! placed on them (no per-hop cost: none tried did better, README "Measurements behind the
+//! design"), that only takes a channel `w -> u` when the dependency
 //! from it to `u`'s chosen channel is in the layer's CDG already or does not close a cycle there
 //! (an incremental topological order, [`super::dyntopo`]). Routes are therefore minimal where the
 //! layer allows and balanced detours elsewhere. A destination first tries its input (SSSP) routes
@@ -332,8 +332,7 @@ pub(crate) fn run(
 /// [`routing_order`], but the LIDs behind one switch spread out: the first LID of every switch,
 /// then the second of every switch, and so on (CA and router LIDs before switch LIDs). Consecutive
 /// destinations then sit in different places, so the CDG does not fill up around one switch's
-/// routes first (with the seeded layer: 6x6x6 torus Λ 0.3069 → 0.3095, random 128-switch fabric
-/// 0.1194 → 0.1197; before seeds, random 0.104 → 0.108).
+/// routes first.
 fn interleaved_order(g: &SwitchGraph) -> Vec<u32> {
     let mut order = routing_order(g);
     let mut seen = vec![0u32; g.num_switches()];

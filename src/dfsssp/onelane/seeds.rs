@@ -15,8 +15,7 @@ use crate::dfsssp::DfssspError;
 /// by decreasing `weight` (the paths behind them) where they fit; a local search then moves
 /// channels in the topological order to where the forward edges weigh most ([`sift`]), and the
 /// seeds become every weighed edge that goes forward. The first destinations then find their
-/// minimal turns where these edges allow, instead of whatever the first, unloaded searches take
-/// (random 128-switch fabric: Λ 0.108 → 0.114 with the greedy pass, 0.120 with the local search).
+/// minimal turns where these edges allow, instead of whatever the first, unloaded searches take.
 pub(super) fn seed_input_turns(
     g: &SwitchGraph,
     ei: &EdgeIndex,
@@ -90,9 +89,7 @@ pub(super) fn seed_input_turns(
 /// no move ever turns one backwards.
 pub(super) const PIN_WEIGHT: u64 = 1 << 62;
 
-/// Sweeps of [`sift`] at most (Λ on the random 128-switch fabric: none 0.1142, one 0.1192, two
-/// or more 0.1197; the 6x6x6 torus 0.3105 without, 0.3093 to 0.3096 with: its greedy seeds are
-/// about as good).
+/// Sweeps of [`sift`] at most: more than two gained nothing measurable.
 const SIFT_SWEEPS: usize = 4;
 
 /// Local search for a heavy acyclic subgraph (the *insertion* or *sifting* heuristic for the
