@@ -33,6 +33,33 @@ pub const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 pub const OPENSM: &str = "/usr/sbin/opensm";
 pub const NO_PATH: u8 = 0xFF;
 
+/// Runs the `dfsssp-rs` command built for this test run with `args` (in `dir`, if given) and
+/// returns its exit code, stdout and stderr; fails the test if the command panicked.
+pub fn cli_in(dir: Option<&Path>, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dfsssp-rs"));
+    cmd.args(args);
+    if let Some(dir) = dir {
+        cmd.current_dir(dir);
+    }
+    let out = cmd.output().expect("run dfsssp-rs");
+    let se = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !se.contains("panicked"),
+        "dfsssp-rs {args:?} panicked:\n{se}"
+    );
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        se,
+    )
+}
+
+/// [`cli_in`] in the current directory: whether the command succeeded, its stdout and stderr.
+pub fn cli(args: &[&str]) -> (bool, String, String) {
+    let (code, so, se) = cli_in(None, args);
+    (code == Some(0), so, se)
+}
+
 /// Fails the test with what to install when a tool is missing (CI installs them all; see
 /// scripts/setup.sh).
 pub fn require_tools() {
