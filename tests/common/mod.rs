@@ -22,6 +22,7 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use dfsssp_rs::fabric::Fabric;
@@ -29,9 +30,37 @@ use dfsssp_rs::graph::SwitchGraph;
 use dfsssp_rs::io::ibsim::{write_net, IbsimCaps};
 use dfsssp_rs::routing::{walk, Lft};
 
-pub const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 pub const OPENSM: &str = "/usr/sbin/opensm";
 pub const NO_PATH: u8 = 0xFF;
+
+/// The umad2sim shim (package libumad2sim0): where the package put it, else in this machine's
+/// multiarch library directory (`gcc -print-multiarch`), whatever the architecture.
+pub fn umad2sim() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    let stdout = |cmd: &str, args: &[&str]| {
+        Command::new(cmd)
+            .args(args)
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+    };
+    PATH.get_or_init(|| {
+        let listed = stdout("dpkg", &["-L", "libumad2sim0"]).and_then(|files| {
+            files
+                .lines()
+                .find(|l| l.ends_with("/libumad2sim.so"))
+                .map(PathBuf::from)
+        });
+        listed.unwrap_or_else(|| {
+            let multiarch = stdout("gcc", &["-print-multiarch"])
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| format!("{}-linux-gnu", std::env::consts::ARCH));
+            PathBuf::from(format!("/usr/lib/{multiarch}/umad2sim/libumad2sim.so"))
+        })
+    })
+    .clone()
+}
 
 /// Runs the `dfsssp-rs` command built for this test run with `args` (in `dir`, if given) and
 /// returns its exit code, stdout and stderr; fails the test if the command panicked.
@@ -77,8 +106,11 @@ pub fn require_tools() {
     if !Path::new(OPENSM).exists() {
         missing.push(format!("{OPENSM} (apt-get install opensm)"));
     }
-    if !Path::new(UMAD2SIM).exists() {
-        missing.push(format!("{UMAD2SIM} (apt-get install libumad2sim0)"));
+    if !umad2sim().exists() {
+        missing.push(format!(
+            "{} (apt-get install libumad2sim0)",
+            umad2sim().display()
+        ));
     }
     assert!(
         missing.is_empty(),
@@ -273,7 +305,7 @@ impl Sim {
         cmd.args(["-F", "osm.conf", "-f", log, "-d", "0", "-D"])
             .arg(format!("0x{:x}", o.log_flags))
             .current_dir(dir)
-            .env("LD_PRELOAD", UMAD2SIM)
+            .env("LD_PRELOAD", umad2sim())
             .env("LD_LIBRARY_PATH", lib_path)
             .env("IBSIM_SOCKNAME", &self.sock)
             .env("OSM_TMP_DIR", dir)
@@ -449,7 +481,7 @@ impl Sim {
     fn client(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut cmd = Command::new(program);
         cmd.current_dir(self.dir())
-            .env("LD_PRELOAD", UMAD2SIM)
+            .env("LD_PRELOAD", umad2sim())
             .env("IBSIM_SOCKNAME", &self.sock)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
