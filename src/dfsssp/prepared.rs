@@ -65,6 +65,25 @@ impl<'a> Prepared<'a> {
         self.given_dist
     }
 
+    /// Adds the routes to destination `di` (its column of the destination-major `cols`) to the
+    /// CDG `counts`, or takes them out (`add` false), validating its tree (built in `tree`).
+    pub fn count_dest(
+        &self,
+        tree: &mut DestTree,
+        cols: &[u8],
+        di: usize,
+        counts: &mut [u32],
+        add: bool,
+    ) -> Result<(), DfssspError> {
+        let (g, ns) = (self.g, self.g.num_switches());
+        let d = &g.dests()[di];
+        let col = &cols[di * ns..(di + 1) * ns];
+        tree.build_from_ports(g, d, |s| col[s as usize], &self.comp)
+            .map_err(|f| fault_error(g, d.lid, f))?;
+        tree.apply(g, &self.ei, counts, |s| self.weight[s as usize], add);
+        Ok(())
+    }
+
     /// Whether the layer-0 CDG `counts` is acyclic.
     pub fn acyclic(&self, counts: &[u32]) -> bool {
         topological_order(self.g, &self.ei, counts).is_some()
@@ -126,13 +145,7 @@ fn transpose(g: &SwitchGraph, lft: &Lft) -> Vec<u8> {
 
 /// Edge counts of layer 0 with every path, validating every destination's tree.
 fn build_layer0(prep: &Prepared, cols: &[u8]) -> Result<Vec<u32>, DfssspError> {
-    let Prepared {
-        g,
-        ref ei,
-        ref comp,
-        ref weight,
-        ..
-    } = *prep;
+    let (g, ei) = (prep.g, &prep.ei);
     let ns = g.num_switches();
     let ne = ei.num_edges();
     let nd = g.dests().len();
@@ -147,11 +160,7 @@ fn build_layer0(prep: &Prepared, cols: &[u8]) -> Result<Vec<u32>, DfssspError> {
                 if d.switch == NO_SWITCH {
                     continue;
                 }
-                let di = ci * chunk + k;
-                let col = &cols[di * ns..(di + 1) * ns];
-                tree.build_from_ports(g, d, |s| col[s as usize], comp)
-                    .map_err(|f| fault_error(g, d.lid, f))?;
-                tree.apply(g, ei, &mut counts, |s| weight[s as usize], true);
+                prep.count_dest(&mut tree, cols, ci * chunk + k, &mut counts, true)?;
             }
             Ok(counts)
         })

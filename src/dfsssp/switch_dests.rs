@@ -51,13 +51,7 @@ fn ca_route_counts(
     cols: &[u8],
     counts: &[u32],
 ) -> Result<Option<CaRouteCounts>, DfssspError> {
-    let Prepared {
-        g,
-        ref ei,
-        ref comp,
-        ref weight,
-        ..
-    } = *prep;
+    let g = prep.g;
     let ns = g.num_switches();
     let switch_dests: Vec<usize> = (0..g.dests().len())
         .filter(|&di| g.dests()[di].switch != NO_SWITCH && g.dests()[di].exit_port == 0)
@@ -68,11 +62,7 @@ fn ca_route_counts(
     let mut tree = DestTree::new(ns);
     let mut ca_counts = counts.to_vec();
     for &di in &switch_dests {
-        let d = &g.dests()[di];
-        let col = &cols[di * ns..(di + 1) * ns];
-        tree.build_from_ports(g, d, |s| col[s as usize], comp)
-            .map_err(|f| fault_error(g, d.lid, f))?;
-        tree.apply(g, ei, &mut ca_counts, |s| weight[s as usize], false);
+        prep.count_dest(&mut tree, cols, di, &mut ca_counts, false)?;
     }
     Ok(Some((switch_dests, ca_counts)))
 }
@@ -85,13 +75,7 @@ pub(crate) fn fit(
     prep: &Prepared,
     routes: &mut WorkingRoutes,
 ) -> Result<Option<SwitchDestFit>, DfssspError> {
-    let Prepared {
-        g,
-        ref ei,
-        ref comp,
-        ref weight,
-        ..
-    } = *prep;
+    let (g, ei, comp, weight) = (prep.g, &prep.ei, &prep.comp[..], &prep.weight[..]);
     let lft = &mut routes.routing.lft;
     let cols = &mut routes.cols[..];
     let counts = &mut routes.counts0[..];
@@ -235,13 +219,7 @@ pub(crate) fn fit_updown(
     prep: &Prepared,
     routes: &mut WorkingRoutes,
 ) -> Result<Option<SwitchDestUpDown>, DfssspError> {
-    let Prepared {
-        g,
-        ref ei,
-        ref comp,
-        ref weight,
-        ..
-    } = *prep;
+    let (g, ei, comp, weight) = (prep.g, &prep.ei, &prep.comp[..], &prep.weight[..]);
     let dist = prep.dist();
     let routing = &mut *routes.routing;
     let cols = &mut routes.cols[..];
