@@ -468,9 +468,8 @@ fn break_cycles(
         let (needed, pre) = rayon::join(
             || breaking(&mut br),
             || {
-                let ctx = escape::EscapeCtx::new(prep, &routes.cols);
                 // A failure here is found again (and reported) by the escape itself.
-                escape::prepare(&ctx, escape::all_overflowing(g), &total, None).ok()
+                escape::prepare(prep, &routes.cols, escape::all_overflowing(g), &total, None).ok()
             },
         );
         report.escape_prepared_ahead = pre.is_some();
@@ -515,11 +514,11 @@ fn assign_layers(
             report.layers_before_balancing = n;
         }
         _ => {
-            let ctx = escape::EscapeCtx::new(prep, &routes.cols);
             let (dl, _) =
                 dest_layers.get_or_insert_with(|| (vec![0; g.dests().len() * ns], Vec::new()));
             let out = escape::run(
-                &ctx,
+                prep,
+                &routes.cols,
                 routes.routing,
                 dl,
                 broken.counts,
