@@ -15,6 +15,7 @@ mod judge;
 mod lid_study;
 mod mcast;
 mod progress;
+mod table;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
