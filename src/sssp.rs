@@ -456,7 +456,7 @@ mod tests {
             ) {
                 let spec = match family {
                     0 => format!("ktree:{k},3,shuffle={seed}"),
-                    1 => format!("fattree2:{},uneven={k},bundle=2,shuffle={seed}", 2 * k + 2),
+                    1 => format!("fattree2:{},uneven={k},bundle=2,shuffle={seed}", 4 * k),
                     2 => format!("fattree3:{},uneven=1,shuffle={seed}", 2 * k),
                     _ => format!("ktree:{k},3,aggr,shuffle={seed}"),
                 };
