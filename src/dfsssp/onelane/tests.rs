@@ -74,7 +74,7 @@ fn fat_trees_keep_their_ca_routes() {
     }
 }
 
-/// Issue 25: NVIDIA SHARP puts an aggregation node (a CA) on every switch, spines included.
+/// NVIDIA SHARP puts an aggregation node (a CA) on every switch, spines included.
 /// The CA routes are then legal Up*/Down* routes but for those towards the nodes above the
 /// leaves, which need down-then-up turns; the layer holds every legal turn of the fabric,
 /// so nearly every such turn closes a cycle, and searching for that cycle over the layer
@@ -132,7 +132,7 @@ fn the_search_runs_on_a_torus() {
     assert!(rep.one_lane.is_some(), "{rep:?}");
 }
 
-/// Issue 16: on the random 128-switch fabric, one lane reaches 90% of the Λ of 8 lanes (0.1197
+/// On the random 128-switch fabric, one lane reaches 90% of the Λ of 8 lanes (0.1197
 /// against 0.1323 with 1000 patterns; 0.1082 before the layer was seeded).
 #[test]
 fn random_fabric_one_lane_within_ten_percent_of_eight_lanes() {
