@@ -1,0 +1,294 @@
+//! The real programs: `ibsim` on the fabric and the stock `opensm --once` under the umad2sim
+//! shim, one pair per engine, each in its own directory (umad2sim writes `sys-PID/` into the
+//! working directory) with its own `IBSIM_SOCKNAME`. Every process is a [`Guarded`] child: stopped
+//! by its PID when the guard drops (SIGTERM, SIGKILL after a grace period), on errors too; and
+//! started under `setpriv --pdeathsig KILL`, so that the kernel kills it if this command dies
+//! without unwinding (Ctrl-C, SIGKILL).
+
+use std::fs;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+
+/// A child process stopped by PID when dropped.
+pub struct Guarded {
+    child: Child,
+    grace: Duration,
+    name: &'static str,
+}
+
+impl Guarded {
+    fn spawn(mut cmd: Command, name: &'static str, grace: Duration) -> Result<Self, String> {
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {name}: {e}"))?;
+        Ok(Guarded { child, grace, name })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Exited already (reaped)?
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// SIGTERM by PID, SIGKILL after the grace period; reaped either way.
+    pub fn stop(&mut self) {
+        if self.exited().is_some() {
+            return;
+        }
+        // std sends only SIGKILL; kill(1) sends the polite one, to this PID only
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let t = Instant::now();
+        while t.elapsed() < self.grace {
+            if self.exited().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = self.name;
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// `setpriv --pdeathsig KILL PROGRAM`: the child dies with this process, however it ends.
+fn guarded_command(program: &str) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args(["--pdeathsig", "KILL", program]);
+    c
+}
+
+/// Starts ibsim on `net` in `dir` and waits until it is ready.
+pub fn start_ibsim(dir: &Path, net: &Path, caps: &[String], sock: &str) -> Result<Guarded, String> {
+    let out = fs::File::create(dir.join("ibsim.out")).map_err(|e| format!("ibsim.out: {e}"))?;
+    let err = out.try_clone().map_err(|e| format!("ibsim.out: {e}"))?;
+    let mut cmd = guarded_command("ibsim");
+    cmd.arg("-s")
+        .arg("-n")
+        .args(caps)
+        .arg(net)
+        .env("IBSIM_SOCKNAME", sock)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    let mut g = Guarded::spawn(cmd, "ibsim", Duration::from_secs(2))?;
+    let t = Instant::now();
+    loop {
+        let text = fs::read_to_string(dir.join("ibsim.out")).unwrap_or_default();
+        if text.contains("Network simulator ready") {
+            return Ok(g);
+        }
+        if g.exited().is_some() {
+            let tail: Vec<&str> = text.lines().rev().take(5).collect();
+            return Err(format!(
+                "ibsim exited before it was ready: {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            ));
+        }
+        if t.elapsed() > Duration::from_secs(120) {
+            return Err(format!(
+                "ibsim not ready after 120 s (see {})",
+                dir.join("ibsim.out").display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// How one opensm run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ended {
+    Exited(Option<i32>),
+    /// Still running at the time limit: stopped.
+    TimedOut,
+}
+
+/// One `opensm --once` run.
+pub struct OsmRun {
+    pub ended: Ended,
+    /// Peak RSS (VmHWM, sampled every 50 ms), KiB.
+    pub peak_rss_kib: Option<u64>,
+    pub wall: Duration,
+}
+
+pub struct OsmSetup<'a> {
+    pub dir: &'a Path,
+    pub engine: &'a str,
+    pub qos: bool,
+    pub sock: &'a str,
+    pub plugin_dir: Option<&'a Path>,
+    /// Lines for the config file beyond the engine, dump directory and plug-in.
+    pub extra_conf: &'a [String],
+    pub limit: Duration,
+}
+
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let mut s = String::new();
+    fs::File::open(format!("/proc/{pid}/status"))
+        .ok()?
+        .read_to_string(&mut s)
+        .ok()?;
+    let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    l.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Runs opensm once in `s.dir`; `tick` is called while it runs (progress).
+pub fn run_opensm(s: &OsmSetup, mut tick: impl FnMut(Duration)) -> Result<OsmRun, String> {
+    let dir = s.dir;
+    let mut conf = format!(
+        "event_plugin_name dfsssp_rs\nrouting_engine {}\ndump_files_dir {}\n",
+        s.engine,
+        dir.display()
+    );
+    for l in s.extra_conf {
+        conf.push_str(l);
+        conf.push('\n');
+    }
+    let conf_path = dir.join("osm.conf");
+    fs::write(&conf_path, conf).map_err(|e| format!("{}: {e}", conf_path.display()))?;
+    let out = fs::File::create(dir.join("opensm.out")).map_err(|e| format!("opensm.out: {e}"))?;
+    let err = out.try_clone().map_err(|e| format!("opensm.out: {e}"))?;
+    let mut cmd = guarded_command("opensm");
+    cmd.arg("--once")
+        .arg("-F")
+        .arg(&conf_path)
+        .arg("-f")
+        .arg(dir.join("osm.log"))
+        .args(["-D", "0x47", "-d", "0"]);
+    if s.qos {
+        cmd.arg("-Q");
+    }
+    cmd.env("OSM_TMP_DIR", dir)
+        .env("OSM_CACHE_DIR", dir)
+        .env("IBSIM_SOCKNAME", s.sock)
+        .env("LD_PRELOAD", UMAD2SIM)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    if let Some(p) = s.plugin_dir {
+        let mut path = p.as_os_str().to_owned();
+        if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+            path.push(":");
+            path.push(old);
+        }
+        cmd.env("LD_LIBRARY_PATH", path);
+    }
+    let t = Instant::now();
+    let mut g = Guarded::spawn(cmd, "opensm", Duration::from_secs(5))?;
+    let mut peak = None;
+    let ended = loop {
+        if let Some(st) = g.exited() {
+            break Ended::Exited(st.code());
+        }
+        // VmHWM is a high-water mark: the last sample before the exit is the peak, but for
+        // the last 50 ms
+        if let Some(k) = vm_hwm_kib(g.pid()) {
+            peak = Some(k);
+        }
+        if t.elapsed() >= s.limit {
+            g.stop();
+            break Ended::TimedOut;
+        }
+        tick(t.elapsed());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Ok(OsmRun {
+        ended,
+        peak_rss_kib: peak,
+        wall: t.elapsed(),
+    })
+}
+
+/// The plug-in OpenSM should load: `libdfsssp_rs.so` next to this executable (a cargo build),
+/// else none (the installed one, found by the dynamic loader).
+pub fn plugin_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    dir.join("libdfsssp_rs.so")
+        .is_file()
+        .then(|| dir.to_path_buf())
+}
+
+/// What is missing to run OpenSM in ibsim here, with the package that brings it.
+pub fn missing_tools() -> Vec<String> {
+    let on_path = |t: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()))
+    };
+    let mut m = Vec::new();
+    for (t, pkg) in [
+        ("opensm", "opensm"),
+        ("ibsim", "ibsim-utils"),
+        ("setpriv", "util-linux"),
+        ("kill", "procps"),
+    ] {
+        if !on_path(t) {
+            m.push(format!("{t} (apt-get install {pkg})"));
+        }
+    }
+    if !Path::new(UMAD2SIM).is_file() {
+        m.push(format!("{UMAD2SIM} (apt-get install libumad2sim0)"));
+    }
+    m
+}
+
+/// A private directory under the system's temporary directory, removed when dropped unless
+/// kept.
+pub struct WorkDir {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl WorkDir {
+    pub fn new(prefix: &str) -> Result<WorkDir, String> {
+        let base = std::env::temp_dir();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        for k in 0..100u32 {
+            let path = base.join(format!("{prefix}{}-{nanos:x}-{k}", std::process::id()));
+            match fs::create_dir(&path) {
+                Ok(()) => return Ok(WorkDir { path, keep: false }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(format!("{}: {e}", path.display())),
+            }
+        }
+        Err(format!("no free directory name under {}", base.display()))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Leaves the directory in place; its path.
+    pub fn keep(mut self) -> PathBuf {
+        self.keep = true;
+        self.path.clone()
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = fs::remove_dir_all(&self.path);
+        }
+    }
+}
