@@ -45,6 +45,11 @@ pub struct OsmArgs {
     /// engine) and print where it is
     #[arg(long, requires = "in_opensm")]
     keep: bool,
+    /// With --in-opensm: the directory of the libdfsssp_rs.so OpenSM loads (default: the one
+    /// next to this command when there is one, as after `cargo build --release`, else the
+    /// installed plug-in)
+    #[arg(long, value_name = "DIR", requires = "in_opensm")]
+    plugin_dir: Option<PathBuf>,
 }
 
 /// The engines OpenSM 3.3.23 offers that route any fabric (ftree tries, and OpenSM says when
@@ -249,7 +254,18 @@ pub fn run(
         compute: c.clone(),
         io: Vec::new(),
     });
-    let plugin_dir = procs::plugin_dir();
+    // a private copy: a concurrent build must not swap the library under a running opensm
+    let plugin_dir = match osm.plugin_dir.clone().or_else(procs::plugin_dir) {
+        Some(d) => {
+            let from = d.join("libdfsssp_rs.so");
+            let to = work.path().join("plugin");
+            std::fs::create_dir_all(&to).map_err(|e| format!("{}: {e}", to.display()))?;
+            std::fs::copy(&from, to.join("libdfsssp_rs.so"))
+                .map_err(|e| format!("{}: {e}", from.display()))?;
+            Some(to)
+        }
+        None => None,
+    };
     let bar = if measure.quiet {
         ProgressBar::hidden()
     } else {
@@ -391,6 +407,7 @@ mod tests {
             limit: 1,
             torus_config: None,
             keep: false,
+            plugin_dir: None,
         };
         let p = plan(&a, false).unwrap();
         assert_eq!(p.len(), 10);

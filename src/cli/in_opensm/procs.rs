@@ -6,7 +6,6 @@
 //! without unwinding (Ctrl-C, SIGKILL).
 
 use std::fs;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -37,28 +36,77 @@ impl Guarded {
         self.child.try_wait().ok().flatten()
     }
 
-    /// SIGTERM by PID, SIGKILL after the grace period; reaped either way.
+    /// SIGTERM by PID, SIGKILL after the grace period; reaped either way. Its own children
+    /// (opensm under /usr/bin/time) are stopped first, by their PIDs.
     pub fn stop(&mut self) {
         if self.exited().is_some() {
             return;
         }
-        // std sends only SIGKILL; kill(1) sends the polite one, to this PID only
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.pid().to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let t = Instant::now();
-        while t.elapsed() < self.grace {
-            if self.exited().is_some() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        for kid in children_of(self.pid()) {
+            stop_pid(kid, self.grace, || !alive(kid));
         }
+        let grace = self.grace;
+        let pid = self.pid();
+        let child = &mut self.child;
+        stop_pid(pid, grace, || child.try_wait().ok().flatten().is_some());
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = self.name;
     }
+}
+
+fn signal(pid: u32, sig: &str) {
+    // std sends only SIGKILL, and only to its own children: kill(1), to this PID only
+    let _ = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// SIGTERM, then SIGKILL if `gone` is not true within `grace`.
+fn stop_pid(pid: u32, grace: Duration, mut gone: impl FnMut() -> bool) {
+    signal(pid, "-TERM");
+    let t = Instant::now();
+    while t.elapsed() < grace {
+        if gone() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal(pid, "-KILL");
+}
+
+fn alive(pid: u32) -> bool {
+    // a zombie waits for its parent (time), which reaps it once it is killed
+    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(") ")
+            .is_some_and(|(_, r)| !r.starts_with('Z'))
+    })
+}
+
+/// The PIDs whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return v;
+    };
+    for e in dir.flatten() {
+        let Some(kid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        // "PID (comm) STATE PPID ...": comm may hold spaces, so read after its last ')'
+        let Ok(stat) = fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit_once(") ")
+            .and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            v.push(kid);
+        }
+    }
+    v
 }
 
 impl Drop for Guarded {
@@ -123,7 +171,7 @@ pub enum Ended {
 /// One `opensm --once` run.
 pub struct OsmRun {
     pub ended: Ended,
-    /// Peak RSS (VmHWM, sampled every 50 ms), KiB.
+    /// Peak RSS (/usr/bin/time's %M), KiB.
     pub peak_rss_kib: Option<u64>,
     pub wall: Duration,
 }
@@ -139,21 +187,14 @@ pub struct OsmSetup<'a> {
     pub limit: Duration,
 }
 
-fn vm_hwm_kib(pid: u32) -> Option<u64> {
-    let mut s = String::new();
-    fs::File::open(format!("/proc/{pid}/status"))
-        .ok()?
-        .read_to_string(&mut s)
-        .ok()?;
-    let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    l.split_whitespace().nth(1)?.parse().ok()
-}
-
 /// Runs opensm once in `s.dir`; `tick` is called while it runs (progress).
 pub fn run_opensm(s: &OsmSetup, mut tick: impl FnMut(Duration)) -> Result<OsmRun, String> {
     let dir = s.dir;
+    // transaction_timeout: on a loaded machine ibsim may answer later than OpenSM's default
+    // 200 ms, and a sweep that timed out never brings the subnet up in --once mode
     let mut conf = format!(
-        "event_plugin_name dfsssp_rs\nrouting_engine {}\ndump_files_dir {}\n",
+        "event_plugin_name dfsssp_rs\nrouting_engine {}\ndump_files_dir {}\n\
+         transaction_timeout 1000\n",
         s.engine,
         dir.display()
     );
@@ -165,8 +206,14 @@ pub fn run_opensm(s: &OsmSetup, mut tick: impl FnMut(Duration)) -> Result<OsmRun
     fs::write(&conf_path, conf).map_err(|e| format!("{}: {e}", conf_path.display()))?;
     let out = fs::File::create(dir.join("opensm.out")).map_err(|e| format!("opensm.out: {e}"))?;
     let err = out.try_clone().map_err(|e| format!("opensm.out: {e}"))?;
-    let mut cmd = guarded_command("opensm");
-    cmd.arg("--once")
+    // /usr/bin/time measures opensm's peak RSS over its whole life (a short run ends between
+    // two samples of /proc); both die with this command (setpriv on each)
+    let rss_path = dir.join("rss_kb");
+    let mut cmd = guarded_command("/usr/bin/time");
+    cmd.args(["-f", "%M", "-o"])
+        .arg(&rss_path)
+        .args(["setpriv", "--pdeathsig", "KILL", "opensm"])
+        .arg("--once")
         .arg("-F")
         .arg(&conf_path)
         .arg("-f")
@@ -193,15 +240,9 @@ pub fn run_opensm(s: &OsmSetup, mut tick: impl FnMut(Duration)) -> Result<OsmRun
     }
     let t = Instant::now();
     let mut g = Guarded::spawn(cmd, "opensm", Duration::from_secs(5))?;
-    let mut peak = None;
     let ended = loop {
         if let Some(st) = g.exited() {
             break Ended::Exited(st.code());
-        }
-        // VmHWM is a high-water mark: the last sample before the exit is the peak, but for
-        // the last 50 ms
-        if let Some(k) = vm_hwm_kib(g.pid()) {
-            peak = Some(k);
         }
         if t.elapsed() >= s.limit {
             g.stop();
@@ -210,6 +251,10 @@ pub fn run_opensm(s: &OsmSetup, mut tick: impl FnMut(Duration)) -> Result<OsmRun
         tick(t.elapsed());
         std::thread::sleep(Duration::from_millis(50));
     };
+    // time's last line: "Command terminated by signal N" may come first
+    let peak = fs::read_to_string(&rss_path)
+        .ok()
+        .and_then(|t| t.lines().last().and_then(|l| l.trim().parse().ok()));
     Ok(OsmRun {
         ended,
         peak_rss_kib: peak,
@@ -239,6 +284,7 @@ pub fn missing_tools() -> Vec<String> {
         ("ibsim", "ibsim-utils"),
         ("setpriv", "util-linux"),
         ("kill", "procps"),
+        ("time", "time"),
     ] {
         if !on_path(t) {
             m.push(format!("{t} (apt-get install {pkg})"));
