@@ -421,6 +421,14 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
     }
 }
 
+const LEGEND: &str = "\
+  routing s: OpenSM's routing phase (its log); RSS: opensm's peak; unreach: CA-to-LID pairs that
+  do not deliver; credit loops: each lane's channel dependencies over every (switch, LID) path
+  (lanes from the path-SL dump; engines without path_sl: one); \"unknown (SLs not dumped)\": the
+  engine keeps its SLs in OpenSM's SA and its routes loop within one lane, which proves nothing
+  for its real SLs; \"no (any SLs)\": no loop even within one lane.
+";
+
 /// The table, notes and recommendation.
 pub fn text(ctx: &Context, runs: &[Run], rec: &Recommendation) -> String {
     let mut out = String::new();
@@ -507,6 +515,7 @@ pub fn text(ctx: &Context, runs: &[Run], rec: &Recommendation) -> String {
     for n in &ctx.notes {
         let _ = writeln!(out, "  input: {n}");
     }
+    out.push_str(LEGEND);
     let _ = writeln!(
         out,
         "\nrecommended opensm.conf lines{}:",
