@@ -421,8 +421,7 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
     }
 }
 
-const LEGEND: &str = "\
-  routing s: OpenSM's routing phase (its log); RSS: opensm's peak; unreach: CA-to-LID pairs that
+const LEGEND: &str = "  routing s: OpenSM's routing phase (its log); RSS: opensm's peak; unreach: CA-to-LID pairs that
   do not deliver; credit loops: each lane's channel dependencies over every (switch, LID) path
   (lanes from the path-SL dump; engines without path_sl: one); \"unknown (SLs not dumped)\": the
   engine keeps its SLs in OpenSM's SA and its routes loop within one lane, which proves nothing
