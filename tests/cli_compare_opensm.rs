@@ -285,7 +285,7 @@ fn fallback_to_minhop_reported() {
     let dump = d.path().join("torus.topo");
     std::fs::write(
         &dump,
-        ibnetdiscover::write(&by_name("torus:3x3,1").unwrap()),
+        ibnetdiscover::write(&by_name("torus:4x4,1").unwrap()),
     )
     .unwrap();
     let pd = plugin_dir();
@@ -294,7 +294,7 @@ fn fallback_to_minhop_reported() {
         "--in-opensm",
         p(&dump),
         "--routing-engines",
-        "ftree,minhop,dfsssp-rs",
+        "ftree,minhop,dfsssp,dfsssp-rs",
         "--patterns",
         "32",
         "--plugin-dir",
@@ -323,6 +323,21 @@ fn fallback_to_minhop_reported() {
             .to_string()
             .contains("not ftree: gave up, OpenSM used minhop"),
         "{rec}"
+    );
+    // stock dfsssp's SLs, which OpenSM keeps in its SA, from a run with debug logging; ibdmchk
+    // judges its CA-to-CA paths with them
+    let dfsssp = run_of(&v, "dfsssp");
+    assert_eq!(dfsssp["status"], "ok", "{dfsssp}");
+    assert_eq!(
+        dfsssp["lanes"]["source"], "OpenSM's VL table (debug log)",
+        "{dfsssp}"
+    );
+    assert_eq!(dfsssp["stock_sls"]["deadlock_free"], true, "{dfsssp}");
+    assert!(dfsssp["stock_sls"]["base_lanes"].as_u64().unwrap() >= 1);
+    // its routes loop within one lane on the torus: only its real SLs make it deadlock-free
+    assert_eq!(
+        dfsssp["evaluation"]["deadlock"]["deadlock_free"], false,
+        "{dfsssp}"
     );
 }
 

@@ -10,6 +10,7 @@
 mod osm_log;
 mod prepare;
 mod procs;
+mod stock_sls;
 mod verdict;
 
 use std::path::{Path, PathBuf};
@@ -60,6 +61,9 @@ const STOCK_ANY: [&str; 8] = [
 /// Engines for tori and meshes only.
 const STOCK_TORUS: [&str; 2] = ["dor", "torus-2QoS"];
 const OURS: &str = "dfsssp-rs";
+/// Stock dfsssp's SLs are read from a debug log line per CA pair: up to this many CA ports
+/// (4 million lines, some 350 MB).
+const STOCK_SLS_MAX_CA_PORTS: usize = 2000;
 const OURS_NO_QOS: &str = "dfsssp-rs/noqos";
 
 /// One planned run: the engine OpenSM is asked for and whether QoS is on.
@@ -300,8 +304,9 @@ pub fn run(
             plugin_dir.as_deref(),
             limit,
             &bar,
+            false,
         )
-        .unwrap_or_else(|e| Run::failed(&p.label, &p.engine, p.qos, e));
+        .map_or_else(|e| Run::failed(&p.label, &p.engine, p.qos, e), |x| x.0);
         if matches!(run.status, Status::Ok | Status::Fallback) {
             bar.set_message(format!("{}: judging OpenSM's dumps", p.label));
             match judge::load_dumps(&p.label, &dir, None, &quiet)
@@ -316,6 +321,58 @@ pub fn run(
                     });
                 }
             }
+        }
+        let ca_ports = fabric.endpoints().len() - fabric.switch_count();
+        if p.engine == "dfsssp" && run.status == Status::Ok && ca_ports > STOCK_SLS_MAX_CA_PORTS {
+            run.stock_sls = Some(stock_sls::StockSls {
+                base_lanes: 0,
+                deadlock_free: None,
+                note: format!(
+                    "not read: more than {STOCK_SLS_MAX_CA_PORTS} CA ports (a log line per pair)"
+                ),
+            });
+        } else if p.engine == "dfsssp" && run.status == Status::Ok && run.eval.is_some() {
+            // stock dfsssp's SLs stay in its SA: a second run, with debug logging of its module
+            // only, prints them
+            bar.set_message("dfsssp: its SLs (a run with debug logging), ibdmchk".to_string());
+            let ddir = work.path().join(format!("{k:02}-dfsssp-debug"));
+            std::fs::create_dir_all(&ddir).map_err(|e| format!("{}: {e}", ddir.display()))?;
+            let per_module = ddir.join("per-module-logging.conf");
+            std::fs::write(&per_module, "osm_ucast_dfsssp.c 0x08\n")
+                .map_err(|e| format!("{}: {e}", per_module.display()))?;
+            let mut dconf = conf.clone();
+            dconf.push(format!("per_module_logging_file {}", per_module.display()));
+            let sock = format!("dfsssp-cmp-{}-{k}d", std::process::id());
+            let dbg = one_run(
+                p,
+                &ddir,
+                &net,
+                &caps,
+                &sock,
+                &dconf,
+                plugin_dir.as_deref(),
+                limit,
+                &bar,
+                true,
+            );
+            run.stock_sls = Some(match dbg {
+                Ok((r, vls)) if r.status == Status::Ok => {
+                    stock_sls::check(&dir, &ddir, &vls, limit)
+                }
+                Ok((r, _)) => stock_sls::StockSls {
+                    base_lanes: 0,
+                    deadlock_free: None,
+                    note: format!(
+                        "the run with debug logging: {}",
+                        r.reason.unwrap_or_else(|| "no tables".into())
+                    ),
+                },
+                Err(e) => stock_sls::StockSls {
+                    base_lanes: 0,
+                    deadlock_free: None,
+                    note: e,
+                },
+            });
         }
         runs.push(run);
         bar.inc(1);
@@ -363,7 +420,8 @@ fn one_run(
     plugin_dir: Option<&Path>,
     limit: Duration,
     bar: &ProgressBar,
-) -> Result<Run, String> {
+    log_pipe: bool,
+) -> Result<(Run, stock_sls::VlTable), String> {
     let mut sim = procs::start_ibsim(dir, net, caps, sock)?;
     let setup = procs::OsmSetup {
         dir,
@@ -373,17 +431,20 @@ fn one_run(
         plugin_dir,
         extra_conf: conf,
         limit,
+        log_pipe,
     };
     let label = &p.label;
     let r = procs::run_opensm(&setup, |t| {
         bar.set_message(format!("{label}: opensm {:.0} s", t.as_secs_f64()));
     });
     sim.stop();
-    let r = r?;
+    let mut r = r?;
     let log = std::fs::read_to_string(dir.join("osm.log")).unwrap_or_default();
     let facts = osm_log::read(&log, &p.engine);
-    Ok(Run::from_opensm(
-        &p.label, &p.engine, p.qos, &r, facts, limit,
+    let vls = std::mem::take(&mut r.vl_table);
+    Ok((
+        Run::from_opensm(&p.label, &p.engine, p.qos, &r, facts, limit),
+        vls,
     ))
 }
 

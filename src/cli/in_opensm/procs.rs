@@ -174,6 +174,8 @@ pub struct OsmRun {
     /// Peak RSS (/usr/bin/time's %M), KiB.
     pub peak_rss_kib: Option<u64>,
     pub wall: Duration,
+    /// With [`OsmSetup::log_pipe`]: stock dfsssp's VL of each CA pair, from its debug lines.
+    pub vl_table: super::stock_sls::VlTable,
 }
 
 pub struct OsmSetup<'a> {
@@ -185,6 +187,10 @@ pub struct OsmSetup<'a> {
     /// Lines for the config file beyond the engine, dump directory and plug-in.
     pub extra_conf: &'a [String],
     pub limit: Duration,
+    /// OpenSM logs into a pipe read here instead of a file: its debug lines (stock dfsssp's
+    /// VL table, gigabytes on big fabrics) are parsed as they come and never stored; the other
+    /// lines go to osm.log as usual.
+    pub log_pipe: bool,
 }
 
 /// Runs opensm once in `s.dir`; `tick` is called while it runs (progress).
@@ -238,6 +244,20 @@ pub fn run_opensm(s: &OsmSetup, mut tick: impl FnMut(Duration)) -> Result<OsmRun
         }
         cmd.env("LD_LIBRARY_PATH", path);
     }
+    let log_path = dir.join("osm.log");
+    let reader = if s.log_pipe {
+        let ok = Command::new("mkfifo")
+            .arg(&log_path)
+            .status()
+            .is_ok_and(|st| st.success());
+        if !ok {
+            return Err(format!("mkfifo {} failed", log_path.display()));
+        }
+        let p = log_path.clone();
+        Some(std::thread::spawn(move || read_log_pipe(&p)))
+    } else {
+        None
+    };
     let t = Instant::now();
     let mut g = Guarded::spawn(cmd, "opensm", Duration::from_secs(5))?;
     let ended = loop {
@@ -255,7 +275,22 @@ pub fn run_opensm(s: &OsmSetup, mut tick: impl FnMut(Duration)) -> Result<OsmRun
     let peak = fs::read_to_string(&rss_path)
         .ok()
         .and_then(|t| t.lines().last().and_then(|l| l.trim().parse().ok()));
+    let mut vl_table = Vec::new();
+    if let Some(h) = reader {
+        // a reader still waiting for a writer (opensm never opened its log) gets one and EOF;
+        // O_NONBLOCK: no reader left means no wait either
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let _ = fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&log_path);
+        let (kept, vls) = h.join().unwrap_or_default();
+        vl_table = vls;
+        let _ = fs::remove_file(&log_path);
+        fs::write(&log_path, kept).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    }
     Ok(OsmRun {
+        vl_table,
         ended,
         peak_rss_kib: peak,
         wall: t.elapsed(),
@@ -337,4 +372,58 @@ impl Drop for WorkDir {
             let _ = fs::remove_dir_all(&self.path);
         }
     }
+}
+
+/// Runs `program args` in `dir` within `limit`, output to `out` in that directory; `None` when
+/// it was stopped at the limit (or did not start).
+pub fn run_limited(
+    program: &str,
+    args: &[&str],
+    dir: &Path,
+    out: &str,
+    limit: Duration,
+) -> Option<Option<i32>> {
+    let f = fs::File::create(dir.join(out)).ok()?;
+    let e = f.try_clone().ok()?;
+    let mut cmd = guarded_command(program);
+    cmd.args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(f)
+        .stderr(e);
+    let mut g = Guarded::spawn(cmd, "checker", Duration::from_secs(2)).ok()?;
+    let t = Instant::now();
+    loop {
+        if let Some(st) = g.exited() {
+            return Some(st.code());
+        }
+        if t.elapsed() >= limit {
+            g.stop();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Reads OpenSM's log from its pipe until every writer is gone: the lines but debug ones, and
+/// the VL table of stock dfsssp's debug lines.
+fn read_log_pipe(path: &Path) -> (String, super::stock_sls::VlTable) {
+    use std::io::BufRead as _;
+    let mut kept = String::new();
+    let mut vls = Vec::new();
+    let Ok(f) = fs::File::open(path) else {
+        return (kept, vls);
+    };
+    for l in std::io::BufReader::with_capacity(1 << 20, f)
+        .lines()
+        .map_while(Result::ok)
+    {
+        if let Some(x) = super::stock_sls::vl_line(&l) {
+            vls.push(x);
+        } else if !l.contains(" 0x08 -> ") {
+            kept.push_str(&l);
+            kept.push('\n');
+        }
+    }
+    (kept, vls)
 }

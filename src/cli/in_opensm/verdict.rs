@@ -12,6 +12,7 @@ use super::super::chart::{self, Bar};
 use super::super::judge::{Evaluation, Source};
 use super::osm_log::LogFacts;
 use super::procs::{Ended, OsmRun};
+use super::stock_sls::StockSls;
 use super::{Context, OURS};
 
 /// Stock engines with a path_sl callback (OpenSM 3.3.23): SLs of their own that OpenSM does not
@@ -42,6 +43,8 @@ pub struct Run {
     pub peak_rss_kib: Option<u64>,
     pub wall: Duration,
     pub eval: Option<Evaluation>,
+    /// Stock dfsssp's SLs from a run with debug logging, checked by ibdmchk.
+    pub stock_sls: Option<StockSls>,
 }
 
 impl Run {
@@ -56,6 +59,7 @@ impl Run {
             peak_rss_kib: None,
             wall: Duration::ZERO,
             eval: None,
+            stock_sls: None,
         }
     }
 
@@ -103,6 +107,7 @@ impl Run {
             wall: r.wall,
             log,
             eval: None,
+            stock_sls: None,
         }
     }
 
@@ -164,6 +169,19 @@ impl Run {
                 source: "path-SL dump",
                 loops: checked,
                 deadlock_free: Some(d.deadlock_free),
+            }
+        } else if let Some(sls) = self
+            .stock_sls
+            .as_ref()
+            .filter(|x| x.deadlock_free.is_some())
+        {
+            // stock dfsssp: its VL table from the debug run, CA-to-CA paths checked by ibdmchk
+            let free = sls.deadlock_free == Some(true);
+            Lanes {
+                count: self.log.log_lanes.or(Some(sls.base_lanes)),
+                source: "OpenSM's VL table (debug log)",
+                loops: format!("{} (ibdmchk, CA-CA)", if free { "no" } else { "yes" }),
+                deadlock_free: sls.deadlock_free,
             }
         } else if OWN_SLS.contains(&used) {
             // the engine's SLs stay inside OpenSM's SA: routes checked in one lane only
@@ -332,7 +350,6 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
                 None => OWN_SLS.contains(&r.requested.as_str()),
             }
     };
-    let l = best.lanes_and_loops();
     let qos_for: Vec<&str> = chain
         .iter()
         .filter(|r| multi(r))
@@ -379,11 +396,9 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
     }
     if !qos_for.is_empty() {
         why.push(format!(
-            "qos TRUE: {} route(s) on more than one SL ({} lane(s) for {}); OpenSM programs \
-             SL-to-VL tables only with QoS on",
-            qos_for.join(", "),
-            l.count.map_or("unknown".into(), |n| n.to_string()),
-            best.label
+            "qos TRUE: {} route(s) on more than one SL; OpenSM programs SL-to-VL tables only \
+             with QoS on",
+            qos_for.join(", ")
         ));
     }
     if minhop_loops == Some(true) {
@@ -425,7 +440,8 @@ const LEGEND: &str = "  routing s: OpenSM's routing phase (its log); RSS: opensm
   do not deliver; credit loops: each lane's channel dependencies over every (switch, LID) path
   (lanes from the path-SL dump; engines without path_sl: one); \"unknown (SLs not dumped)\": the
   engine keeps its SLs in OpenSM's SA and its routes loop within one lane, which proves nothing
-  for its real SLs; \"no (any SLs)\": no loop even within one lane.
+  for its real SLs; \"no (any SLs)\": no loop even within one lane; \"(ibdmchk, CA-CA)\": stock
+  dfsssp's SLs from a run with debug logging, its CA-to-CA paths checked by ibdmchk.
 ";
 
 /// The table, notes and recommendation.
@@ -510,6 +526,9 @@ pub fn text(ctx: &Context, runs: &[Run], rec: &Recommendation) -> String {
         if let Some(x) = &r.reason {
             let _ = writeln!(out, "  {}: {x}", r.shown_name());
         }
+        if let Some(s) = &r.stock_sls {
+            let _ = writeln!(out, "  {}: its SLs: {}", r.shown_name(), s.note);
+        }
     }
     for n in &ctx.notes {
         let _ = writeln!(out, "  input: {n}");
@@ -548,6 +567,8 @@ struct JsonRun<'a> {
     lambda_compute: Option<f64>,
     unreachable: Option<u64>,
     sound: bool,
+    /// Stock dfsssp: its SLs from a run with debug logging, and ibdmchk's verdict with them.
+    stock_sls: Option<&'a StockSls>,
     evaluation: Option<&'a Evaluation>,
 }
 
@@ -588,6 +609,7 @@ pub fn json(ctx: &Context, runs: &[Run], rec: &Recommendation) -> Result<String,
                 lambda_compute: r.lambda_compute(),
                 unreachable: r.unreachable(),
                 sound: r.sound(),
+                stock_sls: r.stock_sls.as_ref(),
                 evaluation: r.eval.as_ref(),
             })
             .collect(),
