@@ -328,21 +328,8 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
                 .unwrap_or(std::cmp::Ordering::Equal)
         })
         .unwrap_or(&sound[0]);
-    // the chain: the best, then the other sound engines by Λ (each engine once)
-    let mut chain: Vec<&Run> = vec![best];
-    for r in &sound {
-        if chain.len() < 3 && !chain.iter().any(|c| c.requested == r.requested) {
-            chain.push(r);
-        }
-    }
-    let names: Vec<&str> = chain.iter().map(|r| r.requested.as_str()).collect();
-    let mut conf = Vec::new();
-    if names.contains(&OURS) {
-        conf.push("event_plugin_name dfsssp_rs".to_string());
-    }
-    conf.push(format!("routing_engine {}", names.join(",")));
-    // QoS on when any engine of the chain routes on more than one SL: OpenSM programs the
-    // SL-to-VL tables only then
+    // QoS is one switch for the whole chain: with the best on one lane, the chain keeps to
+    // engines that route on one lane (QoS off); else it holds the QoS-on runs
     let multi = |r: &Run| {
         r.qos
             && match r.lanes_and_loops().count {
@@ -350,15 +337,28 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
                 None => OWN_SLS.contains(&r.requested.as_str()),
             }
     };
-    let qos_for: Vec<&str> = chain
+    let qos_on = multi(best);
+    let fits = |r: &Run| if qos_on { r.qos } else { !multi(r) };
+    // the chain: the best, then the other sound engines that fit, by Λ (each engine once)
+    let mut chain: Vec<&Run> = vec![best];
+    for r in sound.iter().filter(|r| fits(r)) {
+        if chain.len() < 3 && !chain.iter().any(|c| c.requested == r.requested) {
+            chain.push(r);
+        }
+    }
+    let left_out: Vec<&str> = sound
         .iter()
-        .filter(|r| multi(r))
+        .filter(|r| !fits(r) && !chain.iter().any(|c| c.requested == r.requested))
         .map(|r| r.label.as_str())
         .collect();
-    conf.push(format!(
-        "qos {}",
-        if qos_for.is_empty() { "FALSE" } else { "TRUE" }
-    ));
+    let names: Vec<&str> = chain.iter().map(|r| r.requested.as_str()).collect();
+    let mut conf = Vec::new();
+    if names.contains(&OURS) {
+        conf.push("event_plugin_name dfsssp_rs".to_string());
+    }
+    conf.push(format!("routing_engine {}", names.join(",")));
+    // OpenSM programs the SL-to-VL tables only with QoS on
+    conf.push(format!("qos {}", if qos_on { "TRUE" } else { "FALSE" }));
     let minhop_loops = runs
         .iter()
         .find(|r| r.requested == "minhop" && r.status == Status::Ok)
@@ -394,11 +394,18 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
             "chosen over a Λ up to 1% higher ({top:.4}): fewer lanes, or no plug-in, or faster"
         ));
     }
-    if !qos_for.is_empty() {
+    if qos_on {
         why.push(format!(
-            "qos TRUE: {} route(s) on more than one SL; OpenSM programs SL-to-VL tables only \
-             with QoS on",
-            qos_for.join(", ")
+            "qos TRUE: {} routes on {} SLs; OpenSM programs SL-to-VL tables only with QoS on",
+            best.label,
+            best.lanes_and_loops()
+                .count
+                .map_or("several".into(), |n| n.to_string())
+        ));
+    } else if !left_out.is_empty() {
+        why.push(format!(
+            "qos FALSE keeps {} out of the chain: sound here, but on more than one SL",
+            left_out.join(", ")
         ));
     }
     if minhop_loops == Some(true) {
