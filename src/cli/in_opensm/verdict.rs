@@ -407,6 +407,17 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
             "qos FALSE keeps {} out of the chain: sound here, but on more than one SL",
             left_out.join(", ")
         ));
+        // the same engines with QoS on give a longer chain, at the price of the lanes
+        let mut with_qos: Vec<&str> = Vec::new();
+        for r in sound.iter().filter(|r| r.qos) {
+            if with_qos.len() < 3 && !with_qos.contains(&r.requested.as_str()) {
+                with_qos.push(r.requested.as_str());
+            }
+        }
+        why.push(format!(
+            "a longer deadlock-free chain, using lanes: qos TRUE with routing_engine {}",
+            with_qos.join(",")
+        ));
     }
     if minhop_loops == Some(true) {
         why.push(
