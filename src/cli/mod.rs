@@ -10,6 +10,7 @@
 mod chart;
 mod compare;
 mod eval;
+mod in_opensm;
 mod judge;
 #[cfg(feature = "study")]
 mod lid_study;
