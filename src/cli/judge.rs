@@ -70,6 +70,18 @@ pub struct Subject {
     pub lanes_known: Option<Vec<bool>>,
 }
 
+impl Subject {
+    /// Leaves out of the deadlock check the paths that switches without CAs send (their own
+    /// management traffic), whatever the dumps say about lanes: how every engine is judged
+    /// alike when one of them (ours, through the path-SL dump) can only be judged that way.
+    /// Paths through such switches stay in.
+    pub fn ca_sent_paths_only(mut self) -> Self {
+        let known = self.graph.terminal_count().iter().map(|&t| t > 0).collect();
+        self.lanes_known = Some(known);
+        self
+    }
+}
+
 /// Reads OpenSM's dump directory.
 pub fn load_dumps(label: &str, dir: &Path, lmc: Option<u8>, p: &Progress) -> CliResult<Subject> {
     let (set, took) = p.stage(&format!("{label}: reading {}", dir.display()), || {
@@ -105,16 +117,10 @@ pub fn load_dumps(label: &str, dir: &Path, lmc: Option<u8>, p: &Progress) -> Cli
             set.path_sl_missing
         ));
     }
-    let lanes_known = set.has_path_sl.then(|| {
-        set.graph
-            .terminal_count()
-            .iter()
-            .map(|&t| t > 0)
-            .collect::<Vec<_>>()
-    });
-    Ok(Subject {
+    let has_path_sl = set.has_path_sl;
+    let subject = Subject {
         label: label.to_string(),
-        lanes_known,
+        lanes_known: None,
         source: Source::Dumps {
             dir: dir.display().to_string(),
             path_sl: set.has_path_sl,
@@ -126,6 +132,11 @@ pub fn load_dumps(label: &str, dir: &Path, lmc: Option<u8>, p: &Progress) -> Cli
         engine: None,
         warnings,
         load_time: took,
+    };
+    Ok(if has_path_sl {
+        subject.ca_sent_paths_only()
+    } else {
+        subject
     })
 }
 

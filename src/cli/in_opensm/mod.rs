@@ -310,6 +310,7 @@ pub fn run(
         if matches!(run.status, Status::Ok | Status::Fallback) {
             bar.set_message(format!("{}: judging OpenSM's dumps", p.label));
             match judge::load_dumps(&p.label, &dir, None, &quiet)
+                .map(judge::Subject::ca_sent_paths_only)
                 .and_then(|s| judge::evaluate(s, &opts, &quiet))
             {
                 Ok(ev) => run.eval = Some(ev),

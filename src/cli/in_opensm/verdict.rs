@@ -455,11 +455,13 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
 }
 
 const LEGEND: &str = "  routing s: OpenSM's routing phase (its log); RSS: opensm's peak; unreach: CA-to-LID pairs that
-  do not deliver; credit loops: each lane's channel dependencies over every (switch, LID) path
-  (lanes from the path-SL dump; engines without path_sl: one); \"unknown (SLs not dumped)\": the
-  engine keeps its SLs in OpenSM's SA and its routes loop within one lane, which proves nothing
-  for its real SLs; \"no (any SLs)\": no loop even within one lane; \"(ibdmchk, CA-CA)\": stock
-  dfsssp's SLs from a run with debug logging, its CA-to-CA paths checked by ibdmchk.
+  do not deliver; credit loops: each lane's channel dependencies over every path a switch with
+  CAs sends, through any switch, to any LID (the same for every engine: switches without CAs
+  send only their own management traffic, on SLs no dump records); lanes from the path-SL
+  dump, engines without path_sl: one; \"unknown (SLs not dumped)\": the engine keeps its SLs
+  in OpenSM's SA and its routes loop within one lane, which proves nothing for its real SLs;
+  \"no (any SLs)\": no loop even within one lane; \"(ibdmchk, CA-CA)\": stock dfsssp's SLs
+  from a run with debug logging, its CA-to-CA paths checked by ibdmchk.
 ";
 
 /// The table, notes and recommendation.
