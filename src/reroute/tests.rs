@@ -201,12 +201,57 @@ fn a_failed_switch_and_its_return() {
     let (st, _) = check(&f, &after, 8, EngineKind::Dfsssp);
     assert_eq!(st.switches_gone, 1);
     assert_eq!(st.dests_gone, 1, "the switch's own LID");
-    // Back again: the switch is a new source for every LID and its LID a new destination; every
-    // other path stays.
+    // Back again: the switch is a new source for every LID and its LID a new destination. The
+    // paths it makes shorter (switch LIDs of the top level) take the short way again; every CA
+    // pair keeps its path.
     let (st, d) = check(&after, &f, 8, EngineKind::Dfsssp);
     assert_eq!(st.switches_new, 1);
     assert_eq!(st.dests_new, 1);
-    assert_eq!(d.paths_moved, 0, "{}", d.summary());
+    assert_eq!(d.ca_pairs_moved, 0, "{}", d.summary());
+}
+
+/// A cable fails (re-routed incrementally) and comes back: the paths it had shortened take it
+/// again, the rest stays, and the routes are as short as a fresh computation's.
+#[test]
+fn a_returned_cable_carries_routes_again() {
+    let f = topo::by_name("torus:4x4x4,2").unwrap();
+    let links = switch_links(&f);
+    let gone = f.links()[links[links.len() / 3]];
+    let cut = without_links(&f, &[gone]);
+    let (og, or) = full(&f, 8, EngineKind::Dfsssp);
+    let g_cut = SwitchGraph::new(&cut).unwrap();
+    let o = opts(8, EngineKind::Dfsssp);
+    let routed = |fabric, graph, routing| RoutedFabric {
+        fabric,
+        graph,
+        routing,
+    };
+    let (r_cut, _) = reroute(routed(&f, &og, &or), &cut, &g_cut, &o).unwrap();
+    let (r, st) = reroute(routed(&cut, &g_cut, &r_cut), &f, &og, &o).unwrap();
+    verify::verify(&og, &r).unwrap();
+    assert_eq!(st.channels_new, 2);
+    assert!(
+        st.paths_rerouted > 0 && st.paths_kept > 0,
+        "{}",
+        st.summary()
+    );
+    let s = og.node_switch()[gone.a.node as usize];
+    let uses = |r: &Routing| r.lft.table(s).iter().filter(|&&p| p == gone.a.port).count();
+    assert!(uses(&r) > 0, "the returned cable stays unused");
+    let hops = |r: &Routing| {
+        og.dests()
+            .iter()
+            .map(|d| {
+                (0..og.num_switches() as u32)
+                    .map(|s| u64::from(r.hops.get(s, d.lid)))
+                    .sum::<u64>()
+            })
+            .sum::<u64>()
+    };
+    assert!(hops(&r) <= hops(&or), "{} > {}", hops(&r), hops(&or));
+    let d = diff(routed(&cut, &g_cut, &r_cut), routed(&f, &og, &r));
+    assert_eq!(d.ca_pairs_sl_changed_path_kept, 0, "{}", d.summary());
+    assert!(d.ca_pairs_moved < d.ca_pairs / 20, "{}", d.summary());
 }
 
 #[test]
