@@ -164,7 +164,7 @@ impl<'a> Layering<'a> {
     }
 
     /// `self.path` = channel `c`, then the path of the switch it leads to.
-    fn trace(&mut self, lft: &Lft, lid: u16, root: u32, c: u32) {
+    pub(super) fn trace(&mut self, lft: &Lft, lid: u16, root: u32, c: u32) {
         let g = self.g;
         self.path.clear();
         self.path.push(c);
@@ -180,7 +180,7 @@ impl<'a> Layering<'a> {
 
     /// Adds the dependency edges of `self.path` to layer `l` if none closes a cycle; otherwise
     /// leaves the layer as it was.
-    fn insert(&mut self, l: usize) -> bool {
+    pub(super) fn insert(&mut self, l: usize) -> bool {
         let (g, ei) = (self.g, self.ei);
         let (topo, counts) = (&mut self.topo[l], &mut self.counts[l]);
         for k in 0..self.path.len().saturating_sub(1) {

@@ -502,23 +502,32 @@ fn remap_edges(
 /// Gives the paths of switches without CAs a layer, for a routing read back from dumps: a
 /// path-SL dump lists CA sources only, so the layers of paths that start at other switches are
 /// unknown (no SA client ever sees them). The rule is canonical (any SM holding the same tables
-/// and SLs infers the same layers) and adds as few dependency edges as possible:
+/// and SLs infers the same layers) and keeps the layers acyclic where it can:
 /// - a switch that a CA's path runs through takes that path's layer (the first such CA switch
-///   upstream, in the traversal's order): tables are per destination, so its path is the rest
-///   of that CA's path and all its edges are in that layer already;
-/// - any other switch takes the layer of the switch it leads to: only its first turn is new.
+///   in the traversal's order): tables are per destination, so its path is the rest of that
+///   CA's path and adds no dependency edge to that layer;
+/// - any other switch takes the first layer, starting with the one of the switch it leads to,
+///   where its path closes no cycle with the paths above (the incremental cycle check of the
+///   re-route), else the next switch's layer.
 ///
-/// Taking the next switch's layer everywhere (the rule before) put a spine's first turn into a
-/// layer no CA path with that turn uses, which on the 18-ary 3-tree closed cycles in the kept
-/// layers and made the re-route refuse.
+/// The rule before (the next switch's layer everywhere) closed cycles on the 18-ary 3-tree
+/// (`the kept routes of layer 0 have a cycle`), and `route --previous-*` computed from scratch.
 pub fn infer_switch_layers(g: &SwitchGraph, r: &mut Routing) {
     let Some(layers) = r.layers.as_mut() else {
         return;
     };
-    let ns = g.num_switches();
+    let (ns, nl) = (g.num_switches(), r.num_layers.max(1));
+    let ei = EdgeIndex::new(g);
+    let words = ei.num_edges().div_ceil(64);
+    // Per layer, the dependency edges of the paths whose layer is known.
+    let mut bits = vec![vec![0u64; words]; usize::from(nl)];
     let mut paths = DestPaths::new(ns);
-    // The layer of a CA path through each switch, if any (u8::MAX: none).
+    // The layer of a CA path through each switch (u8::MAX: none), and the layers (bits) of the
+    // known paths through it.
     let mut through = vec![u8::MAX; ns];
+    let mut mask = vec![0u64; ns];
+    // (LID, switch) of the other paths, destination first per LID.
+    let mut rest: Vec<(u16, u32)> = Vec::new();
     for d in g.dests() {
         if d.switch == NO_SWITCH || d.lid > r.lft.max_lid {
             continue;
@@ -539,19 +548,64 @@ pub fn infer_switch_layers(g: &SwitchGraph, r: &mut Routing) {
                 }
             }
         }
-        // Destination first for the rest: the switch a path leads to has its layer already.
         for &s in paths.order.iter().rev() {
             let c = paths.next[s as usize];
             if g.terminal_count()[s as usize] == 0 && c != NO_CHANNEL {
                 let l = match through[s as usize] {
-                    u8::MAX => layers.get(g.chan_head()[c as usize], d.lid),
+                    u8::MAX => {
+                        rest.push((d.lid, s));
+                        layers.get(g.chan_head()[c as usize], d.lid)
+                    }
                     l => l,
                 };
                 layers.set(s, d.lid, l);
             }
         }
         for &s in &paths.order {
+            let s = s as usize;
+            let c = paths.next[s];
+            if c == NO_CHANNEL {
+                continue;
+            }
+            if through[s] != u8::MAX {
+                mask[s] |= 1 << layers.get(s as u32, d.lid);
+            }
+            let v = g.chan_head()[c as usize] as usize;
+            let c2 = paths.next[v];
+            if mask[s] != 0 && c2 != NO_CHANNEL {
+                let e = ei.edge(g, c, c2) as usize;
+                let mut m = mask[s];
+                while m != 0 {
+                    bits[m.trailing_zeros() as usize][e / 64] |= 1 << (e % 64);
+                    m &= m - 1;
+                }
+            }
+            mask[v] |= mask[s];
+        }
+        for &s in &paths.order {
             through[s as usize] = u8::MAX;
+            mask[s as usize] = 0;
+        }
+    }
+    let opts = RerouteOptions {
+        budget: nl,
+        deadlock_free: true,
+    };
+    // Known paths with a cycle: nothing to keep acyclic (the re-route will say so).
+    let Ok(mut lay) = layering::Layering::new(g, &ei, &bits, true, &opts, true) else {
+        return;
+    };
+    for (lid, s) in rest {
+        let (Some(c), Some(d)) = (g.channel_at(s, r.lft.port(s, lid)), g.dest_of_lid(lid)) else {
+            continue;
+        };
+        let next = layers.get(g.chan_head()[c as usize], lid);
+        lay.trace(&r.lft, lid, d.switch, c);
+        if let Some(l) = std::iter::once(next)
+            .chain(0..nl)
+            .find(|&l| lay.insert(usize::from(l)))
+        {
+            layers.set(s, lid, l);
         }
     }
 }
