@@ -33,6 +33,9 @@ pub(super) struct Layering<'a> {
     /// Whether a layer may be added (the routing has layer tables and checks them).
     can_grow: bool,
     budget: u8,
+    /// Channels one cycle check may visit ([`SEARCH_LIMIT`] while re-routing, where refusing
+    /// only tries the next layer).
+    pub(super) search_limit: usize,
 }
 
 impl<'a> Layering<'a> {
@@ -56,6 +59,7 @@ impl<'a> Layering<'a> {
             tries: Vec::new(),
             can_grow: layered && opts.deadlock_free,
             budget: opts.budget.max(1),
+            search_limit: SEARCH_LIMIT,
         };
         if l.mode == Some(false) {
             l.bits = kept.to_vec();
@@ -186,7 +190,9 @@ impl<'a> Layering<'a> {
         for k in 0..self.path.len().saturating_sub(1) {
             let (a, b) = (self.path[k], self.path[k + 1]);
             let e = ei.edge(g, a, b) as usize;
-            if counts[e] == 0 && !topo.try_insert(g, ei, counts, &mut self.sc, a, b, SEARCH_LIMIT) {
+            if counts[e] == 0
+                && !topo.try_insert(g, ei, counts, &mut self.sc, a, b, self.search_limit)
+            {
                 for w in self.path[..k + 1].windows(2) {
                     counts[ei.edge(g, w[0], w[1]) as usize] -= 1;
                 }

@@ -595,6 +595,8 @@ pub fn infer_switch_layers(g: &SwitchGraph, r: &mut Routing) {
     let Ok(mut lay) = layering::Layering::new(g, &ei, &bits, true, &opts, true) else {
         return;
     };
+    // A refused check here means a layer that may close a cycle: search to the end.
+    lay.search_limit = usize::MAX;
     for (lid, s) in rest {
         let (Some(c), Some(d)) = (g.channel_at(s, r.lft.port(s, lid)), g.dest_of_lid(lid)) else {
             continue;
