@@ -445,6 +445,27 @@ impl Sm {
         }
     }
 
+    /// Waits until it has swept, routed, dumped and saved, and sweeps no more: OpenSM rewrites
+    /// its dumps at every heavy sweep.
+    fn settle(&self) {
+        let t = Instant::now();
+        loop {
+            let seen = (self.count("SUBNET UP"), self.count(SAVED));
+            std::thread::sleep(Duration::from_millis(3000));
+            let now = (self.count("SUBNET UP"), self.count(SAVED));
+            let dumped =
+                fs::metadata(self.dir.join("opensm-subnet.lst")).is_ok_and(|m| m.len() > 0);
+            if now == seen && seen.0 > 0 && seen.1 > 0 && dumped {
+                return;
+            }
+            assert!(
+                t.elapsed() < SWEEP,
+                "OpenSM keeps sweeping:\n{}",
+                self.log()
+            );
+        }
+    }
+
     /// Stops it by PID: SIGKILL (the master's host dies).
     fn kill(mut self) {
         let _ = self.child.kill();
@@ -500,16 +521,13 @@ fn a_standby_takes_over_with_the_same_tables_and_sls() {
         dir_b.display()
     );
     // The master's tables once it has seen the standby (its trap makes it sweep again).
-    let mut saved = 0;
-    while a.count(SAVED) != saved {
-        saved = a.count(SAVED);
-        std::thread::sleep(Duration::from_secs(4));
-    }
+    a.settle();
     let ta = check(&sim, &dir_a, &f, "master");
     a.kill();
     b.wait_for("Entering MASTER state", 1);
     b.wait_for(SAVED, 1);
     b.wait_for(WROTE, 2);
+    b.settle();
     assert_eq!(b.count(ADOPTED), 1, "{}", b.log());
     assert_eq!(b.count(FULL), 0, "{}", b.log());
     let tb = check(&sim, &dir_b, &f, "after the takeover");
