@@ -17,9 +17,9 @@
 # KEEP=1 keeps the work directories. CARGO_TARGET_DIR is honoured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh
-cargo build --release --quiet
 source scripts/ibsim-lib.sh
+need_tools cargo gcc ibdmchk
+cargo build --release --quiet
 TARGET=$(realpath "${CARGO_TARGET_DIR:-target}")
 PLUGIN_DIR="$TARGET/release"
 BIN="$TARGET/release/dfsssp-rs"

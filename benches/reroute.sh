@@ -15,9 +15,9 @@
 # Environment: SAMPLE (SA path records per snapshot), KEEP=1 keeps the work directories.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh
-cargo build --release --quiet
 source scripts/ibsim-lib.sh
+need_tools cargo saquery
+cargo build --release --quiet
 
 FABRIC=${1:-ktree:18,3}
 shift || true

@@ -9,7 +9,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REV=${1:?usage: benches/same-routes.sh REV [quick]}
 QUICK=${2:-}
-source scripts/setup.sh
+source scripts/ibsim-lib.sh
+need_commands cargo git python3
+
+# The temporary worktree and the outputs go however the script ends.
+wt=
+out=$(mktemp -d)
+cleanup() {
+    [ -z "$wt" ] || git worktree remove --force "$wt" 2>/dev/null || rm -rf "$wt"
+    rm -rf "$out"
+}
+trap cleanup EXIT
 
 sha=$(git rev-parse --verify "$REV^{commit}")
 cache=${SAME_ROUTES_CACHE:-$PWD/target/same-routes}
@@ -17,10 +27,12 @@ base_bin=$cache/bin-$sha
 if [ ! -x "$base_bin" ]; then
     wt=$cache/worktree-$sha
     rm -rf "$wt"
+    git worktree prune
     git worktree add --detach "$wt" "$sha" >/dev/null
     (cd "$wt" && CARGO_TARGET_DIR=$cache/target cargo build --release --quiet --bin dfsssp-rs)
     cp "$cache/target/release/dfsssp-rs" "$base_bin"
     git worktree remove --force "$wt"
+    wt=
 fi
 cargo build --release --quiet --bin dfsssp-rs
 new_bin=$PWD/target/release/dfsssp-rs
@@ -37,8 +49,6 @@ CASES=(
 )
 [ -n "$QUICK" ] || CASES+=("ktree:18,3" "ktree:18,3 --no-qos")
 
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
 # Quality without timings: what `eval --json` measured, minus anything that is a duration.
 strip='import json, sys
 d = json.load(sys.stdin)

@@ -15,13 +15,17 @@
 # (or LMC 0 with more LIDs than IB has); the generators refuse more than 65,535 nodes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh
+source scripts/ibsim-lib.sh
+need_commands cargo python3 /usr/bin/time
 cargo build --release --quiet --bin dfsssp-rs
 BIN=${CARGO_TARGET_DIR:-target}/release/dfsssp-rs
 LANES=${1:-8}
 MAX=${SCALE_MAX_CAS:-1000000}
 OUT=${SCALE_OUT:-${CARGO_TARGET_DIR:-target}}
 mkdir -p "$OUT"
+# One run's JSON and peak RSS at a time, removed however the script ends.
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
 # family spec CAs
 FABRICS=(
     "random random:64,36,16,512 1024"
@@ -44,10 +48,9 @@ printf '%-10s %-26s %8s %9s %10s %10s %6s %8s %9s\n' family fabric CAs switches 
 for row in "${FABRICS[@]}"; do
     read -r family spec cas <<<"$row"
     [ "$cas" -le "$MAX" ] || continue
-    out=$(mktemp)
-    /usr/bin/time -f '%M' -o "$out.rss" "$BIN" eval --topo "$spec" --engine dfsssp-rs \
-        --lanes "$LANES" --patterns 100 --json --quiet >"$out"
-    python3 - "$family" "$spec" "$out" "$(cat "$out.rss")" "$tsv" <<'PY'
+    /usr/bin/time -f '%M' -o "$out/rss" "$BIN" eval --topo "$spec" --engine dfsssp-rs \
+        --lanes "$LANES" --patterns 100 --json --quiet >"$out/json"
+    python3 - "$family" "$spec" "$out/json" "$(cat "$out/rss")" "$tsv" <<'PY'
 import json, sys
 family, spec, path, rss, tsv = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 d = json.load(open(path))
@@ -60,6 +63,5 @@ print("%-10s %-26s %8d %9d %10.3f %10.3f %6d %8.4f %9d" % row)
 with open(tsv, "a") as f:
     f.write("%s\t%s\t%d\t%d\t%.3f\t%.3f\t%d\t%.4f\t%d\n" % row)
 PY
-    rm -f "$out" "$out.rss"
 done
 python3 benches/scale_plot.py "$tsv" "$OUT/scale.svg"

@@ -1,10 +1,23 @@
 # shellcheck shell=bash
 # Shell functions to run the stock OpenSM on an ibsim fabric, shared by scripts/demo.sh,
-# scripts/package-test.sh and the benches (opensm_engines.sh, reroute.sh, mcast_load.sh). Source
-# it; every function works in a directory of its own, so several runs (with different
-# IBSIM_SOCKNAME) can go on at once. Processes are stopped by PID only (IBSIM_PID, OSM_PID).
+# scripts/package-test.sh and the benches (opensm_engines.sh, reroute.sh, mcast_load.sh), and the
+# prerequisite checks of every bench (need_commands, need_tools). Source it; every function works
+# in a directory of its own, so several runs (with different IBSIM_SOCKNAME) can go on at once.
+# Processes are stopped by PID only (IBSIM_PID, OSM_PID).
 
-UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+# umad2sim_path: the umad2sim shim (package libumad2sim0) where the package put it, else in this
+# machine's multiarch library directory, whatever the architecture.
+umad2sim_path() {
+    local listed arch
+    listed=$(dpkg -L libumad2sim0 2>/dev/null | grep -m 1 '/libumad2sim\.so$' || true)
+    if [ -n "$listed" ]; then
+        echo "$listed"
+        return
+    fi
+    arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch 2>/dev/null || true)
+    echo "/usr/lib/${arch:-$(uname -m)-linux-gnu}/umad2sim/libumad2sim.so"
+}
+UMAD2SIM=${UMAD2SIM:-$(umad2sim_path)}
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PLUGIN_DIR="$REPO_ROOT/target/release"
 
@@ -50,22 +63,35 @@ fabric_net() {
     fi
 }
 
-# need_tools [COMMAND...]: exits with a list of what is missing (and the Debian package that
-# brings it) unless opensm, ibsim, the umad2sim shim, /usr/bin/time, python3 and the COMMANDs
-# given are there. It installs nothing: scripts/setup.sh does that.
-need_tools() {
+# need_commands [COMMAND...]: exits with a list of the COMMANDs missing (and the Debian package
+# that brings each). It installs nothing: scripts/setup.sh does that. A Rust toolchain installed
+# by rustup but not on PATH is put on it.
+need_commands() {
     local absent=() c
     declare -A pkg=([opensm]=opensm [ibsim]=ibsim-utils [python3]=python3 [cargo]="rustup (scripts/setup.sh)"
-        [ibdmchk]=ibutils [saquery]=infiniband-diags [gcc]=gcc [/usr/bin/time]=time)
-    for c in opensm ibsim python3 /usr/bin/time "$@"; do
+        [ibdmchk]=ibutils [saquery]=infiniband-diags [gcc]=gcc [/usr/bin/time]=time [git]=git)
+    if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+        export PATH="$HOME/.cargo/bin:$PATH"
+    fi
+    for c in "$@"; do
         command -v "$c" >/dev/null 2>&1 || absent+=("$c (${pkg[$c]:-?})")
     done
-    [ -f "$UMAD2SIM" ] || absent+=("$UMAD2SIM (libumad2sim0)")
     if ((${#absent[@]})); then
         printf 'missing: %s\n' "${absent[@]}" >&2
         echo "scripts/setup.sh installs them (apt-get, Debian bookworm)" >&2
         exit 1
     fi
+}
+
+# need_tools [COMMAND...]: need_commands for opensm, ibsim, /usr/bin/time, python3 and the
+# COMMANDs given, and the umad2sim shim.
+need_tools() {
+    if [ ! -f "$UMAD2SIM" ]; then
+        echo "missing: $UMAD2SIM (libumad2sim0)" >&2
+        echo "scripts/setup.sh installs it (apt-get, Debian bookworm)" >&2
+        exit 1
+    fi
+    need_commands opensm ibsim python3 /usr/bin/time "$@"
 }
 
 # stop_pid PID [GRACE]: SIGTERM, then SIGKILL if PID still runs after GRACE seconds (default 10);

@@ -33,11 +33,17 @@ pub struct Balancer {
     /// One distance level's (head rank, channel, switch), ranked at the end of the level.
     level: Vec<(u32, u32, u32)>,
     rank_counts: Vec<u32>,
+    /// One distance level's (head rank, switch), in rank order.
+    ranked: Vec<(u32, u32)>,
     /// Fat trees: paths compared by their down part first, ties broken by branch rank
     /// ([`Balancer::for_tree`]). Elsewhere every rank stays `u32::MAX` and ties go to the lower
     /// channel.
     tree: Option<TreeCosts>,
 }
+
+/// Where a switch's count of destinations taken down starts in [`TreeCosts::usage`]: the routes a
+/// switch sends stay below 2^32 (CA ports times LIDs, fewer than 2^16 each).
+const DOWN_DEST_SHIFT: u32 = 40;
 
 /// A fat tree's switch levels and, per switch, the load of its path's down part.
 struct TreeCosts {
@@ -47,6 +53,146 @@ struct TreeCosts {
     /// Down parts first for the destination being routed (CA LIDs); switch LIDs, whose routes
     /// carry no CA-to-CA traffic, keep the plain path weight.
     active: bool,
+    /// Per switch, the head of its chosen channel.
+    head: Vec<u32>,
+    /// Per switch, how many destinations it takes down (high bits, from [`DOWN_DEST_SHIFT`]) and
+    /// the routes it sends on (the loads of its channels, summed): the order of switches within
+    /// one branch ([`Balancer::rank_level`]), in one word.
+    usage: Vec<u64>,
+    /// The highest level.
+    height: u32,
+    /// Switches that choose alike, for the DAG towards `grouped_for` ([`SameHeads`]); `None`
+    /// computes every switch's choice in full (tests compare the two).
+    same_heads: Option<SameHeads>,
+}
+
+/// Switches whose choice of head is the same by construction. With ranked ties and no sibling
+/// penalties, a switch whose candidates all go up picks its head by (down part, rank) of the
+/// head alone (both are properties of the head, and ranks within a distance level are
+/// distinct), so every switch of one tree level with the same candidate heads picks the same
+/// head: on a k-ary n-tree, the leaves of a pod, and the switches of one column across pods.
+/// The first of them computes it; the others only pick their least loaded channel to that head.
+/// Grouped once per destination switch, used for all its CA LIDs.
+struct SameHeads {
+    /// The destination switch of the DAG grouped, [`NO_SWITCH`] for none.
+    grouped_for: u32,
+    /// Per position in the DAG's order, the first position of the same distance level with the
+    /// same tree level, all candidates going up and the same candidate heads; itself otherwise.
+    leader: Vec<u32>,
+    sorted_heads: Vec<u32>,
+    positions: Vec<u32>,
+}
+
+impl SameHeads {
+    fn group(&mut self, dag: &MinimalDag, level: &[u32]) {
+        self.grouped_for = dag.to;
+        self.leader.clear();
+        self.leader.extend(0..dag.order.len() as u32);
+        // Each switch's candidate heads, sorted, in the DAG's layout.
+        self.sorted_heads.clear();
+        self.sorted_heads.extend_from_slice(&dag.heads);
+        let span = |i: usize| dag.cand_start[i - 1] as usize..dag.cand_start[i] as usize;
+        for i in 1..dag.order.len() {
+            self.sorted_heads[span(i)].sort_unstable();
+        }
+        let mut start = 1;
+        for &end in &dag.level_end[1..] {
+            let end = end as usize;
+            self.positions.clear();
+            self.positions
+                .extend((start..end).map(|i| i as u32).filter(|&i| {
+                    let lv = level[dag.order[i as usize] as usize];
+                    let heads = &dag.heads[span(i as usize)];
+                    !heads.is_empty() && heads.iter().all(|&h| level[h as usize] > lv)
+                }));
+            let key = |i: u32| {
+                let i = i as usize;
+                (level[dag.order[i] as usize], &self.sorted_heads[span(i)])
+            };
+            // Stable: the first position of equal keys leads.
+            self.positions.sort_by(|&a, &b| key(a).cmp(&key(b)));
+            for run in self.positions.chunk_by(|&a, &b| key(a) == key(b)) {
+                for &i in run {
+                    self.leader[i as usize] = run[0];
+                }
+            }
+            start = end;
+        }
+    }
+}
+
+/// What a fat-tree candidate's choice reads of its head switch and its channel (borrowed from
+/// the balancer for one switch's candidates).
+struct HeadCosts<'a> {
+    load: &'a [u64],
+    cost: &'a [u64],
+    cost_down: &'a [u64],
+    rank: &'a [u32],
+    level: &'a [u32],
+}
+
+impl HeadCosts<'_> {
+    /// Of the candidate channels `cands` (heads `heads`) of a switch on level `lv`, the one whose
+    /// path has the least loaded down part (from its turn to the destination), so the sources of
+    /// a destination go down one branch; then, by `RANK_FIRST`, the branch's rank before or after
+    /// the up part's load, then the channel's own load. With `SHARED`, channels shared with
+    /// sibling LIDs (a penalty unit each, on either part) count before anything else.
+    /// Returns (up cost, channel load, rank, channel) and the down part's cost.
+    #[inline]
+    fn cheapest<const SHARED: bool, const RANK_FIRST: bool>(
+        &self,
+        cands: &[u32],
+        heads: &[u32],
+        lv: u32,
+    ) -> ((u64, u64, u32, u32), u64, u32) {
+        let mut best = (u64::MAX, u64::MAX, u32::MAX, NO_CHANNEL);
+        let (mut best_shared, mut best_down, mut best_head) = (u64::MAX, u64::MAX, NO_SWITCH);
+        for (&c, &head) in cands.iter().zip(heads) {
+            let (w, h) = (self.load[c as usize], head as usize);
+            let (down, up) = if self.level[h] < lv {
+                (self.cost_down[h].saturating_add(w), self.cost[h])
+            } else {
+                (self.cost_down[h], self.cost[h].saturating_add(w))
+            };
+            let shared = if SHARED {
+                (down >> SIBLING_SHIFT) + (up >> SIBLING_SHIFT)
+            } else {
+                0
+            };
+            // Most candidates lose on the down part already.
+            if (shared, down) > (best_shared, best_down) {
+                continue;
+            }
+            let r = self.rank[h];
+            let better = (shared, down) < (best_shared, best_down)
+                || if RANK_FIRST {
+                    (r, up, w) < (best.2, best.0, best.1)
+                } else {
+                    (up, w, r) < (best.0, best.1, best.2)
+                };
+            if better {
+                (best_shared, best_down, best_head) = (shared, down, head);
+                best = (up, w, r, c);
+            }
+        }
+        (best, best_down, best_head)
+    }
+
+    /// [`cheapest`](Self::cheapest) where all candidates go up and the head is known to win
+    /// ([`SameHeads`]): the least loaded channel to `head`, the first of equal loads.
+    #[inline]
+    fn to_head(&self, cands: &[u32], heads: &[u32], head: u32) -> ((u64, u64, u32, u32), u64, u32) {
+        let mut pick = (u64::MAX, NO_CHANNEL);
+        for (&c, _) in cands.iter().zip(heads).filter(|&(_, &h)| h == head) {
+            let w = self.load[c as usize];
+            if w < pick.0 {
+                pick = (w, c);
+            }
+        }
+        let h = head as usize;
+        let up = self.cost[h].saturating_add(pick.0);
+        ((up, pick.0, self.rank[h], pick.1), self.cost_down[h], head)
+    }
 }
 
 impl Balancer {
@@ -61,6 +207,7 @@ impl Balancer {
             rank: vec![u32::MAX; ns],
             level: Vec::new(),
             rank_counts: Vec::new(),
+            ranked: Vec::new(),
             tree: None,
         }
     }
@@ -73,15 +220,34 @@ impl Balancer {
     /// branch that ranks first ([`Balancer::rank_level`]) before the less loaded up part (all
     /// sources converge there too: ftree's choice); otherwise the up part's load decides first.
     pub fn for_tree(g: &SwitchGraph, level: Vec<u32>, rank_first: bool) -> Self {
+        let height = level.iter().copied().max().unwrap_or(0);
         Balancer {
             tree: Some(TreeCosts {
                 level,
                 cost_down: vec![u64::MAX; g.num_switches()],
                 rank_first,
                 active: true,
+                head: vec![NO_SWITCH; g.num_switches()],
+                usage: vec![0; g.num_switches()],
+                height,
+                same_heads: Some(SameHeads {
+                    grouped_for: NO_SWITCH,
+                    leader: Vec::new(),
+                    sorted_heads: Vec::new(),
+                    positions: Vec::new(),
+                }),
             }),
             ..Self::new(g)
         }
+    }
+
+    /// [`Balancer::for_tree`] computing every switch's choice in full, without [`SameHeads`].
+    #[cfg(test)]
+    pub(crate) fn without_head_groups(mut self) -> Self {
+        if let Some(t) = self.tree.as_mut() {
+            t.same_heads = None;
+        }
+        self
     }
 
     /// Picks for every switch of `order` after the first (the destination's switch) the candidate
@@ -170,10 +336,18 @@ impl Balancer {
         if self.tree.is_some() {
             self.rank[root as usize] = 0;
         }
+        let mut same_heads = false;
         if let Some(t) = self.tree.as_mut().filter(|t| t.active) {
             t.cost_down[root as usize] = 0;
+            if let Some(groups) = t.same_heads.as_mut() {
+                same_heads = t.rank_first && self.penalized.is_empty();
+                if same_heads && groups.grouped_for != dag.to {
+                    groups.group(dag, &t.level);
+                }
+            }
         }
         let (mut prev_start, mut start) = (0, 1);
+        let mut dist = 0;
         for &end in &dag.level_end[1..] {
             let end = end as usize;
             for (i, &s) in dag.order.iter().enumerate().take(end).skip(start) {
@@ -196,44 +370,35 @@ impl Balancer {
                         }
                     }
                     Some(tree) => {
-                        // The path's down part (from its turn to the destination) first, so the
-                        // sources of a destination go down one branch; then, by `rank_first`,
-                        // the branch's rank before or after the up part's load.
-                        let (mut best_shared, mut best_down) = (u64::MAX, u64::MAX);
+                        let heads = HeadCosts {
+                            load: &self.load,
+                            cost: &self.cost,
+                            cost_down: &tree.cost_down,
+                            rank: &self.rank,
+                            level: &tree.level,
+                        };
+                        let (cands, hs) = (&dag.cands[span.clone()], &dag.heads[span]);
                         let lv = tree.level[s as usize];
-                        let penalties = !self.penalized.is_empty();
-                        for (&c, &head) in dag.cands[span.clone()].iter().zip(&dag.heads[span]) {
-                            let (w, h) = (self.load[c as usize], head as usize);
-                            let (down, up) = if tree.level[h] < lv {
-                                (tree.cost_down[h].saturating_add(w), self.cost[h])
-                            } else {
-                                (tree.cost_down[h], self.cost[h].saturating_add(w))
-                            };
-                            // Channels shared with sibling LIDs (a penalty unit each) count
-                            // before anything else, on either part.
-                            let shared = if penalties {
-                                (down >> SIBLING_SHIFT) + (up >> SIBLING_SHIFT)
-                            } else {
-                                0
-                            };
-                            // Most candidates lose on the down part already.
-                            if (shared, down) > (best_shared, best_down) {
-                                continue;
+                        let leader = match &tree.same_heads {
+                            Some(groups) if same_heads => groups.leader[i] as usize,
+                            _ => i,
+                        };
+                        // Specialised on the two flags: the loop runs once per candidate of
+                        // every switch for every destination LID.
+                        let (pick, down, head) = if leader != i {
+                            heads.to_head(cands, hs, tree.head[dag.order[leader] as usize])
+                        } else {
+                            match (self.penalized.is_empty(), tree.rank_first) {
+                                (true, true) => heads.cheapest::<false, true>(cands, hs, lv),
+                                (true, false) => heads.cheapest::<false, false>(cands, hs, lv),
+                                (false, true) => heads.cheapest::<true, true>(cands, hs, lv),
+                                (false, false) => heads.cheapest::<true, false>(cands, hs, lv),
                             }
-                            let r = self.rank[h];
-                            let better = (shared, down) < (best_shared, best_down)
-                                || if tree.rank_first {
-                                    (r, up, w) < (best.2, best.0, best.1)
-                                } else {
-                                    (up, w, r) < (best.0, best.1, best.2)
-                                };
-                            if better {
-                                (best_shared, best_down) = (shared, down);
-                                best = (up, w, r, c);
-                            }
-                        }
+                        };
+                        best = pick;
                         if let Some(t) = self.tree.as_mut() {
-                            t.cost_down[s as usize] = best_down;
+                            t.cost_down[s as usize] = down;
+                            t.head[s as usize] = head;
                         }
                     }
                 }
@@ -244,7 +409,14 @@ impl Balancer {
                 }
             }
             if self.tree.is_some() {
-                self.rank_level(start - prev_start);
+                // Beyond the tree's height from the destination, routes only go up: the order
+                // within a branch serves no spreading there, and sorting costs.
+                dist += 1;
+                let by_usage = self
+                    .tree
+                    .as_ref()
+                    .is_some_and(|t| t.level[root as usize] == 0 && dist <= t.height);
+                self.rank_level(start - prev_start, by_usage);
             }
             prev_start = start;
             start = end;
@@ -261,10 +433,14 @@ impl Balancer {
     /// a chassis-wired fat tree, and the destination's routes then enter it over as many
     /// channels as the ties scattered them to: down channels loaded unevenly.
     ///
-    /// Within a level, switches come in id order, and channels are numbered by tail switch, so the
-    /// level is already in channel order: a stable counting sort by head rank ranks it, in time
-    /// linear in the level and the one before (`prev_len` switches, ranks `0..prev_len`).
-    fn rank_level(&mut self, prev_len: usize) {
+    /// Switches of one branch (the same head rank) rank by how many destinations they already
+    /// take down, then by the routes they send: the same order for every source of this
+    /// destination, but one that moves from destination to destination, so the destinations of
+    /// a leaf with fewer CAs than uplinks leave out a different spine each time instead of
+    /// always the last (d-mod-k and ftree spread them by port number, which chassis wiring
+    /// scrambles). A counting sort by head rank, in time linear in the level and the one before
+    /// (`prev_len` switches, ranks `0..prev_len`), then a sort within each branch.
+    fn rank_level(&mut self, prev_len: usize, by_usage: bool) {
         let counts = &mut self.rank_counts;
         counts.clear();
         counts.resize(prev_len + 2, 0);
@@ -275,14 +451,32 @@ impl Balancer {
         for i in 1..counts.len() {
             counts[i] += counts[i - 1];
         }
+        let ranked = &mut self.ranked;
+        ranked.clear();
+        ranked.resize(self.level.len(), (0, 0));
         for &(head_rank, _, s) in &self.level {
             let slot = &mut counts[bucket(head_rank) - 1];
+            ranked[*slot as usize] = (head_rank, s);
+            *slot += 1;
+        }
+        // Within one branch, the switch that takes fewer destinations down ranks first, then the
+        // one sending fewer routes, then switch order (the level's channel order).
+        if let Some(t) = self.tree.as_ref().filter(|_| by_usage) {
+            for run in ranked.chunk_by_mut(|a, b| a.0 == b.0) {
+                if run.len() > 1 {
+                    run.sort_unstable_by_key(|&(_, s)| {
+                        let s = s as usize;
+                        (t.usage[s], s)
+                    });
+                }
+            }
+        }
+        for (i, &(head_rank, s)) in ranked.iter().enumerate() {
             self.rank[s as usize] = if head_rank == u32::MAX {
                 u32::MAX
             } else {
-                *slot
+                i as u32
             };
-            *slot += 1;
         }
         self.level.clear();
     }
@@ -309,6 +503,11 @@ impl Balancer {
             let f = self.flow[s as usize];
             self.load[c as usize] += f;
             self.flow[g.chan_head()[c as usize] as usize] += f;
+            if let Some(t) = self.tree.as_mut() {
+                let h = g.chan_head()[c as usize] as usize;
+                let down = f > 0 && t.level[h] < t.level[s as usize];
+                t.usage[s as usize] += (u64::from(down) << DOWN_DEST_SHIFT) + f;
+            }
         }
     }
 
@@ -350,6 +549,11 @@ impl Balancer {
             let f = self.flow[s as usize];
             self.load[c as usize] -= f;
             self.flow[g.chan_head()[c as usize] as usize] += f;
+            if let Some(t) = self.tree.as_mut() {
+                let h = g.chan_head()[c as usize] as usize;
+                let down = f > 0 && t.level[h] < t.level[s as usize];
+                t.usage[s as usize] -= (u64::from(down) << DOWN_DEST_SHIFT) + f;
+            }
         }
     }
 

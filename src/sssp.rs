@@ -446,6 +446,30 @@ mod tests {
                 check_complete_and_minimal(&f, &r);
                 prop_assert_eq!(max_channel_load(&f, &r), crate::balance::leaf_bound(&g), "{}", spec);
             }
+
+            /// Switches with the same candidate heads take the head their group's first switch
+            /// computed (`SameHeads`): the same routes as computing every switch in full, on
+            /// trees with chassis wiring, uneven leaves, bundles and aggregation nodes.
+            #[test]
+            fn grouped_choices_equal_full_ones(
+                family in 0usize..4, k in 2u32..=5, seed in any::<u64>(), rank_first in any::<bool>()
+            ) {
+                let spec = match family {
+                    0 => format!("ktree:{k},3,shuffle={seed}"),
+                    1 => format!("fattree2:{},uneven={k},bundle=2,shuffle={seed}", 4 * k),
+                    2 => format!("fattree3:{},uneven=1,shuffle={seed}", 2 * k),
+                    _ => format!("ktree:{k},3,aggr,shuffle={seed}"),
+                };
+                let f = crate::topo::by_name(&spec).unwrap();
+                let g = SwitchGraph::new(&f).unwrap();
+                let levels = g.tree_levels().expect("a tree");
+                let dist = SwitchDistances::new(&g);
+                let bal = || Balancer::for_tree(&g, levels.clone(), rank_first);
+                let grouped = route_once(&g, &dist, REROUTE_PASSES, bal(), true);
+                let full = route_once(&g, &dist, REROUTE_PASSES, bal().without_head_groups(), true);
+                prop_assert!(grouped.0.lft == full.0.lft, "{}", spec);
+                prop_assert_eq!(grouped.1, full.1);
+            }
         }
     }
 }

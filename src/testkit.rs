@@ -10,7 +10,7 @@
 //! - [`with_graph`]: a fabric with its switch graph; [`shortest_path_routing`]: plain BFS tables
 //!   to judge;
 //! - [`with_aggregation_nodes`]: a fabric with a 1-port CA on one more port of every switch, as
-//!   NVIDIA SHARP fabrics have (issue 25).
+//!   NVIDIA SHARP fabrics have.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -4,29 +4,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
-use common::{OpenSm, Sim};
+use common::{cli, OpenSm, Sim};
 use dfsssp_rs::engine::McastLane;
 use dfsssp_rs::topo::by_name;
 use serde_json::Value;
-
-fn cli(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dfsssp-rs"))
-        .args(args)
-        .output()
-        .expect("run dfsssp-rs");
-    let se = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !se.contains("panicked"),
-        "dfsssp-rs {args:?} panicked:\n{se}"
-    );
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        se,
-    )
-}
 
 fn json(args: &[&str]) -> Value {
     let (ok, so, se) = cli(args);

@@ -3,29 +3,14 @@
 //! loop. Unreadable input must give a message naming the file and the line and a non-zero exit
 //! status, never a panic; a bad routing is a report (exit status 0).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
+use std::path::{Path, PathBuf};
+
+use common::cli_in;
 use serde_json::Value;
 
 const SAMPLE: &str = "mesh2x2-par2-lmc1";
-
-fn cli(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dfsssp-rs"))
-        .args(args)
-        .output()
-        .expect("run dfsssp-rs");
-    let se = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !se.contains("panicked"),
-        "dfsssp-rs {args:?} panicked:\n{se}"
-    );
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        se,
-    )
-}
 
 /// A dump directory holding the real sample (LMC 1, parallel links, stock minhop's tables).
 fn dump_dir() -> tempfile::TempDir {
@@ -70,7 +55,10 @@ fn p(x: &Path) -> &str {
 
 /// Runs `eval --dumps DIR`; expects failure naming `file:line`.
 fn expect_error(dir: &Path, file: &str, line: usize) -> String {
-    let (code, out, err) = cli(&["eval", "--dumps", p(dir), "--quiet", "--patterns", "10"]);
+    let (code, out, err) = cli_in(
+        None,
+        &["eval", "--dumps", p(dir), "--quiet", "--patterns", "10"],
+    );
     assert_eq!(code, Some(1), "exit status; stdout:\n{out}\nstderr:\n{err}");
     let want = format!("{}:{line}:", dir.join(file).display());
     assert!(err.contains(&want), "expected {want:?} in:\n{err}");
@@ -81,7 +69,10 @@ fn expect_error(dir: &Path, file: &str, line: usize) -> String {
 #[test]
 fn sample_dumps_are_judged() {
     let d = dump_dir();
-    let (code, out, err) = cli(&["eval", "--dumps", p(d.path()), "--json", "--patterns", "50"]);
+    let (code, out, err) = cli_in(
+        None,
+        &["eval", "--dumps", p(d.path()), "--json", "--patterns", "50"],
+    );
     assert_eq!(code, Some(0), "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["fabric"]["switches"].as_u64(), Some(4));
@@ -102,16 +93,19 @@ fn sample_dumps_are_judged() {
     );
     assert_eq!(v["metrics"]["bisection"]["patterns"].as_u64(), Some(50));
     // --lmc overrides the inference
-    let (_, out, _) = cli(&[
-        "eval",
-        "--dumps",
-        p(d.path()),
-        "--json",
-        "--lmc",
-        "1",
-        "--patterns",
-        "0",
-    ]);
+    let (_, out, _) = cli_in(
+        None,
+        &[
+            "eval",
+            "--dumps",
+            p(d.path()),
+            "--json",
+            "--lmc",
+            "1",
+            "--patterns",
+            "0",
+        ],
+    );
     let w: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(w["metrics"]["efi"], v["metrics"]["efi"]);
 }
@@ -138,7 +132,7 @@ fn malformed_lft_dump_names_file_and_line() {
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
         .collect();
     std::fs::write(d.path().join("opensm-lfts.dump"), junk).unwrap();
-    let (code, _, err) = cli(&["eval", "--dumps", p(d.path()), "--quiet"]);
+    let (code, _, err) = cli_in(None, &["eval", "--dumps", p(d.path()), "--quiet"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("opensm-lfts.dump:"), "{err}");
 }
@@ -178,14 +172,14 @@ fn malformed_path_sl_dump_names_file_and_line() {
 #[test]
 fn missing_and_malformed_inputs_are_errors_not_panics() {
     let nowhere = PathBuf::from("/nonexistent/dfsssp-dumps");
-    let (code, _, err) = cli(&["eval", "--dumps", p(&nowhere), "--quiet"]);
+    let (code, _, err) = cli_in(None, &["eval", "--dumps", p(&nowhere), "--quiet"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("/nonexistent/dfsssp-dumps/opensm-"), "{err}");
 
     let d = tempfile::tempdir().unwrap();
     let net = d.path().join("f.net");
     std::fs::write(&net, "Switch 4 \"s1\"\n[1] \"h1\"[1]\nHca 2 garbage\n").unwrap();
-    let (code, _, err) = cli(&["eval", "--fabric", p(&net), "--quiet"]);
+    let (code, _, err) = cli_in(None, &["eval", "--fabric", p(&net), "--quiet"]);
     assert_eq!(code, Some(1));
     assert!(err.contains(&format!("{}:3:", net.display())), "{err}");
 
@@ -195,11 +189,11 @@ fn missing_and_malformed_inputs_are_errors_not_panics() {
         "{\"engine\": \"dfsssp-rs\",\n \"lanes\": 8,\n \"fabric\": {\"nodes\": [",
     )
     .unwrap();
-    let (code, _, err) = cli(&["eval", "--fabric", p(&rec), "--quiet"]);
+    let (code, _, err) = cli_in(None, &["eval", "--fabric", p(&rec), "--quiet"]);
     assert_eq!(code, Some(1));
     assert!(err.contains(&format!("{}:3:", rec.display())), "{err}");
 
-    let (code, _, err) = cli(&["eval", "--topo", "torus:0x3", "--quiet"]);
+    let (code, _, err) = cli_in(None, &["eval", "--topo", "torus:0x3", "--quiet"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("torus"), "{err}");
 
@@ -207,21 +201,30 @@ fn missing_and_malformed_inputs_are_errors_not_panics() {
     let dd = dump_dir();
     let f = dd.path().join("opensm-lfts.dump");
     set_line(&f, 2, "0xZZZZ 001");
-    let (code, _, err) = cli(&[
-        "compare",
-        "--dumps",
-        &format!("x={}", p(dd.path())),
-        "--quiet",
-    ]);
+    let (code, _, err) = cli_in(
+        None,
+        &[
+            "compare",
+            "--dumps",
+            &format!("x={}", p(dd.path())),
+            "--quiet",
+        ],
+    );
     assert_eq!(code, Some(1));
     assert!(err.contains("opensm-lfts.dump:2:"), "{err}");
 
     // usage errors: clap's status 2
-    let (code, _, _) = cli(&["eval", "--dumps", p(dd.path()), "--topo", "torus:3"]);
+    let (code, _, _) = cli_in(
+        None,
+        &["eval", "--dumps", p(dd.path()), "--topo", "torus:3"],
+    );
     assert_eq!(code, Some(2), "two inputs");
-    let (code, _, _) = cli(&["eval", "--dumps", p(dd.path()), "--engine", "sssp-rs"]);
+    let (code, _, _) = cli_in(
+        None,
+        &["eval", "--dumps", p(dd.path()), "--engine", "sssp-rs"],
+    );
     assert_eq!(code, Some(2), "an engine does not apply to dumps");
-    let (code, _, err) = cli(&["compare", "--quiet"]);
+    let (code, _, err) = cli_in(None, &["compare", "--quiet"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("nothing to compare"), "{err}");
 }
@@ -239,15 +242,18 @@ fn forwarding_loop_is_reported() {
     let b = line_of(&f, "0x000c ", sw1);
     set_line(&f, a, "0x000c 002 # to mesh 1,0");
     set_line(&f, b, "0x000c 004 # back to mesh 0,0");
-    let (code, out, err) = cli(&[
-        "eval",
-        "--dumps",
-        p(d.path()),
-        "--json",
-        "--quiet",
-        "--patterns",
-        "20",
-    ]);
+    let (code, out, err) = cli_in(
+        None,
+        &[
+            "eval",
+            "--dumps",
+            p(d.path()),
+            "--json",
+            "--quiet",
+            "--patterns",
+            "20",
+        ],
+    );
     assert_eq!(code, Some(0), "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     // Exactly the two switches that bounce LID 12 loop; the others reach H-3 directly.
@@ -275,7 +281,10 @@ fn forwarding_loop_is_reported() {
         .contains("mesh"));
     assert!(v["metrics"]["bisection"]["lambda"].as_f64().unwrap() < 1.0);
 
-    let (code, text, _) = cli(&["eval", "--dumps", p(d.path()), "--quiet", "--patterns", "0"]);
+    let (code, text, _) = cli_in(
+        None,
+        &["eval", "--dumps", p(d.path()), "--quiet", "--patterns", "0"],
+    );
     assert_eq!(code, Some(0));
     assert!(text.contains("INCOMPLETE"), "{text}");
     assert!(
@@ -293,14 +302,14 @@ fn malformed_fabric_json_is_named() {
     let mut rec = serde_json::json!({ "engine": "dfsssp-rs", "lanes": 8, "fabric": f });
     let good = d.path().join("good.json");
     std::fs::write(&good, serde_json::to_string_pretty(&rec).unwrap()).unwrap();
-    let (code, _, err) = cli(&["route", "--fabric", good.to_str().unwrap()]);
+    let (code, _, err) = cli_in(None, &["route", "--fabric", good.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{err}");
 
     rec["fabric"]["links"][2]["b"]["node"] = 4096.into();
     rec["fabric"]["nodes"][0]["num_ports"] = 2.into();
     let bad = d.path().join("bad.json");
     std::fs::write(&bad, serde_json::to_string_pretty(&rec).unwrap()).unwrap();
-    let (code, _, err) = cli(&["route", "--fabric", bad.to_str().unwrap()]);
+    let (code, _, err) = cli_in(None, &["route", "--fabric", bad.to_str().unwrap()]);
     assert_eq!(code, Some(1), "{err}");
     let at = format!("{}:", bad.display());
     assert!(err.contains(&at), "{err}");
@@ -311,7 +320,7 @@ fn malformed_fabric_json_is_named() {
 
     rec["fabric"]["links"][2]["b"]["node"] = 0.into();
     std::fs::write(&bad, serde_json::to_string_pretty(&rec).unwrap()).unwrap();
-    let (code, _, err) = cli(&["route", "--fabric", bad.to_str().unwrap()]);
+    let (code, _, err) = cli_in(None, &["route", "--fabric", bad.to_str().unwrap()]);
     assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("links[") && err.contains("out of range"),
@@ -320,7 +329,7 @@ fn malformed_fabric_json_is_named() {
 
     rec["fabric"]["nodes"][0]["num_ports"] = "four".into();
     std::fs::write(&bad, serde_json::to_string_pretty(&rec).unwrap()).unwrap();
-    let (code, _, err) = cli(&["route", "--fabric", bad.to_str().unwrap()]);
+    let (code, _, err) = cli_in(None, &["route", "--fabric", bad.to_str().unwrap()]);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("fabric.nodes[0].num_ports"), "{err}");
 }

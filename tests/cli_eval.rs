@@ -5,28 +5,12 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
-use common::{OpenSm, OsmRun, Sim};
+use common::{cli, OpenSm, OsmRun, Sim};
 use dfsssp_rs::fabric::{Fabric, NodeKind};
 use dfsssp_rs::io::run_record::{RunRecord, RUN_FILE};
 use dfsssp_rs::topo::by_name;
 use serde_json::Value;
-
-/// Runs the CLI; returns (success, stdout, stderr).
-fn cli(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dfsssp-rs"))
-        .args(args)
-        .output()
-        .expect("run dfsssp-rs");
-    let so = String::from_utf8_lossy(&out.stdout).into_owned();
-    let se = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !se.contains("panicked"),
-        "dfsssp-rs {args:?} panicked:\n{se}"
-    );
-    (out.status.success(), so, se)
-}
 
 /// `eval ... --json`, which must succeed.
 fn eval_json(args: &[&str]) -> Value {

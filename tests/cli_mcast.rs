@@ -2,30 +2,15 @@
 //! `eval --dumps` reading opensm.mcfdbs next to real OpenSM dumps (tests/data/real, fabrics the
 //! tool generated, dumped by the stock OpenSM).
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
+use std::path::Path;
+
+use common::cli;
 use dfsssp_rs::graph::SwitchGraph;
 use dfsssp_rs::io::{ibsim, mcfdbs, osm_dump};
 use dfsssp_rs::multicast::{mft_metrics, GroupMft, PortMask};
 use serde_json::Value;
-
-fn cli(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dfsssp-rs"))
-        .args(args)
-        .output()
-        .expect("run dfsssp-rs");
-    let se = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !se.contains("panicked"),
-        "dfsssp-rs {args:?} panicked:\n{se}"
-    );
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        se,
-    )
-}
 
 fn path(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")

@@ -4,26 +4,9 @@
 //! the independent check is `ibdmchk`-free here: the CLI's own `changes:` line is compared with
 //! a full computation's.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
-fn cli(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dfsssp-rs"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run dfsssp-rs");
-    let se = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !se.contains("panicked"),
-        "dfsssp-rs {args:?} panicked:\n{se}"
-    );
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        se,
-    )
-}
+use common::cli_in;
 
 /// Removes the first switch-to-switch cable (both of its lines) from an ibsim net file.
 fn without_first_cable(net: &str) -> String {
@@ -86,10 +69,13 @@ fn changes(stdout: &str) -> (u64, u64, u64) {
 fn route_from_a_previous_routing_reports_what_moved() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
-    let (code, _, err) = cli(dir, &["generate", "torus:4x4x4,2", "-o", "before.net"]);
+    let (code, _, err) = cli_in(
+        Some(dir),
+        &["generate", "torus:4x4x4,2", "-o", "before.net"],
+    );
     assert_eq!(code, Some(0), "{err}");
-    let (code, _, err) = cli(
-        dir,
+    let (code, _, err) = cli_in(
+        Some(dir),
         &[
             "route",
             "--fabric",
@@ -116,7 +102,7 @@ fn route_from_a_previous_routing_reports_what_moved() {
         "--lfts-out",
         "lfts-after.txt",
     ];
-    let (code, out, err) = cli(dir, &prev);
+    let (code, out, err) = cli_in(Some(dir), &prev);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.starts_with("re-routed incrementally: "), "{out}");
     let (moved, sl_on_kept, blocks) = changes(&out);
@@ -126,7 +112,7 @@ fn route_from_a_previous_routing_reports_what_moved() {
 
     let mut full = prev.to_vec();
     full.push("--full");
-    let (code, out_full, err) = cli(dir, &full);
+    let (code, out_full, err) = cli_in(Some(dir), &full);
     assert_eq!(code, Some(0), "{err}");
     assert!(
         out_full.starts_with("computed from scratch: asked for (--full)"),
@@ -146,7 +132,7 @@ fn route_from_a_previous_routing_reports_what_moved() {
     .unwrap();
     let mut bad = prev.to_vec();
     bad[6] = "bad.txt";
-    let (code, _, err) = cli(dir, &bad);
+    let (code, _, err) = cli_in(Some(dir), &bad);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("bad.txt"), "{err}");
 }

@@ -374,7 +374,7 @@ impl Sm {
         // Not `-d 0` (as tests/common runs opensm): to OpenSM that means "ignore other SMs".
         cmd.args(["-F", "osm.conf", "-f", "osm.log", "-D", "0x47"])
             .current_dir(dir)
-            .env("LD_PRELOAD", UMAD2SIM)
+            .env("LD_PRELOAD", umad2sim())
             .env("LD_LIBRARY_PATH", dir.join("plugin"))
             .env("IBSIM_SOCKNAME", sock)
             .env("OSM_TMP_DIR", dir)

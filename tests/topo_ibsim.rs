@@ -3,6 +3,8 @@
 //! Fabric read back from its opensm-subnet.lst must equal the generated one (GUIDs, descriptions,
 //! links, and the LIDs the net file preset on the ports).
 
+mod common;
+
 use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -11,8 +13,6 @@ use std::time::{Duration, Instant};
 use dfsssp_rs::fabric::CanonicalFabric;
 use dfsssp_rs::io::{ibsim, osm_dump};
 use dfsssp_rs::topo;
-
-const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
 /// ibsim, killed (by its own pid) when dropped.
 struct Sim(Child);
@@ -70,7 +70,7 @@ fn run_opensm_with(dir: &Path, sock: &str, lmc: u8, engine: &[&str]) {
         .arg(dir.join("osm.log"))
         .args(["-l", &lmc.to_string()])
         .env("IBSIM_SOCKNAME", sock)
-        .env("LD_PRELOAD", UMAD2SIM)
+        .env("LD_PRELOAD", common::umad2sim())
         .env("OSM_TMP_DIR", dir)
         .env("OSM_CACHE_DIR", dir)
         .current_dir(dir)

@@ -26,7 +26,12 @@ Routings (any mix, at least one):
                       (repeatable), e.g. --dumps minhop=run1 --dumps dfsssp=run2
 Examples:
   dfsssp-rs compare --topo torus:4x4x4,2 --engines sssp-rs,dfsssp-rs,dfsssp-rs@2 --svg cmp.svg
-  dfsssp-rs compare --dumps minhop=dumps/minhop --dumps updn=dumps/updn --engines dfsssp-rs";
+  dfsssp-rs compare --dumps minhop=dumps/minhop --dumps updn=dumps/updn --engines dfsssp-rs
+Your fabric in the stock OpenSM (ibsim, every engine that applies, a recommendation):
+  --in-opensm DUMP    an ibnetdiscover dump (CRLF, lost tabs, lid 0, NDR/HDR/XDR and other
+                      quirks accepted; SHARP aggregation nodes, or the CAs not in --cn-guids,
+                      are left out of the compute Λ)
+  dfsssp-rs compare --in-opensm fabric.topo [--json | --svg engines.svg] [--limit 60]";
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -60,6 +65,13 @@ pub struct CompareArgs {
     /// Chart title (default: the fabric)
     #[arg(long)]
     title: Option<String>,
+    /// An ibnetdiscover dump of your fabric: every engine the installed OpenSM offers that
+    /// applies, and dfsssp-rs with QoS on and off, run by the stock opensm in ibsim one after
+    /// another, judged from OpenSM's own dumps; ends with the opensm.conf lines recommended
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["fabric", "topo", "dumps", "engines"])]
+    in_opensm: Option<PathBuf>,
+    #[command(flatten)]
+    osm: super::in_opensm::OsmArgs,
     #[command(flatten)]
     measure: MeasureArgs,
 }
@@ -121,6 +133,16 @@ struct Comparison<'a> {
 }
 
 pub fn run(a: &CompareArgs) -> CliResult<()> {
+    if let Some(file) = &a.in_opensm {
+        return super::in_opensm::run(
+            file,
+            &a.osm,
+            &a.measure,
+            a.json,
+            a.svg.as_deref(),
+            a.title.as_deref(),
+        );
+    }
     let p = Progress::new(a.measure.quiet);
     let dumps: Vec<(String, PathBuf)> = a
         .dumps

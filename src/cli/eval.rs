@@ -12,6 +12,7 @@ use dfsssp_rs::reroute::RoutedFabric;
 use super::judge::{self, Evaluation, Source};
 use super::mcast;
 use super::progress::Progress;
+use super::table::aligned;
 use super::{load_fabric, CliResult, MeasureArgs};
 use dfsssp_rs::dfsssp::MAX_LAYERS;
 
@@ -444,24 +445,4 @@ pub fn report(ev: &Evaluation) -> String {
     );
 
     aligned(&rows)
-}
-
-/// Rows of (label, value), the values aligned after the longest label; an empty row is a blank
-/// line.
-pub fn aligned(rows: &[(String, String)]) -> String {
-    let w = rows
-        .iter()
-        .map(|(k, _)| k.chars().count())
-        .max()
-        .unwrap_or(0);
-    let mut out = String::new();
-    for (k, v) in rows {
-        if k.is_empty() && v.is_empty() {
-            out.push('\n');
-        } else {
-            let pad = w - k.chars().count();
-            let _ = writeln!(out, "{k}{}  {v}", " ".repeat(pad));
-        }
-    }
-    out
 }

@@ -16,6 +16,7 @@ use dfsssp_rs::multicast::{
 };
 use dfsssp_rs::routing::Routing;
 
+use super::table::aligned;
 use super::CliResult;
 
 /// `route --mcast-trees`.
@@ -194,7 +195,7 @@ pub fn report(m: &EvalMulticast) -> String {
             )
         },
     ));
-    super::eval::aligned(&rows)
+    aligned(&rows)
 }
 
 /// `route --groups FILE --mfts-out FILE`: trees for the groups over the routing just computed,

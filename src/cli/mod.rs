@@ -10,11 +10,13 @@
 mod chart;
 mod compare;
 mod eval;
+mod in_opensm;
 mod judge;
 #[cfg(feature = "study")]
 mod lid_study;
 mod mcast;
 mod progress;
+mod table;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -25,7 +25,6 @@ use rayon::prelude::*;
 
 use crate::balance::{routing_order, Balancer};
 use crate::bits;
-use crate::graph::SwitchDistances;
 use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{Routing, NO_PATH};
 use crate::updown::{UpDown, UpDownRouter};
@@ -40,25 +39,13 @@ use super::dyntopo::{CountedEdges, DynTopo, TopoScratch};
 /// other than the escape layer, `SEARCH_LIMIT` also bounds how many positions of the layer's
 /// order may separate the edge's channels (wider: refused unsearched,
 /// [`DynTopo::with_max_span`]); with one lane there are no such layers, so the span limit only
-/// matters with more lanes, where it made the escape on random 20k CAs 12x faster.
-/// In the escape layer an illegal turn that is not refused within 8 channels is as good as never
-/// accepted: on random 20k CAs with 8 lanes a limit of 4, 16 or 64 accepts the same 44.1k edges
-/// over all layers, while the searches that hit 64 visited 37 M channels (1 s), with 16 10 M;
-/// on the tori and the random 128-switch fabric Λ moves by at most 0.0002 between 4 and 64.
+/// matters with more lanes. In the escape layer an illegal turn that is not refused within 8
+/// channels is as good as never accepted: larger limits accept the same edges and only search
+/// longer (README, "Measurements behind the design").
 const ESCAPE_SEARCH_LIMIT: usize = 8;
 const SEARCH_LIMIT: usize = 1024;
+use super::prepared::Prepared;
 use super::{fault_error, DfssspError};
-
-pub(crate) struct EscapeCtx<'a> {
-    pub g: &'a SwitchGraph,
-    pub ei: &'a EdgeIndex,
-    /// The original (SSSP) routes, destination-major.
-    pub cols: &'a [u8],
-    pub weight: &'a [u32],
-    pub comp: &'a [u32],
-    pub dist: &'a SwitchDistances,
-    pub reclaim: bool,
-}
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct EscapeOutcome {
@@ -121,28 +108,24 @@ pub(crate) struct Prologue {
     esc_users: Vec<u16>,
 }
 
-/// Builds the [`Prologue`] for `esc`. `total` is the per-edge dependency count of all input
-/// routes (all layers together: cycle breaking only moves paths between layers). Without
-/// settling (`ctx.reclaim` off) the Up*/Down* trees are written into `lft_out` straight away.
+/// Builds the [`Prologue`] for `esc`. `cols` holds the input routes destination-major, `total`
+/// the per-edge dependency count of all of them (all layers together: cycle breaking only moves
+/// paths between layers). Without
+/// settling (`prep.reclaim` off) the Up*/Down* trees are written into `lft_out` straight away.
 pub(crate) fn prepare(
-    ctx: &EscapeCtx,
+    prep: &Prepared,
+    cols: &[u8],
     esc: Vec<bool>,
     total: &[u64],
     mut lft_out: Option<&mut Routing>,
 ) -> Result<Prologue, DfssspError> {
-    let EscapeCtx {
-        g,
-        ei,
-        cols,
-        weight,
-        ..
-    } = *ctx;
+    let (g, ei, weight) = (prep.g, &prep.ei, &prep.weight);
     let ns = g.num_switches();
     let nd = g.dests().len();
     let col = |di: usize| &cols[di * ns..(di + 1) * ns];
     // The orientation under which SSSP's dependencies weigh least on illegal turns, so that as
     // many SSSP routes as possible are Up*/Down* too.
-    let ud = UpDown::fitted(g, ctx.dist, |ud| ei.down_up_weight(g, ud, |e| total[e]));
+    let ud = UpDown::fitted(g, prep.dist(), |ud| ei.down_up_weight(g, ud, |e| total[e]));
     let mut tree = DestTree::new(ns);
     let mut ud_cols = vec![NO_PATH; nd * ns];
     let mut sssp_legal = vec![false; nd];
@@ -167,10 +150,10 @@ pub(crate) fn prepare(
                     continue;
                 }
                 let c = col(di);
-                tree.build_from_ports(g, &d, |s| c[s as usize], ctx.comp)
+                tree.build_from_ports(g, &d, |s| c[s as usize], &prep.comp)
                     .map_err(|f| fault_error(g, d.lid, f))?;
                 *legal = esc[di]
-                    && ctx.reclaim
+                    && prep.reclaim
                     && tree.order[1..].iter().all(|&s| {
                         let p = tree.parent(g, s);
                         p == d.switch
@@ -255,28 +238,30 @@ pub(crate) fn prepare(
     })
 }
 
-/// Layers `0..budget-1` hold the cycle-broken paths (`counts` of every layer phase A used); paths
+/// Layers `0..budget-1` hold the cycle-broken paths (`counts` of every layer phase A used, `cols`
+/// the input routes destination-major); paths
 /// at layer `budget-1` or above overflow. `dl` holds every path's layer destination-major
 /// (`[di * S + s]`: one destination's paths are one contiguous row, read and rewritten as a
 /// whole). `pre`: a [`Prologue`] prepared in advance, used if it was prepared for the
 /// destinations that do overflow. Rewrites the LFT, hops and layers of the escape destinations
 /// and leaves every layer acyclic.
 pub(crate) fn run(
-    ctx: &EscapeCtx,
+    prep: &Prepared,
+    cols: &[u8],
     routing: &mut Routing,
     dl: &mut [u8],
     mut counts: Vec<Vec<u32>>,
     budget: u8,
     pre: Option<Prologue>,
 ) -> Result<EscapeOutcome, DfssspError> {
-    let EscapeCtx { g, ei, .. } = *ctx;
+    let (g, ei) = (prep.g, &prep.ei);
     let ns = g.num_switches();
     let nd = g.dests().len();
     let esc_layer = budget - 1;
     let e = usize::from(esc_layer);
     let (esc, prio) = overflowing(g, dl, esc_layer);
     let pre = match pre {
-        Some(p) if p.esc == esc && ctx.reclaim => p,
+        Some(p) if p.esc == esc && prep.reclaim => p,
         _ => {
             let mut total = vec![0u64; ei.num_edges()];
             for cnt in &counts {
@@ -284,8 +269,8 @@ pub(crate) fn run(
                     *t += u64::from(c);
                 }
             }
-            let lft_out = (!ctx.reclaim).then_some(&mut *routing);
-            prepare(ctx, esc, &total, lft_out)?
+            let lft_out = (!prep.reclaim).then_some(&mut *routing);
+            prepare(prep, cols, esc, &total, lft_out)?
         }
     };
     let Prologue {
@@ -305,10 +290,10 @@ pub(crate) fn run(
         initial: esc.iter().filter(|&&x| x).count(),
         ..Default::default()
     };
-    if ctx.reclaim {
+    if prep.reclaim {
         let mut layers: Vec<CountedEdges> = counts.into_par_iter().map(CountedEdges::new).collect();
         layers.push(CountedEdges::with_users(esc_counts, esc_users));
-        let mut st = Settler::new(ctx, &mut layers, esc_layer, ud.legal_order(g))?;
+        let mut st = Settler::new(prep, &mut layers, esc_layer, ud.legal_order(g))?;
         let mut cand: Vec<usize> = (0..nd).filter(|&di| esc[di]).collect();
         cand.sort_by_key(|&di| (prio[di], g.dests()[di].lid));
         // Legal SSSP routes are their own escape routes, in the escape layer already (nothing of
@@ -327,10 +312,10 @@ pub(crate) fn run(
         const AHEAD: usize = 32;
         let slots = || -> Vec<Slot> { (0..AHEAD.min(cand.len())).map(|_| Slot::new(ns)).collect() };
         let (mut writing, mut settling, mut building) = (slots(), slots(), slots());
-        let mut wr = Writer::new(ctx, esc_layer);
+        let mut wr = Writer::new(prep, esc_layer);
         let mut chunks = cand.chunks(AHEAD).peekable();
         if let Some(first) = chunks.peek() {
-            Slot::build_all(ctx, &ud_cols, first, &mut settling, dl)?;
+            Slot::build_all(prep, cols, &ud_cols, first, &mut settling, dl)?;
         }
         let mut written = 0; // slots of `writing` holding a settled destination
         while let Some(chunk) = chunks.next() {
@@ -341,7 +326,7 @@ pub(crate) fn run(
                         wr.write(slot, routing, dl, &mut out);
                     }
                     following.map_or(Ok(()), |f| {
-                        Slot::build_all(ctx, &ud_cols, f, &mut building, dl)
+                        Slot::build_all(prep, cols, &ud_cols, f, &mut building, dl)
                     })
                 },
                 || {
@@ -369,10 +354,10 @@ pub(crate) fn run(
                 continue;
             }
             dl[di * ns..(di + 1) * ns].fill(esc_layer);
-            tree.build_from_ports(g, d, |s| routing.lft.port(s, d.lid), ctx.comp)
+            tree.build_from_ports(g, d, |s| routing.lft.port(s, d.lid), &prep.comp)
                 .map_err(|f| internal(format!("escape routes to LID {}: {f:?}", d.lid)))?;
             out.escape_dests += 1;
-            let to = ctx.dist.to(d.switch);
+            let to = prep.dist().to(d.switch);
             for &s in &tree.order[1..] {
                 out.escape_routes += 1;
                 out.escape_minimal +=
@@ -413,31 +398,32 @@ impl Slot {
     /// Sets up the slots for escape destinations `dests` (`ud_cols` their Up*/Down* ports,
     /// `dl` the path layers, destination-major).
     fn build_all(
-        ctx: &EscapeCtx,
+        prep: &Prepared,
+        cols: &[u8],
         ud_cols: &[u8],
         dests: &[usize],
         slots: &mut [Slot],
         dl: &[u8],
     ) -> Result<(), DfssspError> {
-        let (g, ns) = (ctx.g, ctx.g.num_switches());
+        let (g, ns) = (prep.g, prep.g.num_switches());
         for (&di, slot) in dests.iter().zip(slots.iter_mut()) {
             let d = g.dests()[di];
             slot.di = di;
             let u = &ud_cols[di * ns..(di + 1) * ns];
             slot.tu
-                .build_from_ports(g, &d, |s| u[s as usize], ctx.comp)
+                .build_from_ports(g, &d, |s| u[s as usize], &prep.comp)
                 .map_err(|f| internal(format!("Up*/Down* routes to LID {}: {f:?}", d.lid)))?;
             slot.ud_edges.clear();
-            let weight = ctx.weight;
+            let weight = &prep.weight;
             slot.tu.edge_weights(
                 g,
-                ctx.ei,
+                &prep.ei,
                 |s| weight[s as usize],
                 |e, _| slot.ud_edges.push(e as u32),
             );
-            let c = &ctx.cols[di * ns..(di + 1) * ns];
+            let c = &cols[di * ns..(di + 1) * ns];
             slot.ts
-                .build_from_ports(g, &d, |s| c[s as usize], ctx.comp)
+                .build_from_ports(g, &d, |s| c[s as usize], &prep.comp)
                 .map_err(|f| fault_error(g, d.lid, f))?;
             slot.phase_a.copy_from_slice(&dl[di * ns..(di + 1) * ns]);
         }
@@ -447,18 +433,18 @@ impl Slot {
 
 /// Writes settled destinations out: LFT, hops and path layers, and the statistics.
 struct Writer<'a> {
-    ctx: &'a EscapeCtx<'a>,
+    prep: &'a Prepared<'a>,
     esc_layer: u8,
     /// Per switch: its path takes a non-SSSP hop somewhere.
     off_sssp: Vec<bool>,
 }
 
 impl<'a> Writer<'a> {
-    fn new(ctx: &'a EscapeCtx<'a>, esc_layer: u8) -> Self {
+    fn new(prep: &'a Prepared<'a>, esc_layer: u8) -> Self {
         Writer {
-            ctx,
+            prep,
             esc_layer,
-            off_sssp: vec![false; ctx.g.num_switches()],
+            off_sssp: vec![false; prep.g.num_switches()],
         }
     }
 
@@ -473,12 +459,12 @@ impl<'a> Writer<'a> {
         dl: &mut [u8],
         out: &mut EscapeOutcome,
     ) {
-        let g = self.ctx.g;
+        let g = self.prep.g;
         let ns = g.num_switches();
         let d = g.dests()[slot.di];
         let root = d.switch;
         let last = u32::from(d.exit_port != 0);
-        let to = self.ctx.dist.to(root);
+        let to = self.prep.dist().to(root);
         let (th, ts) = (&slot.th, &slot.ts);
         let dl = &mut dl[slot.di * ns..(slot.di + 1) * ns];
         dl.fill(self.esc_layer);
@@ -524,7 +510,7 @@ fn internal(msg: String) -> DfssspError {
 
 /// Settles escape destinations on hybrid trees (module documentation).
 struct Settler<'a, 'c> {
-    ctx: &'a EscapeCtx<'a>,
+    prep: &'a Prepared<'a>,
     counts: &'c mut [CountedEdges],
     esc_layer: u8,
     topo: Vec<DynTopo>,
@@ -554,12 +540,12 @@ struct Settler<'a, 'c> {
 
 impl<'a, 'c> Settler<'a, 'c> {
     fn new(
-        ctx: &'a EscapeCtx<'a>,
+        prep: &'a Prepared<'a>,
         counts: &'c mut [CountedEdges],
         esc_layer: u8,
         legal_order: Vec<u32>,
     ) -> Result<Self, DfssspError> {
-        let (g, ei) = (ctx.g, ctx.ei);
+        let (g, ei) = (prep.g, &prep.ei);
         let ns = g.num_switches();
         let mut topo = Vec::with_capacity(counts.len());
         for (l, cnt) in counts.iter().enumerate() {
@@ -583,7 +569,7 @@ impl<'a, 'c> Settler<'a, 'c> {
         }
         let nl = counts.len();
         Ok(Settler {
-            ctx,
+            prep,
             counts,
             esc_layer,
             topo,
@@ -610,7 +596,7 @@ impl<'a, 'c> Settler<'a, 'c> {
     /// whose paths cycle breaking fitted are still counted in their layers (`dl`, its row of
     /// path layers, which this rewrites).
     fn settle(&mut self, slot: &mut Slot) -> Result<(), DfssspError> {
-        let g = self.ctx.g;
+        let g = self.prep.g;
         std::mem::swap(&mut self.tu, &mut slot.tu);
         std::mem::swap(&mut self.ts, &mut slot.ts);
         self.is_placed.fill(false);
@@ -625,7 +611,7 @@ impl<'a, 'c> Settler<'a, 'c> {
         // Its Up*/Down* paths from A stay in the escape layer, counted from now on (A is closed
         // under Up*/Down* hops, so the sums run over A alone, deepest first); its tree there,
         // held as a user until now, leaves.
-        let (ei, weight) = (self.ctx.ei, self.ctx.weight);
+        let (ei, weight) = (&self.prep.ei, &self.prep.weight);
         let esc = &mut self.counts[usize::from(self.esc_layer)];
         let tu = &self.tu;
         self.a_nodes
@@ -658,7 +644,7 @@ impl<'a, 'c> Settler<'a, 'c> {
     /// against the final layers, its Up*/Down* paths then checked too, was tried: on tori and
     /// random fabrics it almost never shortened routes.)
     fn hybrid(&mut self, di: usize, phase_a: &[u8]) -> Result<(), DfssspError> {
-        let (g, ei, weight) = (self.ctx.g, self.ctx.ei, self.ctx.weight);
+        let (g, ei, weight) = (self.prep.g, &self.prep.ei, &self.prep.weight);
         let d = g.dests()[di];
         let (lid, root) = (d.lid, d.switch);
         let esc_layer = self.esc_layer;

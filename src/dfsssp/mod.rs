@@ -50,6 +50,8 @@ pub mod cdg;
 pub(crate) mod dyntopo;
 mod escape;
 mod onelane;
+mod prepared;
+mod report;
 mod switch_dests;
 
 use std::time::Instant;
@@ -60,10 +62,11 @@ use thiserror::Error;
 
 use crate::graph::{SwitchDistances, SwitchGraph, NO_SWITCH};
 use crate::metrics::{effective_bisection_bandwidth, BisectionSpec};
-use crate::routing::{Lft, RouteFault, Routing, SwitchLidTable, NO_PATH};
+use crate::routing::{RouteFault, Routing, SwitchLidTable, NO_PATH};
 
 use breaking::Breaker;
-use cdg::{topological_order, DestTree, EdgeIndex};
+use prepared::{Prepared, WorkingRoutes};
+pub use report::{LayerReport, OneLaneReport};
 
 /// InfiniBand has at most 15 data virtual lanes.
 pub const MAX_LAYERS: u8 = 15;
@@ -183,209 +186,12 @@ pub(crate) fn fault_error(g: &SwitchGraph, lid: u16, fault: RouteFault) -> Dfsss
     }
 }
 
-/// What deadlock removal did.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct LayerReport {
-    /// Layers the routing was allowed to use.
-    pub budget: u8,
-    /// Layers pure DFSSSP (cycle breaking alone) needs; `None` when more than `measured_up_to`.
-    pub dfsssp_layers_needed: Option<u8>,
-    pub measured_up_to: u8,
-    /// Layers holding paths before and after balancing.
-    pub layers_before_balancing: u8,
-    pub layers_used: u8,
-    /// Routed (switch, DLID) paths per layer, after balancing.
-    pub routes_per_layer: Vec<u64>,
-    /// Switch-LID destinations re-routed to fit layer 0 with the CA routes (of those, how many
-    /// differ from SSSP), and how many were left to cycle breaking or the escape.
-    pub switch_dests_fitted: usize,
-    pub switch_dests_changed: usize,
-    pub switch_dests_unfitted: usize,
-    /// Dependency edges cut and paths moved by cycle breaking, and whether it cut in batches
-    /// ([`Cutting::Batched`]).
-    pub cuts: u64,
-    pub moved_paths: u64,
-    pub batched_cutting: bool,
-    /// The escape was prepared while cycle breaking ran ([`DfssspOptions::prepare_escape_ahead`]);
-    /// `escape_dests_initial` tells whether it was for the destinations that overflowed.
-    pub escape_prepared_ahead: bool,
-    /// The Up*/Down* escape layer, when the budget was too small for pure DFSSSP.
-    pub escape_layer: Option<u8>,
-    /// Up*/Down* roots (switch ids), one per connected component.
-    pub updown_roots: Vec<u32>,
-    /// Destinations whose paths overflowed the budget (first put on Up*/Down*); of those, how
-    /// many got all their minimal routes back, and how many keep some Up*/Down* hops.
-    pub escape_dests_initial: usize,
-    pub reclaimed_dests: usize,
-    pub escape_dests: usize,
-    /// Routed (switch, DLID) paths with at least one Up*/Down* hop, and how many of them are
-    /// minimal anyway.
-    pub escape_routes: u64,
-    pub escape_routes_minimal: u64,
-    /// All routed (switch, DLID) paths.
-    pub routes: u64,
-    /// Paths that keep their input routes (minimal when the input is SSSP).
-    pub kept_routes: u64,
-    /// (kept + minimal escape) / all: the fraction of minimal routes for a minimal input.
-    pub minimal_fraction: f64,
-    pub seconds_cdg: f64,
-    pub seconds_breaking: f64,
-    pub seconds_escape: f64,
-    pub seconds_total: f64,
-    /// One lane of the budget left free ([`DfssspOptions::spare_lane`]): the layers use at most
-    /// `budget - 1`.
-    pub spare_lane: bool,
-    /// One-lane routing ([`DfssspOptions::one_lane`]), when it ran.
-    pub one_lane: Option<OneLaneReport>,
-}
-
 /// Bisection patterns (and their seed, not the default one of `eval`) that estimate Λ of each
 /// one-lane candidate: a few ms on the random 128-switch fabric. Candidates more than about 1%
 /// apart are ranked as by 1000 patterns of seed 1; closer ones (kautz:2,3,2: 0.7619 and 0.7641)
 /// may not be.
 const ONE_LANE_PICK_PATTERNS: u32 = 200;
 const ONE_LANE_PICK_SEED: u64 = 0x6f6e_656c;
-
-/// What one-lane routing did ([`onelane`]).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct OneLaneReport {
-    /// How the layer was seeded in the routing kept ("sifted" or "none"), and every candidate's
-    /// estimated Λ.
-    pub seeding: &'static str,
-    pub lambda_estimates: Vec<(&'static str, f64)>,
-    /// Roots of the spanning tree whose routes guarantee that every switch reaches every LID.
-    pub tree_roots: Vec<u32>,
-    /// Destination LIDs whose input (SSSP) routes are all legal under the spanning tree's
-    /// Up*/Down* orientation; `tree_like` when they are at least half of them, and the cycle
-    /// checks then refuse far turns unsearched ([`onelane::TREE_LIKE_SPAN`]).
-    pub legal_input_dests: u64,
-    pub tree_like: bool,
-    /// Destination searches repeated because some switch could not be reached.
-    pub restarts: u64,
-    /// Destination LIDs that kept their SSSP routes (all of them fitted the layer).
-    pub kept_dests: u64,
-    /// Routed (switch, LID) paths that follow the tree from some switch on.
-    pub tree_routes: u64,
-    /// Routed (switch, LID) paths longer than minimal.
-    pub nonminimal_routes: u64,
-    /// Channels the incremental cycle checks of the routing kept searched (their cost: seeding,
-    /// search and rip-up pass together).
-    pub searched_channels: u64,
-}
-
-impl LayerReport {
-    /// Human-readable summary for the engine's log.
-    pub fn log_lines(&self) -> Vec<String> {
-        let mut v = Vec::new();
-        v.push(match self.dfsssp_layers_needed {
-            Some(n) => format!(
-                "cycle breaking (DFSSSP) needs {n} layer(s); budget {} layer(s)",
-                self.budget
-            ),
-            None if self.measured_up_to > self.budget => format!(
-                "cycle breaking (DFSSSP) needs more than {} layers; budget {} layer(s)",
-                self.measured_up_to, self.budget
-            ),
-            None => format!(
-                "cycle breaking (DFSSSP) needs more than the budget of {} layer(s)",
-                self.budget
-            ),
-        });
-        if self.switch_dests_fitted + self.switch_dests_unfitted > 0 {
-            v.push(format!(
-                "switch LIDs: {} fit layer 0 with the CA routes ({} re-routed among minimal routes), \
-                 {} left to cycle breaking or the escape",
-                self.switch_dests_fitted, self.switch_dests_changed, self.switch_dests_unfitted
-            ));
-        }
-        v.push(format!(
-            "cycle breaking cut {} dependency edge(s){}, moving {} path(s) between layers",
-            self.cuts,
-            if self.batched_cutting {
-                " in batches"
-            } else {
-                ""
-            },
-            self.moved_paths
-        ));
-        if let Some(o) = &self.one_lane {
-            v.push(format!(
-                "one lane: balanced searches that keep the layer acyclic, spanning-tree routes \
-                 (root switch(es) {:?}) where they cannot: {} of {} route(s) follow the tree \
-                 from some switch on, {} route(s) longer than minimal, {} search(es) repeated; \
-                 {} destination LID(s) kept their SSSP routes{}; layer seeded: {} (estimated Λ {})",
-                o.tree_roots,
-                o.tree_routes,
-                self.routes,
-                o.nonminimal_routes,
-                o.restarts,
-                o.kept_dests,
-                if o.tree_like {
-                    format!(
-                        "; tree-like ({} destination LID(s) with legal Up*/Down* SSSP routes): \
-                         turns more than {} channels apart in the layer's order refused \
-                         unchecked, cycle checks searched {} channel(s)",
-                        o.legal_input_dests,
-                        onelane::TREE_LIKE_SPAN,
-                        o.searched_channels
-                    )
-                } else {
-                    String::new()
-                },
-                o.seeding,
-                o.lambda_estimates
-                    .iter()
-                    .map(|(name, l)| format!("{name} {l:.4}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        if let Some(e) = self.escape_layer {
-            v.push(format!(
-                "escape: layer {e} reserved for Up*/Down* (root switch(es) {:?}); {} destination LID(s) \
-                 overflowed, {} of them kept all minimal routes, {} use Up*/Down* hops on {} route(s) \
-                 ({:.1}% of those minimal anyway)",
-                self.updown_roots,
-                self.escape_dests_initial,
-                self.reclaimed_dests,
-                self.escape_dests,
-                self.escape_routes,
-                pct(self.escape_routes_minimal, self.escape_routes)
-            ));
-        }
-        v.push(format!(
-            "layers used: {} of {} ({} before balancing){}; routes per layer: {:?}",
-            self.layers_used,
-            self.budget,
-            self.layers_before_balancing,
-            if self.spare_lane {
-                "; one lane left free for multicast"
-            } else {
-                ""
-            },
-            self.routes_per_layer
-        ));
-        v.push(format!(
-            "routes: {} (switch, LID) paths, {} on escape routes, {:.2}% minimal",
-            self.routes,
-            self.escape_routes,
-            100.0 * self.minimal_fraction
-        ));
-        v.push(format!(
-            "deadlock removal took {:.3} s (CDG {:.3} s, cycle breaking {:.3} s, escape {:.3} s)",
-            self.seconds_total, self.seconds_cdg, self.seconds_breaking, self.seconds_escape
-        ));
-        v
-    }
-}
-
-fn pct(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        100.0
-    } else {
-        100.0 * a as f64 / b as f64
-    }
-}
 
 /// Makes `routing` deadlock-free within `budget` layers with default options; see
 /// [`make_deadlock_free_with`].
@@ -413,13 +219,66 @@ pub fn make_deadlock_free_with(
     dist: Option<&SwitchDistances>,
 ) -> Result<LayerReport, DfssspError> {
     let t0 = Instant::now();
+    check_input(g, routing, budget)?;
+    let mut report = LayerReport {
+        budget,
+        ..Default::default()
+    };
+    let prep = Prepared::new(g, opts, dist);
+    let mut routes = WorkingRoutes::new(&prep, routing)?;
+    let updown_fit = if opts.fit_switch_dests && !routes.acyclic(&prep) {
+        fit_switch_dests(&prep, &mut routes, budget, opts, &mut report)?
+    } else {
+        None
+    };
+    report.seconds_cdg = t0.elapsed().as_secs_f64();
+
+    if budget == 1 && opts.one_lane && !routes.acyclic(&prep) {
+        one_lane(&prep, routes, &mut report)?;
+        report.seconds_total = t0.elapsed().as_secs_f64();
+        return Ok(report);
+    }
+
+    let t1 = Instant::now();
+    let broken = break_cycles(&prep, &mut routes, budget, opts, &mut report);
+    report.dfsssp_layers_needed = broken.needed;
+    if let Some(ud) = updown_fit {
+        report.record_updown_fit(ud, budget);
+    }
+    report.cuts = broken.cuts;
+    report.moved_paths = broken.moved;
+    report.seconds_breaking = t1.elapsed().as_secs_f64();
+
+    let t2 = Instant::now();
+    let needed = broken.needed;
+    let layers = assign_layers(&prep, &mut routes, broken, budget, &mut report)?;
+    report.seconds_escape = t2.elapsed().as_secs_f64();
+
+    finish(
+        &prep,
+        routes.routing,
+        layers,
+        needed,
+        budget,
+        opts,
+        &mut report,
+    );
+    report.seconds_total = t0.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Refuses a budget outside 1..=15 and tables of the wrong shape.
+fn check_input(g: &SwitchGraph, routing: &Routing, budget: u8) -> Result<(), DfssspError> {
     if budget == 0 || budget > MAX_LAYERS {
         return Err(DfssspError::Budget(budget));
     }
     let ns = g.num_switches();
+    // More switches than LIDs cannot happen for a valid fabric: every switch owns one of the
+    // 49151 unicast LIDs.
     if routing.lft.num_switches() != ns
         || routing.lft.max_lid < g.max_lid()
         || routing.hops.row(0).len() != routing.lft.stride() && ns > 0
+        || ns > usize::from(u16::MAX)
     {
         return Err(DfssspError::Shape {
             tables: routing.lft.num_switches(),
@@ -428,262 +287,244 @@ pub fn make_deadlock_free_with(
             fabric_max_lid: g.max_lid(),
         });
     }
-    let mut report = LayerReport {
-        budget,
-        ..Default::default()
-    };
-    let comp = g.components();
-    let weight: Vec<u32> = match opts.weight {
-        PathWeight::SourcePorts => g.terminal_count().iter().map(|&t| t + 1).collect(),
-        PathWeight::Unit => vec![1; ns],
-        PathWeight::CaPorts => g.terminal_count().to_vec(),
-    };
-    let ei = EdgeIndex::new(g);
-    let mut cols = transpose(g, &routing.lft);
-    if ns > usize::from(u16::MAX) {
-        // Cannot happen for a valid fabric: every switch owns one of the 49151 unicast LIDs.
-        return Err(DfssspError::Shape {
-            tables: routing.lft.num_switches(),
-            max_lid: routing.lft.max_lid,
-            switches: ns,
-            fabric_max_lid: g.max_lid(),
-        });
-    }
-    let mut counts0 = build_layer0(g, &ei, &cols, &comp, &weight)?;
-    // Switch distances: the caller's, or computed once here where a step needs them.
-    let own_dist = std::cell::OnceCell::new();
-    let dist_or_own = || dist.unwrap_or_else(|| own_dist.get_or_init(|| SwitchDistances::new(g)));
-    // Switch LIDs on Up*/Down* routes in a single lane, if that fits them (see below).
-    let mut updown_fit = None;
-    if opts.fit_switch_dests && topological_order(g, &ei, &counts0).is_none() {
-        let ctx = switch_dests::FitCtx {
-            g,
-            ei: &ei,
-            comp: &comp,
-            weight: &weight,
-            dist,
-        };
-        if let Some(fit) = switch_dests::fit(&ctx, &mut routing.lft, &mut cols, &mut counts0)? {
-            report.switch_dests_fitted = fit.fitted;
-            report.switch_dests_changed = fit.changed;
-            report.switch_dests_unfitted = fit.unfitted;
-            // One lane and still a cycle: cycle breaking cannot help, the escape would re-route
-            // the switch LIDs on Up*/Down* anyway; doing it here directly (when every CA route
-            // is legal under some orientation, as on fat trees) is much cheaper and leaves every
-            // CA route as it is.
-            if budget == 1
-                && opts.measure_up_to <= budget
-                && fit.unfitted > 0
-                && topological_order(g, &ei, &counts0).is_none()
-            {
-                updown_fit = switch_dests::fit_updown(
-                    &ctx,
-                    dist_or_own(),
-                    routing,
-                    &mut cols,
-                    &mut counts0,
-                )?;
-            }
-        }
-    }
-    let mut layers = SwitchLidTable::new(ns, routing.lft.max_lid, 0);
-    report.seconds_cdg = t0.elapsed().as_secs_f64();
+    Ok(())
+}
 
-    if budget == 1 && opts.one_lane && topological_order(g, &ei, &counts0).is_none() {
-        let t2 = Instant::now();
-        let dist = dist_or_own();
-        let ud = onelane::orientation(g, &ei, dist, &counts0);
-        // Tree-like (most destinations' routes legal under it): cycle checks skip far turns.
-        let legal = onelane::legal_input_dests(g, &ud, &cols);
-        let dests = g.dests().iter().filter(|d| d.switch != NO_SWITCH).count() as u64;
-        let tree_like = 2 * legal >= dests;
-        let max_span = if tree_like {
-            onelane::TREE_LIKE_SPAN
-        } else {
-            usize::MAX
-        };
-        // Seeds win on most fabrics (random 128 switches: Λ 0.1197 against 0.1082), but not on
-        // every one (a 6x6 mesh: 0.4378 against 0.4406): route both ways and keep the higher
-        // estimated Λ, so one lane never does worse than without seeds (up to the estimate).
-        // Independent: routed in parallel, each on its own copy of the input routes.
-        let spec = BisectionSpec::new(ONE_LANE_PICK_PATTERNS, ONE_LANE_PICK_SEED);
-        let seedings = [onelane::Seeding::Sifted, onelane::Seeding::Unseeded];
-        let cands: Vec<_> = seedings
-            .par_iter()
-            .map(|&seeding| {
-                let mut cand = routing.clone();
-                let out = onelane::run(
-                    g, &ei, &ud, dist, &cols, &counts0, seeding, max_span, &mut cand,
-                )?;
-                let est =
-                    effective_bisection_bandwidth(g, &cand.lft, &spec).map_or(0.0, |b| b.lambda);
-                Ok((est, out, seeding, cand))
-            })
-            .collect::<Result<_, DfssspError>>()?;
-        let estimates = cands.iter().map(|c| (c.2.name(), c.0)).collect();
-        // The highest estimate; ties to the earlier candidate.
-        let best = cands
-            .into_iter()
-            .reduce(|a, b| if b.0 > a.0 { b } else { a })
-            .expect("two candidates");
-        *routing = best.3;
-        let (out, seeding) = (best.1, best.2);
-        report.one_lane = Some(OneLaneReport {
-            seeding: seeding.name(),
-            lambda_estimates: estimates,
-            tree_roots: out.roots,
-            legal_input_dests: legal,
-            tree_like,
-            restarts: out.restarts,
-            kept_dests: out.kept_dests,
-            tree_routes: out.tree_routes,
-            nonminimal_routes: out.nonminimal_routes,
-            searched_channels: out.searched_channels,
-        });
-        report.seconds_escape = t2.elapsed().as_secs_f64();
-        report.layers_before_balancing = 1;
-        report.layers_used = 1;
-        let per_layer = routes_per_layer(g, routing, &layers);
-        report.routes = per_layer.iter().sum();
-        report.routes_per_layer = per_layer;
-        report.kept_routes = report.routes;
-        report.minimal_fraction = if report.routes == 0 {
-            1.0
-        } else {
-            (report.routes - out.nonminimal_routes) as f64 / report.routes as f64
-        };
-        routing.num_layers = 1;
-        routing.layers = layer_table(layers, budget);
-        report.seconds_total = t0.elapsed().as_secs_f64();
-        return Ok(report);
+/// Stage 1, when layer 0 has a cycle: switch-LID routes re-chosen to fit layer 0 with the CA
+/// routes ([`switch_dests::fit`]). With one lane and a cycle left, cycle breaking cannot help and
+/// the escape would re-route the switch LIDs on Up*/Down* anyway; doing it here directly (when
+/// every CA route is legal under some orientation, as on fat trees) is much cheaper and leaves
+/// every CA route as it is: what it did is returned.
+fn fit_switch_dests(
+    prep: &Prepared,
+    routes: &mut WorkingRoutes,
+    budget: u8,
+    opts: &DfssspOptions,
+    report: &mut LayerReport,
+) -> Result<Option<switch_dests::SwitchDestUpDown>, DfssspError> {
+    let Some(fit) = switch_dests::fit(prep, routes)? else {
+        return Ok(None);
+    };
+    report.switch_dests_fitted = fit.fitted;
+    report.switch_dests_changed = fit.changed;
+    report.switch_dests_unfitted = fit.unfitted;
+    if budget == 1 && opts.measure_up_to <= budget && fit.unfitted > 0 && !routes.acyclic(prep) {
+        return switch_dests::fit_updown(prep, routes);
     }
+    Ok(None)
+}
 
-    // Offline cycle breaking over as many layers as we measure.
-    let t1 = Instant::now();
-    // With one lane, one round of cycle breaking still ranks destinations for the escape.
+/// Stage 2 with a budget of one lane and a cycle in it: one-lane routing ([`onelane`]), which
+/// leaves every route in layer 0.
+fn one_lane(
+    prep: &Prepared,
+    routes: WorkingRoutes,
+    report: &mut LayerReport,
+) -> Result<(), DfssspError> {
+    let g = prep.g;
+    let t2 = Instant::now();
+    let ud = onelane::orientation(g, &prep.ei, prep.dist(), &routes.counts0);
+    // Tree-like (most destinations' routes legal under it): cycle checks skip far turns.
+    let legal = onelane::legal_input_dests(g, &ud, &routes.cols);
+    let dests = g.dests().iter().filter(|d| d.switch != NO_SWITCH).count() as u64;
+    let tree_like = 2 * legal >= dests;
+    let max_span = if tree_like {
+        onelane::TREE_LIKE_SPAN
+    } else {
+        usize::MAX
+    };
+    // Seeds win on most fabrics, but not on every one (a 6x6 mesh): route both ways and keep the
+    // higher estimated Λ, so one lane never does worse than without seeds (up to the estimate).
+    // Independent: routed in parallel, each on its own copy of the input routes.
+    let spec = BisectionSpec::new(ONE_LANE_PICK_PATTERNS, ONE_LANE_PICK_SEED);
+    let seedings = [onelane::Seeding::Sifted, onelane::Seeding::Unseeded];
+    let (input, input_weight) = (&routes.cols[..], &routes.counts0[..]);
+    let cands: Vec<_> = seedings
+        .par_iter()
+        .map(|&seeding| {
+            let mut cand = routes.routing.clone();
+            let out = onelane::run(prep, &ud, input, input_weight, seeding, max_span, &mut cand)?;
+            let est = effective_bisection_bandwidth(g, &cand.lft, &spec).map_or(0.0, |b| b.lambda);
+            Ok((est, out, seeding, cand))
+        })
+        .collect::<Result<_, DfssspError>>()?;
+    let estimates = cands.iter().map(|c| (c.2.name(), c.0)).collect();
+    // The highest estimate; ties to the earlier candidate.
+    let best = cands
+        .into_iter()
+        .reduce(|a, b| if b.0 > a.0 { b } else { a })
+        .expect("two candidates");
+    let routing = routes.routing;
+    *routing = best.3;
+    let (out, seeding) = (best.1, best.2);
+    report.one_lane = Some(OneLaneReport {
+        seeding: seeding.name(),
+        lambda_estimates: estimates,
+        tree_roots: out.roots,
+        legal_input_dests: legal,
+        tree_like,
+        restarts: out.restarts,
+        kept_dests: out.kept_dests,
+        tree_routes: out.tree_routes,
+        nonminimal_routes: out.nonminimal_routes,
+        searched_channels: out.searched_channels,
+    });
+    report.seconds_escape = t2.elapsed().as_secs_f64();
+    report.layers_before_balancing = 1;
+    report.layers_used = 1;
+    let layers = SwitchLidTable::new(g.num_switches(), routing.lft.max_lid, 0);
+    let per_layer = routes_per_layer(g, routing, &layers);
+    report.routes = per_layer.iter().sum();
+    report.routes_per_layer = per_layer;
+    report.kept_routes = report.routes;
+    report.minimal_fraction = if report.routes == 0 {
+        1.0
+    } else {
+        (report.routes - out.nonminimal_routes) as f64 / report.routes as f64
+    };
+    routing.num_layers = 1;
+    routing.layers = layer_table(layers, 1);
+    Ok(())
+}
+
+/// What cycle breaking leaves.
+struct CycleBreaking {
+    /// Layers pure DFSSSP needs, if no more than were measured.
+    needed: Option<u8>,
+    /// Every layer's CDG counts.
+    counts: Vec<Vec<u32>>,
+    cuts: u64,
+    moved: u64,
+    /// The path layers destination-major and the destinations with a moved path; `None` when
+    /// layer 0 was acyclic already.
+    dest_layers: Option<(Vec<u8>, Vec<u32>)>,
+    /// The escape, prepared while cycle breaking ran.
+    escape_ahead: Option<escape::Prologue>,
+}
+
+/// Stage 3: offline cycle breaking over as many layers as are measured ([`breaking`]). With one
+/// lane, one round still ranks destinations for the escape. Path layers are kept
+/// destination-major (one destination's paths contiguous) while cycle breaking and the escape
+/// work on them. Cycle breaking takes the layer-0 counts over (they become its layer 0): no later
+/// stage reads `routes.counts0`.
+fn break_cycles(
+    prep: &Prepared,
+    routes: &mut WorkingRoutes,
+    budget: u8,
+    opts: &DfssspOptions,
+    report: &mut LayerReport,
+) -> CycleBreaking {
+    let g = prep.g;
     let cap = opts.measure_up_to.clamp(budget.max(2), MAX_LAYERS);
     report.measured_up_to = cap;
-    // Path layers destination-major while cycle breaking and the escape work on them (one
-    // destination's paths contiguous), written into the switch-major table once at the end.
-    let mut prologue = None;
-    let (needed, counts, cuts, moved, mut dl) = if topological_order(g, &ei, &counts0).is_some() {
+    if routes.acyclic(prep) {
         // Acyclic already (fat trees without switch-to-switch valleys): one layer, nothing to do.
-        (Some(1), vec![counts0], 0, 0, None)
-    } else {
-        let mut br = Breaker::new(g, &ei, &routing.lft, &cols, &weight, counts0);
-        br.cutting = match opts.cutting {
-            Cutting::Auto if ns * g.dests().len() < BATCHED_CUTTING_MIN_PATHS => Cutting::Exact,
-            c => c,
+        return CycleBreaking {
+            needed: Some(1),
+            counts: vec![std::mem::take(&mut routes.counts0)],
+            cuts: 0,
+            moved: 0,
+            dest_layers: None,
+            escape_ahead: None,
         };
-        if br.cutting == Cutting::Auto {
-            br.probe();
-        }
-        let batched = br.batched();
-        // On large fabrics (those cut in batches) the escape is prepared on the other core while
-        // cycle breaking runs, for the outcome of large irregular fabrics: every destination
-        // overflows. If that is not what cycle breaking leaves, the escape prepares anew (the
-        // same result either way; only the time differs).
-        let speculate =
-            batched && opts.prepare_escape_ahead && opts.reclaim && opts.measure_up_to <= budget;
-        let total: Vec<u64> = if speculate {
-            // (Every path is still counted: the probe only marks.)
-            br.counts[0].iter().map(|&c| u64::from(c)).collect()
-        } else {
-            Vec::new()
-        };
-        report.batched_cutting = batched;
-        let breaking = |br: &mut Breaker| {
-            for i in 0..usize::from(cap) - 1 {
-                if br.break_layer(i) == 0 {
-                    return Some(i as u8 + 1);
-                }
-            }
-            None
-        };
-        let mut needed = if speculate {
-            let known = dist.or(own_dist.get());
-            let (needed, (pre, computed)) = rayon::join(
-                || breaking(&mut br),
-                || {
-                    let computed = known.is_none().then(|| SwitchDistances::new(g));
-                    let ctx = escape::EscapeCtx {
-                        g,
-                        ei: &ei,
-                        cols: &cols,
-                        weight: &weight,
-                        comp: &comp,
-                        dist: known.or(computed.as_ref()).expect("known or computed"),
-                        reclaim: opts.reclaim,
-                    };
-                    // A failure here is found again (and reported) by the escape itself.
-                    let pre = escape::prepare(&ctx, escape::all_overflowing(g), &total, None);
-                    (pre.ok(), computed)
-                },
-            );
-            report.escape_prepared_ahead = pre.is_some();
-            prologue = pre;
-            if let Some(d) = computed {
-                let _ = own_dist.set(d);
-            }
-            needed
-        } else {
-            breaking(&mut br)
-        };
-        if needed.is_none() {
-            let last = usize::from(cap) - 1;
-            let acyclic = br
-                .counts
-                .get(last)
-                .is_none_or(|c| topological_order(g, &ei, c).is_some());
-            if acyclic {
-                needed = Some(cap);
-            }
-        }
-        let (dl, touched, counts, cuts, moved) = br.finish();
-        (needed, counts, cuts, moved, Some((dl, touched)))
-    };
-    report.dfsssp_layers_needed = needed;
-    if let Some(ud) = updown_fit {
-        // Minimal routes needed more than the one lane; the switch LIDs that did not fit are on
-        // Up*/Down* routes in layer 0, which acts as the escape layer.
-        report.dfsssp_layers_needed = None;
-        report.measured_up_to = budget;
-        report.escape_layer = Some(0);
-        report.updown_roots = ud.roots;
-        report.escape_dests_initial = ud.illegal;
-        report.reclaimed_dests = ud.minimal;
-        report.escape_dests = ud.updown;
-        report.escape_routes = ud.updown_routes;
-        report.escape_routes_minimal = ud.updown_minimal;
-        // Fitted switch LIDs whose routes are illegal Up*/Down* routes end on Up*/Down* trees too,
-        // so that count can exceed the unfitted one: summed first (debug builds panicked).
-        report.switch_dests_fitted =
-            report.switch_dests_fitted + report.switch_dests_unfitted - ud.updown;
-        report.switch_dests_changed += ud.minimal;
-        report.switch_dests_unfitted = ud.updown;
     }
-    report.cuts = cuts;
-    report.moved_paths = moved;
-    report.seconds_breaking = t1.elapsed().as_secs_f64();
+    let mut br = Breaker::new(
+        g,
+        &prep.ei,
+        &routes.routing.lft,
+        &routes.cols,
+        &prep.weight,
+        std::mem::take(&mut routes.counts0),
+    );
+    br.cutting = match opts.cutting {
+        Cutting::Auto if g.num_switches() * g.dests().len() < BATCHED_CUTTING_MIN_PATHS => {
+            Cutting::Exact
+        }
+        c => c,
+    };
+    if br.cutting == Cutting::Auto {
+        br.probe();
+    }
+    let batched = br.batched();
+    report.batched_cutting = batched;
+    // On large fabrics (those cut in batches) the escape is prepared on the other core while
+    // cycle breaking runs, for the outcome of large irregular fabrics: every destination
+    // overflows. If that is not what cycle breaking leaves, the escape prepares anew (the same
+    // result either way; only the time differs).
+    let speculate =
+        batched && opts.prepare_escape_ahead && prep.reclaim && opts.measure_up_to <= budget;
+    let breaking = |br: &mut Breaker| {
+        for i in 0..usize::from(cap) - 1 {
+            if br.break_layer(i) == 0 {
+                return Some(i as u8 + 1);
+            }
+        }
+        None
+    };
+    let mut escape_ahead = None;
+    let mut needed = if speculate {
+        // (Every path is still counted: the probe only marks.)
+        let total: Vec<u64> = br.counts[0].iter().map(|&c| u64::from(c)).collect();
+        let (needed, pre) = rayon::join(
+            || breaking(&mut br),
+            || {
+                // A failure here is found again (and reported) by the escape itself.
+                escape::prepare(prep, &routes.cols, escape::all_overflowing(g), &total, None).ok()
+            },
+        );
+        report.escape_prepared_ahead = pre.is_some();
+        escape_ahead = pre;
+        needed
+    } else {
+        breaking(&mut br)
+    };
+    if needed.is_none() {
+        let last = usize::from(cap) - 1;
+        let acyclic = br.counts.get(last).is_none_or(|c| prep.acyclic(c));
+        if acyclic {
+            needed = Some(cap);
+        }
+    }
+    let (dl, touched, counts, cuts, moved) = br.finish();
+    CycleBreaking {
+        needed,
+        counts,
+        cuts,
+        moved,
+        dest_layers: Some((dl, touched)),
+        escape_ahead,
+    }
+}
 
-    let t2 = Instant::now();
-    match needed {
+/// Stage 4: every path's layer, switch-major: cycle breaking's when the budget holds them,
+/// else the escape's ([`escape`]: the last layer reserved for Up*/Down* routes).
+fn assign_layers(
+    prep: &Prepared,
+    routes: &mut WorkingRoutes,
+    broken: CycleBreaking,
+    budget: u8,
+    report: &mut LayerReport,
+) -> Result<SwitchLidTable, DfssspError> {
+    let g = prep.g;
+    let ns = g.num_switches();
+    let mut layers = SwitchLidTable::new(ns, routes.routing.lft.max_lid, 0);
+    let mut dest_layers = broken.dest_layers;
+    match broken.needed {
         Some(n) if n <= budget => {
             report.layers_before_balancing = n;
         }
         _ => {
-            let dist = dist_or_own();
-            let ctx = escape::EscapeCtx {
-                g,
-                ei: &ei,
-                cols: &cols,
-                weight: &weight,
-                comp: &comp,
-                dist,
-                reclaim: opts.reclaim,
-            };
-            let (dl, _) = dl.get_or_insert_with(|| (vec![0; g.dests().len() * ns], Vec::new()));
-            let out = escape::run(&ctx, routing, dl, counts, budget, prologue)?;
+            let (dl, _) =
+                dest_layers.get_or_insert_with(|| (vec![0; g.dests().len() * ns], Vec::new()));
+            let out = escape::run(
+                prep,
+                &routes.cols,
+                routes.routing,
+                dl,
+                broken.counts,
+                budget,
+                broken.escape_ahead,
+            )?;
             report.escape_layer = Some(budget - 1);
             report.updown_roots = out.roots;
             report.escape_dests_initial = out.initial;
@@ -693,21 +534,34 @@ pub fn make_deadlock_free_with(
             report.escape_routes_minimal = out.escape_minimal;
             let all: Vec<u32> = (0..g.dests().len() as u32).collect();
             layers_from_dest_major(g, dl, &all, &mut layers);
-            report.layers_before_balancing = count_used(g, routing, &layers, budget);
+            report.layers_before_balancing = count_used(g, routes.routing, &layers, budget);
         }
     }
-    if let (Some((dl, touched)), None) = (dl, report.escape_layer) {
+    if let (Some((dl, touched)), None) = (dest_layers, report.escape_layer) {
         // Paths never moved are in layer 0 already.
         layers_from_dest_major(g, &dl, &touched, &mut layers);
     }
-    report.seconds_escape = t2.elapsed().as_secs_f64();
+    Ok(layers)
+}
 
+/// Stage 5: balancing over the layers left free, the route counts, and the layers into the
+/// routing.
+fn finish(
+    prep: &Prepared,
+    routing: &mut Routing,
+    mut layers: SwitchLidTable,
+    needed: Option<u8>,
+    budget: u8,
+    opts: &DfssspOptions,
+    report: &mut LayerReport,
+) {
+    let g = prep.g;
     // A lane left free only costs balancing room, never a layer cycle breaking needs.
     report.spare_lane =
         opts.spare_lane && report.escape_layer.is_none() && matches!(needed, Some(n) if n < budget);
     if opts.balance {
         let room = budget - u8::from(report.spare_lane);
-        balance(g, routing, &mut layers, &weight, room);
+        balance(g, routing, &mut layers, &prep.weight, room);
     }
     let per_layer = routes_per_layer(g, routing, &layers);
     report.routes = per_layer.iter().sum();
@@ -723,8 +577,6 @@ pub fn make_deadlock_free_with(
     let top = highest_layer(g, routing, &layers);
     routing.num_layers = top + 1;
     routing.layers = layer_table(layers, budget);
-    report.seconds_total = t0.elapsed().as_secs_f64();
-    Ok(report)
 }
 
 /// The routing's layer table: none with a budget of one lane, where every path is in layer 0 and
@@ -732,31 +584,6 @@ pub fn make_deadlock_free_with(
 /// 3-tree, held by the plug-in while OpenSM uploads the tables).
 fn layer_table(layers: SwitchLidTable, budget: u8) -> Option<SwitchLidTable> {
     (budget > 1).then_some(layers)
-}
-
-/// Destination-major copy of the LFT: `cols[di * S + s] = lft.port(s, dests[di].lid)`, built in
-/// tiles so both sides stay cache-friendly.
-fn transpose(g: &SwitchGraph, lft: &Lft) -> Vec<u8> {
-    const TILE: usize = 64;
-    let ns = g.num_switches();
-    let nd = g.dests().len();
-    let mut cols = vec![NO_PATH; nd * ns];
-    if ns == 0 {
-        return cols;
-    }
-    cols.par_chunks_mut(ns * TILE)
-        .enumerate()
-        .for_each(|(ti, block)| {
-            let d0 = ti * TILE;
-            let dests = &g.dests()[d0..(d0 + TILE).min(nd)];
-            for s in 0..ns {
-                let row = lft.table(s as u32);
-                for (k, d) in dests.iter().enumerate() {
-                    block[k * ns + s] = row[usize::from(d.lid)];
-                }
-            }
-        });
-    cols
 }
 
 /// Writes destination-major path layers (`dl[di * S + s]`) of the destinations `dests` into the
@@ -788,47 +615,6 @@ pub(crate) fn layers_from_dest_major(
                 }
             }
         });
-}
-
-/// Edge counts of layer 0 with every path, validating every destination's tree.
-fn build_layer0(
-    g: &SwitchGraph,
-    ei: &EdgeIndex,
-    cols: &[u8],
-    comp: &[u32],
-    weight: &[u32],
-) -> Result<Vec<u32>, DfssspError> {
-    let ns = g.num_switches();
-    let ne = ei.num_edges();
-    let nd = g.dests().len();
-    let chunk = (nd / (rayon::current_num_threads() * 2)).max(64);
-    g.dests()
-        .par_chunks(chunk)
-        .enumerate()
-        .map(|(ci, ds)| {
-            let mut tree = DestTree::new(ns);
-            let mut counts = vec![0u32; ne];
-            for (k, d) in ds.iter().enumerate() {
-                if d.switch == NO_SWITCH {
-                    continue;
-                }
-                let di = ci * chunk + k;
-                let col = &cols[di * ns..(di + 1) * ns];
-                tree.build_from_ports(g, d, |s| col[s as usize], comp)
-                    .map_err(|f| fault_error(g, d.lid, f))?;
-                tree.apply(g, ei, &mut counts, |s| weight[s as usize], true);
-            }
-            Ok(counts)
-        })
-        .try_reduce(
-            || vec![0u32; ne],
-            |mut a, b| {
-                for (x, y) in a.iter_mut().zip(b) {
-                    *x += y;
-                }
-                Ok(a)
-            },
-        )
 }
 
 /// Calls `f(switch, lid, layer)` for every routed (switch, LID) path.

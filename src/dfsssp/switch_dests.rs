@@ -16,13 +16,13 @@
 //! unchanged), only their balance may suffer, which matters little for management traffic.
 
 use crate::balance::Balancer;
-use crate::graph::{order_by_distance, SwitchDistances};
-use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
-use crate::routing::{Lft, Routing};
+use crate::graph::order_by_distance;
+use crate::graph::{NO_CHANNEL, NO_SWITCH};
 use crate::updown::{UpDown, UpDownRouter};
 
-use super::cdg::{topological_order, DestTree, EdgeIndex};
+use super::cdg::{topological_order, DestTree};
 use super::dyntopo::{DynTopo, TopoScratch};
+use super::prepared::{Prepared, WorkingRoutes};
 use super::{fault_error, DfssspError};
 
 /// How many channels one incremental cycle check may visit before it refuses the dependency.
@@ -41,33 +41,17 @@ pub(crate) struct SwitchDestFit {
     pub unfitted: usize,
 }
 
-/// The inputs [`fit`] reads: the graph, edge ids, connected components, path weights and
-/// (optional) all-pairs switch distances.
-pub(crate) struct FitCtx<'a> {
-    pub g: &'a SwitchGraph,
-    pub ei: &'a EdgeIndex,
-    pub comp: &'a [u32],
-    pub weight: &'a [u32],
-    pub dist: Option<&'a SwitchDistances>,
-}
-
 /// Switch-LID destinations (indices into `g.dests()`) and the CDG counts of the CA routes.
 type CaRouteCounts = (Vec<usize>, Vec<u32>);
 
 /// The switch-LID destinations, and the layer-0 CDG `counts` without their routes (the CA
 /// routes' dependencies); `None` when there are no switch LIDs.
 fn ca_route_counts(
-    ctx: &FitCtx,
+    prep: &Prepared,
     cols: &[u8],
     counts: &[u32],
 ) -> Result<Option<CaRouteCounts>, DfssspError> {
-    let FitCtx {
-        g,
-        ei,
-        comp,
-        weight,
-        ..
-    } = *ctx;
+    let g = prep.g;
     let ns = g.num_switches();
     let switch_dests: Vec<usize> = (0..g.dests().len())
         .filter(|&di| g.dests()[di].switch != NO_SWITCH && g.dests()[di].exit_port == 0)
@@ -78,34 +62,25 @@ fn ca_route_counts(
     let mut tree = DestTree::new(ns);
     let mut ca_counts = counts.to_vec();
     for &di in &switch_dests {
-        let d = &g.dests()[di];
-        let col = &cols[di * ns..(di + 1) * ns];
-        tree.build_from_ports(g, d, |s| col[s as usize], comp)
-            .map_err(|f| fault_error(g, d.lid, f))?;
-        tree.apply(g, ei, &mut ca_counts, |s| weight[s as usize], false);
+        prep.count_dest(&mut tree, cols, di, &mut ca_counts, false)?;
     }
     Ok(Some((switch_dests, ca_counts)))
 }
 
-/// Re-routes the switch-LID destinations of a layer-0 CDG `counts` (all routes, as
-/// `build_layer0` gives), rewriting `lft` and the destination-major `cols` where routes change and
-/// `counts` to match. Returns `None`, changing nothing, when the CA routes alone already have a
-/// cycle (switch routes are not what needs the layers then) or when there are no switch LIDs.
+/// Re-routes the switch-LID destinations of the layer-0 CDG (`routes.counts0`, all routes),
+/// rewriting the LFT and the destination-major `cols` where routes change and the counts to
+/// match. Returns `None`, changing nothing, when the CA routes alone already have a cycle (switch
+/// routes are not what needs the layers then) or when there are no switch LIDs.
 pub(crate) fn fit(
-    ctx: &FitCtx,
-    lft: &mut Lft,
-    cols: &mut [u8],
-    counts: &mut [u32],
+    prep: &Prepared,
+    routes: &mut WorkingRoutes,
 ) -> Result<Option<SwitchDestFit>, DfssspError> {
-    let FitCtx {
-        g,
-        ei,
-        comp,
-        weight,
-        ..
-    } = *ctx;
+    let (g, ei, comp, weight) = (prep.g, &prep.ei, &prep.comp[..], &prep.weight[..]);
+    let lft = &mut routes.routing.lft;
+    let cols = &mut routes.cols[..];
+    let counts = &mut routes.counts0[..];
     let ns = g.num_switches();
-    let Some((switch_dests, mut exact)) = ca_route_counts(ctx, cols, counts)? else {
+    let Some((switch_dests, mut exact)) = ca_route_counts(prep, cols, counts)? else {
         return Ok(None);
     };
     let mut tree = DestTree::new(ns);
@@ -122,7 +97,7 @@ pub(crate) fn fit(
     let mut next = vec![NO_CHANNEL; ns];
     for &di in &switch_dests {
         let d = g.dests()[di];
-        let dist: &[u16] = match ctx.dist {
+        let dist: &[u16] = match prep.given_dist() {
             Some(all) => all.to(d.switch),
             None => {
                 own_dist.clear();
@@ -241,21 +216,16 @@ pub(crate) struct SwitchDestUpDown {
 /// first), else a balanced Up*/Down* tree ([`UpDownRouter`]); `lft`, `hops`, `cols` and
 /// `counts` are rewritten to match. All routes of layer 0 are then legal, hence acyclic.
 pub(crate) fn fit_updown(
-    ctx: &FitCtx,
-    dist: &SwitchDistances,
-    routing: &mut Routing,
-    cols: &mut [u8],
-    counts: &mut [u32],
+    prep: &Prepared,
+    routes: &mut WorkingRoutes,
 ) -> Result<Option<SwitchDestUpDown>, DfssspError> {
-    let FitCtx {
-        g,
-        ei,
-        comp,
-        weight,
-        ..
-    } = *ctx;
+    let (g, ei, comp, weight) = (prep.g, &prep.ei, &prep.comp[..], &prep.weight[..]);
+    let dist = prep.dist();
+    let routing = &mut *routes.routing;
+    let cols = &mut routes.cols[..];
+    let counts = &mut routes.counts0[..];
     let ns = g.num_switches();
-    let Some((switch_dests, ca_counts)) = ca_route_counts(ctx, cols, counts)? else {
+    let Some((switch_dests, ca_counts)) = ca_route_counts(prep, cols, counts)? else {
         return Ok(None);
     };
     let mut tree = DestTree::new(ns);

@@ -6,6 +6,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
+use crate::dfsssp::cdg::{topological_order, DestTree, EdgeIndex};
 use crate::fabric::Fabric;
 use crate::graph::NO_CHANNEL;
 use crate::routing::{walk, RouteFault};
@@ -436,8 +437,12 @@ impl BreakFixture {
         let comp = g.components();
         let weight: Vec<u32> = g.terminal_count().iter().map(|&t| t + 1).collect();
         let ei = EdgeIndex::new(&g);
-        let cols = transpose(&g, &r.lft);
-        let c0 = build_layer0(&g, &ei, &cols, &comp, &weight).unwrap();
+        let (cols, c0) = {
+            let prep = Prepared::new(&g, &DfssspOptions::default(), None);
+            let mut r = r.clone();
+            let routes = WorkingRoutes::new(&prep, &mut r).unwrap();
+            (routes.cols, routes.counts0)
+        };
         BreakFixture {
             g,
             r,

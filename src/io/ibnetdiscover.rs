@@ -33,9 +33,200 @@ use crate::fabric::{Fabric, NodeKind};
 
 /// Parses ibnetdiscover output. LIDs are taken from the file when every switch and every linked
 /// CA/router port has one (the usual case once an SM ran); otherwise all are assigned like
-/// [`super::ibsim::parse_net`] does, with `opts.lmc`.
+/// [`super::ibsim::parse_net`] does, with `opts.lmc`. Dumps as admins have them are accepted
+/// (see [`tolerate`]).
 pub fn parse(text: &str, file: &str, opts: NetOptions) -> Result<Fabric, IoError> {
-    parse_records(text, file, opts, Flavor::Ibnetdiscover)
+    parse_with_notes(text, file, opts).map(|(f, _)| f)
+}
+
+/// [`parse`], with what [`tolerate`] had to forgive, in words.
+pub fn parse_with_notes(
+    text: &str,
+    file: &str,
+    opts: NetOptions,
+) -> Result<(Fabric, Vec<String>), IoError> {
+    let t = tolerate(text, file)?;
+    let f = parse_records(&t.text, file, opts, Flavor::Ibnetdiscover)?;
+    Ok((f, t.notes))
+}
+
+/// A dump made fit for the record parser, line for line (line numbers stay those of the file).
+#[derive(Debug)]
+pub struct Tolerated {
+    pub text: String,
+    /// One sentence per kind of quirk met, with a count.
+    pub notes: Vec<String>,
+}
+
+/// Real dumps as they come: CRLF line ends, a byte-order mark, tabs turned into spaces and lines
+/// indented (pasted from a terminal), comments in other tools' styles (`//`, `;`, `!`, `/* */`),
+/// `lid 0` on ports no SM configured yet (the file's LIDs are then dropped and all assigned),
+/// speeds the simulator does not know (NDR, HDR, XDR: they are only comments here). Any other
+/// line that is not ibnetdiscover's is refused with its number: a line silently skipped could be
+/// a lost node.
+pub fn tolerate(text: &str, file: &str) -> Result<Tolerated, IoError> {
+    let ctx = super::Ctx { file };
+    let mut out = String::with_capacity(text.len());
+    let (mut crlf, mut indented, mut foreign_comments, mut lid0, mut speeds) = (0, 0, 0, 0, 0);
+    let mut in_block = false;
+    // split_inclusive: the same lines as str::lines, with their ends visible
+    for (i, raw) in text.split_inclusive('\n').enumerate() {
+        let lineno = i + 1;
+        let raw = raw.strip_suffix('\n').unwrap_or(raw);
+        if raw.ends_with('\r') {
+            crlf += 1;
+        }
+        let mut line = raw.trim_end_matches('\r');
+        if i == 0 {
+            line = line.trim_start_matches('\u{feff}');
+        }
+        let t = line.trim();
+        if in_block {
+            in_block = !t.contains("*/");
+            out.push_str("#\n");
+            continue;
+        }
+        if t.starts_with("/*") {
+            in_block = !t.contains("*/");
+            foreign_comments += 1;
+            out.push_str("#\n");
+            continue;
+        }
+        if t.starts_with("//") || t.starts_with(';') || t.starts_with('!') {
+            foreign_comments += 1;
+            out.push_str("#\n");
+            continue;
+        }
+        if t.is_empty() || t.starts_with('#') {
+            out.push_str(t);
+            out.push('\n');
+            continue;
+        }
+        let record_line = is_header(t) || t.starts_with('[');
+        if t.len() != line.len() || (record_line && !t.contains('\t')) {
+            indented += 1;
+        }
+        if ["NDR", "HDR", "XDR", "GDR"].iter().any(|s| t.contains(s)) {
+            speeds += 1;
+        }
+        let fixed = if is_header(t) {
+            let (s, zero) = drop_zero_lid(t, true);
+            lid0 += usize::from(zero);
+            s
+        } else if t.starts_with('[') {
+            let (s, zero) = drop_zero_lid(&tighten_port_line(t), false);
+            lid0 += usize::from(zero);
+            s
+        } else if is_assignment(t) || t.starts_with('@') {
+            t.to_string()
+        } else {
+            return Err(ctx.err(
+                lineno,
+                line,
+                "not a line of ibnetdiscover's output (a Switch/Ca/Rt record, a [port] line, \
+                 key=value or a comment)",
+            ));
+        };
+        out.push_str(&fixed);
+        out.push('\n');
+    }
+    let mut notes = Vec::new();
+    let mut note = |n: usize, what: &str| {
+        if n > 0 {
+            notes.push(format!("{n} {what}"));
+        }
+    };
+    note(crlf, "line(s) with CRLF ends");
+    note(indented, "line(s) indented or with spaces for tabs");
+    note(foreign_comments, "comment(s) in //, ;, ! or /* */ style");
+    note(
+        lid0,
+        "port(s) with lid 0 (not configured): the file's LIDs are dropped, all assigned anew",
+    );
+    note(
+        speeds,
+        "line(s) with NDR/HDR/XDR/GDR speeds (not read: links are equal to routing engines)",
+    );
+    Ok(Tolerated { text: out, notes })
+}
+
+/// `Switch`, `Ca`, `Hca` or `Rt` and then the port count.
+fn is_header(t: &str) -> bool {
+    ["Switch", "Hca", "Ca", "Rt"].iter().any(|k| {
+        t.strip_prefix(k)
+            .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_whitespace() || c.is_ascii_digit()))
+    })
+}
+
+/// `vendid=0x2c9`, `switchguid=0x...(...)`: a word, then `=`.
+fn is_assignment(t: &str) -> bool {
+    t.split_once('=').is_some_and(|(k, _)| {
+        !k.trim().is_empty()
+            && k.trim()
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// A port line with the spaces a terminal left between its parts removed: `[1] (guid)` ->
+/// `[1](guid)`, `"id" [2]` -> `"id"[2]`.
+fn tighten_port_line(t: &str) -> String {
+    let Some(close) = t.find(']') else {
+        return t.to_string();
+    };
+    let (head, rest) = t.split_at(close + 1);
+    let rest_t = rest.trim_start();
+    let rest = if rest_t.starts_with('(') {
+        rest_t
+    } else {
+        rest
+    };
+    let mut s = format!("{head}{rest}");
+    // the remote id's closing quote and its [port]
+    if let Some(a) = s.find('"') {
+        if let Some(b) = s[a + 1..].find('"').map(|b| a + 1 + b) {
+            let after = &s[b + 1..];
+            let trimmed = after.trim_start();
+            if trimmed.starts_with('[') && trimmed.len() != after.len() {
+                s = format!("{}{}", &s[..=b], trimmed);
+            }
+        }
+    }
+    s
+}
+
+/// The line without its LID fields when the first LID it gives (a switch's port 0 on a header, a
+/// CA port's own on a port line) is 0: everything from the `lid` on (a header) or the whole
+/// comment (a port line: the remote's LID follows, and must not be read as the port's).
+fn drop_zero_lid(t: &str, header: bool) -> (String, bool) {
+    // the comment starts after the last quote-free '#' following the node/remote id
+    let Some(id_end) = t
+        .find('"')
+        .and_then(|a| t[a + 1..].find('"').map(|b| a + 2 + b))
+    else {
+        return (t.to_string(), false);
+    };
+    let Some(h) = t[id_end..].find('#').map(|h| id_end + h) else {
+        return (t.to_string(), false);
+    };
+    let comment = &t[h..];
+    // skip a quoted description before looking for "lid "
+    let desc_end = match comment.find('"') {
+        Some(a) if header => comment[a + 1..].find('"').map_or(0, |b| a + 2 + b),
+        _ => 0,
+    };
+    let Some(l) = comment[desc_end..].find("lid ").map(|l| desc_end + l) else {
+        return (t.to_string(), false);
+    };
+    let num = comment[l + 4..].trim_start();
+    let digits = num
+        .find(|c: char| !c.is_ascii_alphanumeric())
+        .unwrap_or(num.len());
+    if super::parse_c_number(&num[..digits]) != Some(0) {
+        return (t.to_string(), false);
+    }
+    let keep = if header { h + l } else { h };
+    (t[..keep].trim_end().to_string(), true)
 }
 
 /// Writes `f` as ibnetdiscover would print it (switches, then CAs, then routers; each node's
@@ -203,5 +394,136 @@ mod tests {
         let mut want = f.canonical();
         want.nodes[1].3 = "dual 'port' host".into();
         assert_eq!(want, g.canonical(), "{text}");
+    }
+
+    /// A small fabric with a 2-port CA on two switches, written as ibnetdiscover does.
+    fn sample() -> (Fabric, String) {
+        let f = topo::by_name("torus:3x2,2,par=2").unwrap();
+        let text = write(&f);
+        (f, text)
+    }
+
+    fn parsed(text: &str) -> (Fabric, Vec<String>) {
+        parse_with_notes(text, "dump.topo", NetOptions::default())
+            .unwrap_or_else(|e| panic!("{e}\n{text}"))
+    }
+
+    #[test]
+    fn crlf_line_ends() {
+        let (f, text) = sample();
+        let (g, notes) = parsed(&text.replace('\n', "\r\n"));
+        assert_eq!(f.canonical(), g.canonical());
+        assert!(notes.iter().any(|n| n.contains("CRLF")), "{notes:?}");
+    }
+
+    #[test]
+    fn tabs_lost_and_lines_indented() {
+        let (f, text) = sample();
+        let pasted: String = text
+            .replace('\t', "  ")
+            .lines()
+            .map(|l| {
+                if l.starts_with('[') {
+                    format!("   {}\n", l.replace("](", "] (").replace("\"[", "\" ["))
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        let (g, notes) = parsed(&pasted);
+        assert_eq!(f.canonical(), g.canonical());
+        assert!(notes.iter().any(|n| n.contains("indented")), "{notes:?}");
+    }
+
+    #[test]
+    fn comments_of_other_tools() {
+        let (f, text) = sample();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        // inside a record, between port lines, and at the top
+        let port = lines.iter().position(|l| l.starts_with('[')).unwrap();
+        lines.insert(port + 1, "// cable replaced 2024-03".into());
+        lines.insert(port + 1, "; checked by UFM".into());
+        lines.insert(0, "! fabric A".into());
+        lines.insert(0, "/* exported".into());
+        lines.insert(1, "   from the head node */".into());
+        let (g, notes) = parsed(&(lines.join("\n") + "\n"));
+        assert_eq!(f.canonical(), g.canonical());
+        assert!(
+            notes.iter().any(|n| n.starts_with("4 comment")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn fast_speeds_are_only_comments() {
+        let (f, text) = sample();
+        let text = text
+            .replacen("4xQDR", "4xNDR", 3)
+            .replacen("4xQDR", "2xHDR", 3)
+            .replacen("4xQDR", "4xXDR", 3);
+        let (g, notes) = parsed(&text);
+        assert_eq!(f.canonical(), g.canonical());
+        assert!(notes.iter().any(|n| n.contains("NDR")), "{notes:?}");
+    }
+
+    #[test]
+    fn lid_0_on_unconfigured_ports() {
+        let (f, text) = sample();
+        // one CA port and one switch without a LID yet: all LIDs are assigned anew
+        let ca_line = text
+            .lines()
+            .position(|l| l.starts_with('[') && l.contains("# lid "))
+            .unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let l = &lines[ca_line];
+        let at = l.find("# lid ").unwrap() + 6;
+        let end = at + l[at..].find(' ').unwrap();
+        lines[ca_line] = format!("{}0{}", &l[..at], &l[end..]);
+        let sw = lines.iter().position(|l| l.starts_with("Switch")).unwrap();
+        let l = &lines[sw];
+        let at = l.find(" port 0 lid ").unwrap() + 12;
+        let end = at + l[at..].find(' ').unwrap();
+        lines[sw] = format!("{}0{}", &l[..at], &l[end..]);
+        let (g, notes) = parsed(&(lines.join("\n") + "\n"));
+        assert!(
+            notes.iter().any(|n| n.starts_with("2 port(s) with lid 0")),
+            "{notes:?}"
+        );
+        let links = |x: &Fabric| x.canonical().links;
+        assert_eq!(links(&f), links(&g));
+        assert_eq!(g.endpoints().len(), f.endpoints().len());
+    }
+
+    /// NDR switches have 65 ports, a SHARP aggregation node on the last.
+    #[test]
+    fn sixty_five_ports_and_aggregation_nodes() {
+        let f = topo::by_name("rail:2,2,1,4").unwrap();
+        let (g, _) = parsed(&write(&f));
+        assert_eq!(f.canonical(), g.canonical());
+        assert!(g.nodes().iter().any(|n| n.num_ports == 65));
+        assert!(g
+            .nodes()
+            .iter()
+            .any(|n| n.description.contains("Aggregation Node")));
+    }
+
+    #[test]
+    fn other_lines_are_refused_with_their_number() {
+        let (_, text) = sample();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.insert(7, "Swich 36 \"S-0000000000000001\"");
+        let t = lines.join("\r\n");
+        let e = parse(&t, "dump.topo", NetOptions::default()).unwrap_err();
+        assert_eq!(e.line(), Some(8), "{e}");
+        assert!(e.to_string().contains("dump.topo:8") && e.to_string().contains("Swich"));
+        // a bad LID after the quirks are forgiven still names its line
+        let t = text.replacen("lid 1 lmc 0", "lid 0xC001 lmc 0", 1);
+        let e = parse(&t, "d", NetOptions::default()).unwrap_err();
+        let n = text
+            .lines()
+            .position(|l| l.contains("lid 1 lmc 0"))
+            .unwrap()
+            + 1;
+        assert_eq!(e.line(), Some(n), "{e}");
     }
 }

@@ -44,7 +44,7 @@ use rayon::prelude::*;
 use super::assign::{lids_for, DegreeScope, Heuristic, LidAssignment, PathSet, SplitGraph};
 use super::routes::{
     self, LinkLoad, MachineRouting, Machines, PathMetric, PathSelectionConfig, PathSelectionStats,
-    RenamingPaths, UpDown,
+    RenamingPaths, RootedUpDown,
 };
 use super::LidError;
 use crate::graph::SwitchGraph;
@@ -286,7 +286,7 @@ pub fn run_instance(
     let g = SwitchGraph::new(&fabric).map_err(|e| LidError::Fabric(e.to_string()))?;
     let mach = Machines::new(&g);
     let root = rng.gen_range(0..switches);
-    let ud = UpDown::new(&g, root)?;
+    let ud = RootedUpDown::new(&g, root)?;
 
     let sw = routes::shortest_widest(&g, &ud, &mach, cfg.metric)?;
     let ren = routes::destination_renaming(&g, &ud, &mach, cfg.renaming, &mut rng)?;

@@ -1,5 +1,5 @@
 //! Multicast: balanced spanning trees per group, their MFT port masks, and a deadlock check of
-//! multicast together with the unicast layers (issue 13). Pure Rust; the OpenSM adapter and the
+//! multicast together with the unicast layers. Pure Rust; the OpenSM adapter and the
 //! offline fronts translate groups and masks.
 //!
 //! **Model.** A group ([`McGroup`]) is an MLID, the VL its packets travel on (its SL through the

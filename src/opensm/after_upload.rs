@@ -17,14 +17,16 @@ impl EngineCtx {
         let hops = {
             let st = self.read();
             match st.active.as_ref() {
-                Some(a) if a.hops_dropped => crate::routing::walked_hops(&a.graph, &a.routing.lft),
+                Some(a) if a.hops_dropped() => {
+                    crate::routing::walked_hops(&a.graph, &a.routing.lft)
+                }
                 _ => return,
             }
         };
         if let Some(a) = self.write().active.as_mut() {
-            if a.hops_dropped && hops.shape() == (a.graph.num_switches(), a.routing.lft.stride()) {
+            if a.hops_dropped() && hops.shape() == (a.graph.num_switches(), a.routing.lft.stride())
+            {
                 a.routing.hops = hops;
-                a.hops_dropped = false;
             }
         }
     }
@@ -155,12 +157,11 @@ mod tests {
             let mut st = ctx.write();
             let a = st.active.as_mut().unwrap();
             a.routing.hops = SwitchLidTable::new(0, a.routing.lft.max_lid, NO_PATH);
-            a.hops_dropped = true;
         }
         ctx.restore_hops();
         let st = ctx.read();
         let a = st.active.as_ref().unwrap();
-        assert!(!a.hops_dropped);
+        assert!(!a.hops_dropped());
         assert_eq!(a.routing.hops, before);
     }
 }

@@ -244,11 +244,9 @@ struct Previous {
 
 struct Active {
     graph: SwitchGraph,
-    /// Its hop counts are dropped while OpenSM uploads the tables ([`Active::hops_dropped`]).
+    /// Its hop counts are dropped (an empty table) while OpenSM uploads the tables, rebuilt from
+    /// the tables ([`Active::restore_hops`]) once the upload is done, or before the next re-route.
     routing: Routing,
-    /// `routing.hops` is empty: rebuilt from the tables ([`Active::restore_hops`]) once the
-    /// upload is done, or before the next re-route.
-    hops_dropped: bool,
     fabric: Fabric,
     cfg: EngineConfig,
     dump_dir: Option<PathBuf>,
@@ -290,9 +288,14 @@ impl Active {
     /// Rebuilds the hop counts dropped for the upload (exactly the engine's: they are the
     /// tables' path lengths).
     fn restore_hops(&mut self) {
-        if std::mem::take(&mut self.hops_dropped) {
+        if self.hops_dropped() {
             self.routing.hops = crate::routing::walked_hops(&self.graph, &self.routing.lft);
         }
+    }
+
+    /// Whether the hop counts were dropped for the upload: the table is not the tables' shape.
+    fn hops_dropped(&self) -> bool {
+        self.routing.hops.shape() != (self.graph.num_switches(), self.routing.lft.stride())
     }
 
     /// SL (= VL) of layer 0.
@@ -333,7 +336,6 @@ fn ctx_with_layers(layers: bool) -> EngineCtx {
         active: Some(Active {
             graph,
             routing,
-            hops_dropped: false,
             fabric: f,
             cfg: EngineConfig::new(EngineKind::Dfsssp),
             dump_dir: None,

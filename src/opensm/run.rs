@@ -171,7 +171,6 @@ impl EngineCtx {
         self.write().active = Some(Active {
             graph: p.graph,
             routing,
-            hops_dropped: true,
             fabric: p.subnet.fabric,
             cfg: p.cfg,
             dump_dir: p.subnet.dump_dir,

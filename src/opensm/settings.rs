@@ -93,7 +93,7 @@ pub(crate) struct Settings {
     pub max_lanes: Option<u64>,
     pub incremental: Option<u64>,
     pub rebalance_pct: Option<u64>,
-    pub mcast_lane: Option<u64>,
+    pub mcast_lane: Option<McastLane>,
     pub bisection_patterns: Option<u64>,
     pub seed: Option<u64>,
     pub one_lane_candidate: Option<u64>,
@@ -122,7 +122,6 @@ impl Settings {
             "max_lanes" => &mut self.max_lanes,
             "incremental" => &mut self.incremental,
             "rebalance_pct" => &mut self.rebalance_pct,
-            "mcast_lane" => &mut self.mcast_lane,
             "bisection_patterns" => &mut self.bisection_patterns,
             "seed" => &mut self.seed,
             "one_lane_candidate" => &mut self.one_lane_candidate,
@@ -158,6 +157,21 @@ impl Settings {
                     false
                 }
             }
+        } else if key == "mcast_lane" {
+            // By name (off, when-free, always), as the CLI takes it, or by number 0..=2.
+            match v.parse::<McastLane>() {
+                Ok(m) => {
+                    self.mcast_lane = Some(m);
+                    true
+                }
+                Err(_) => {
+                    problems.push(format!(
+                        "{source}: {key}={v:?} ignored: expected a number {}..={}",
+                        k.min, k.max
+                    ));
+                    false
+                }
+            }
         } else if key == "layer_sls" {
             match parse_sl_range(v) {
                 Some((a, b)) if in_range(a.into()) && in_range(b.into()) => {
@@ -174,13 +188,10 @@ impl Settings {
                 }
             }
         } else {
-            // The multicast lane also by name (off, when-free, always), as the CLI takes it.
-            let parsed = if key == "mcast_lane" {
-                v.parse::<McastLane>().ok().map(|m| m as u64)
-            } else {
-                v.parse::<u64>().ok()
-            };
-            match (parsed.filter(|&n| in_range(n)), self.slot(key)) {
+            match (
+                v.parse::<u64>().ok().filter(|&n| in_range(n)),
+                self.slot(key),
+            ) {
                 (Some(n), Some(slot)) => {
                     *slot = Some(n);
                     true
@@ -431,11 +442,7 @@ impl EngineCtx {
             cfg.seed = n;
         }
         cfg.one_lane_candidate = set.one_lane_candidate != Some(0);
-        cfg.mcast_lane = match set.mcast_lane {
-            Some(0) => McastLane::Off,
-            Some(1) => McastLane::WhenFree,
-            None | Some(_) => McastLane::Always,
-        };
+        cfg.mcast_lane = set.mcast_lane.unwrap_or(McastLane::Always);
         cfg.lanes = match subnet.min_data_vls {
             Some(v) => v,
             None => {
@@ -511,7 +518,7 @@ mod tests {
             &mut problems,
         );
         assert_eq!(s.max_lanes, Some(4));
-        assert_eq!(s.mcast_lane, Some(2));
+        assert_eq!(s.mcast_lane, Some(McastLane::Always));
         assert_eq!(s.seed, None);
         assert_eq!(problems.len(), 3, "{problems:?}");
         assert!(problems[0].starts_with("/etc/opensm/dfsssp-rs.conf:5: expected `key value`"));

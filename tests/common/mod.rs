@@ -22,6 +22,7 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use dfsssp_rs::fabric::Fabric;
@@ -29,9 +30,64 @@ use dfsssp_rs::graph::SwitchGraph;
 use dfsssp_rs::io::ibsim::{write_net, IbsimCaps};
 use dfsssp_rs::routing::{walk, Lft};
 
-pub const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 pub const OPENSM: &str = "/usr/sbin/opensm";
 pub const NO_PATH: u8 = 0xFF;
+
+/// The umad2sim shim (package libumad2sim0): where the package put it, else in this machine's
+/// multiarch library directory (`gcc -print-multiarch`), whatever the architecture.
+pub fn umad2sim() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    let stdout = |cmd: &str, args: &[&str]| {
+        Command::new(cmd)
+            .args(args)
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+    };
+    PATH.get_or_init(|| {
+        let listed = stdout("dpkg", &["-L", "libumad2sim0"]).and_then(|files| {
+            files
+                .lines()
+                .find(|l| l.ends_with("/libumad2sim.so"))
+                .map(PathBuf::from)
+        });
+        listed.unwrap_or_else(|| {
+            let multiarch = stdout("gcc", &["-print-multiarch"])
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| format!("{}-linux-gnu", std::env::consts::ARCH));
+            PathBuf::from(format!("/usr/lib/{multiarch}/umad2sim/libumad2sim.so"))
+        })
+    })
+    .clone()
+}
+
+/// Runs the `dfsssp-rs` command built for this test run with `args` (in `dir`, if given) and
+/// returns its exit code, stdout and stderr; fails the test if the command panicked.
+pub fn cli_in(dir: Option<&Path>, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dfsssp-rs"));
+    cmd.args(args);
+    if let Some(dir) = dir {
+        cmd.current_dir(dir);
+    }
+    let out = cmd.output().expect("run dfsssp-rs");
+    let se = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !se.contains("panicked"),
+        "dfsssp-rs {args:?} panicked:\n{se}"
+    );
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        se,
+    )
+}
+
+/// [`cli_in`] in the current directory: whether the command succeeded, its stdout and stderr.
+pub fn cli(args: &[&str]) -> (bool, String, String) {
+    let (code, so, se) = cli_in(None, args);
+    (code == Some(0), so, se)
+}
 
 /// Fails the test with what to install when a tool is missing (CI installs them all; see
 /// scripts/setup.sh).
@@ -50,8 +106,11 @@ pub fn require_tools() {
     if !Path::new(OPENSM).exists() {
         missing.push(format!("{OPENSM} (apt-get install opensm)"));
     }
-    if !Path::new(UMAD2SIM).exists() {
-        missing.push(format!("{UMAD2SIM} (apt-get install libumad2sim0)"));
+    if !umad2sim().exists() {
+        missing.push(format!(
+            "{} (apt-get install libumad2sim0)",
+            umad2sim().display()
+        ));
     }
     assert!(
         missing.is_empty(),
@@ -246,7 +305,7 @@ impl Sim {
         cmd.args(["-F", "osm.conf", "-f", log, "-d", "0", "-D"])
             .arg(format!("0x{:x}", o.log_flags))
             .current_dir(dir)
-            .env("LD_PRELOAD", UMAD2SIM)
+            .env("LD_PRELOAD", umad2sim())
             .env("LD_LIBRARY_PATH", lib_path)
             .env("IBSIM_SOCKNAME", &self.sock)
             .env("OSM_TMP_DIR", dir)
@@ -422,7 +481,7 @@ impl Sim {
     fn client(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut cmd = Command::new(program);
         cmd.current_dir(self.dir())
-            .env("LD_PRELOAD", UMAD2SIM)
+            .env("LD_PRELOAD", umad2sim())
             .env("IBSIM_SOCKNAME", &self.sock)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -821,15 +880,15 @@ pub struct OpenSmTree {
 }
 
 impl OpenSmTree {
-    /// The tree named by the environment variable `var`, or `None` when it is unset (the test
-    /// then skips, saying so; scripts/test.sh sets it). A set variable must name a built tree.
-    pub fn from_env(var: &str) -> Option<OpenSmTree> {
+    /// The tree named by the environment variable `var`, which must name a built tree: the
+    /// tests that need one are `#[ignore]`d unless run with `--include-ignored`, as
+    /// scripts/test.sh does once it has built the trees; an unset variable then fails the test.
+    pub fn from_env(var: &str) -> OpenSmTree {
         let Some(prefix) = std::env::var_os(var) else {
-            eprintln!(
-                "SKIPPED: {var} is not set; it names an OpenSM tree built by \
-                 scripts/opensm-tree.sh (scripts/test.sh builds the trees and sets it)"
+            panic!(
+                "{var} is not set; it names an OpenSM tree built by scripts/opensm-tree.sh \
+                 (scripts/test.sh builds the trees and sets it)"
             );
-            return None;
         };
         let t = OpenSmTree {
             var: var.to_string(),
@@ -843,7 +902,7 @@ impl OpenSmTree {
                 f.display()
             );
         }
-        Some(t)
+        t
     }
     pub fn opensm(&self) -> PathBuf {
         self.prefix.join("sbin/opensm")

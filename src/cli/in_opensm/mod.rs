@@ -1,0 +1,483 @@
+//! `dfsssp-rs compare --in-opensm DUMP`: the admin's question — is dfsssp-rs better on my
+//! fabric? — answered with the real programs. The ibnetdiscover dump is made fit for ibsim in a
+//! temporary directory ([`prepare`]); then, one after another, a fresh ibsim and the installed
+//! stock opensm (`--once`) route it with every engine OpenSM offers that applies, and with
+//! dfsssp-rs (QoS on and off), each within a time limit ([`procs`]). Every run is judged from
+//! OpenSM's own dump files by the same code as `eval --dumps` ([`super::judge`]); OpenSM's log
+//! gives only what the dumps cannot: the engine really used, the routing time ([`osm_log`]).
+//! The verdict, table, JSON and recommendation are [`verdict`]'s.
+
+mod osm_log;
+mod prepare;
+mod procs;
+mod stock_sls;
+mod verdict;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use dfsssp_rs::fabric::{Fabric, NodeKind};
+use dfsssp_rs::io::{self, guid_list, ibnetdiscover, ibsim};
+
+use super::judge::{self, ClassLists};
+use super::progress::Progress;
+use super::{write_output, CliResult, MeasureArgs};
+use verdict::{Run, Status};
+
+/// Options of `compare --in-opensm`.
+#[derive(Args, Clone)]
+pub struct OsmArgs {
+    /// With --in-opensm: OpenSM routing engines to run, comma-separated (default: every one that
+    /// applies, and dfsssp-rs with QoS on and off; `dfsssp-rs/noqos` is the QoS-off run)
+    #[arg(long, value_delimiter = ',', requires = "in_opensm")]
+    routing_engines: Vec<String>,
+    /// With --in-opensm: seconds each opensm run may take; a run still going then is stopped
+    /// and reported as timed out
+    #[arg(long, default_value_t = 60, requires = "in_opensm")]
+    limit: u64,
+    /// With --in-opensm: a torus-2QoS.conf for the fabric (else torus-2QoS and dor run only where
+    /// the switches' descriptions give torus coordinates, as `dfsssp-rs generate` writes them)
+    #[arg(long, value_name = "FILE", requires = "in_opensm")]
+    torus_config: Option<PathBuf>,
+    /// With --in-opensm: keep the work directory (ibsim net file, OpenSM logs and dumps per
+    /// engine) and print where it is
+    #[arg(long, requires = "in_opensm")]
+    keep: bool,
+    /// With --in-opensm: the directory of the libdfsssp_rs.so OpenSM loads (default: the one
+    /// next to this command when there is one, as after `cargo build --release`, else the
+    /// installed plug-in)
+    #[arg(long, value_name = "DIR", requires = "in_opensm")]
+    plugin_dir: Option<PathBuf>,
+}
+
+/// The engines OpenSM 3.3.23 offers that route any fabric (ftree tries, and OpenSM says when
+/// it falls back), then ours.
+const STOCK_ANY: [&str; 8] = [
+    "minhop", "updn", "dnup", "ftree", "lash", "nue", "sssp", "dfsssp",
+];
+/// Engines for tori and meshes only.
+const STOCK_TORUS: [&str; 2] = ["dor", "torus-2QoS"];
+const OURS: &str = "dfsssp-rs";
+/// Stock dfsssp's SLs are read from a debug log line per CA pair: up to this many CA ports
+/// (4 million lines, some 350 MB).
+const STOCK_SLS_MAX_CA_PORTS: usize = 2000;
+const OURS_NO_QOS: &str = "dfsssp-rs/noqos";
+
+/// One planned run: the engine OpenSM is asked for and whether QoS is on.
+#[derive(Clone, Debug)]
+struct Plan {
+    label: String,
+    engine: String,
+    qos: bool,
+}
+
+fn plan(osm: &OsmArgs, torus: bool) -> CliResult<Vec<Plan>> {
+    let all: Vec<&str> = STOCK_ANY
+        .iter()
+        .copied()
+        .chain(STOCK_TORUS.iter().copied().filter(|_| torus))
+        .chain([OURS, OURS_NO_QOS])
+        .collect();
+    let names: Vec<String> = if osm.routing_engines.is_empty() {
+        all.iter().map(|s| s.to_string()).collect()
+    } else {
+        osm.routing_engines
+            .iter()
+            .map(|s| s.trim().to_string())
+            .collect()
+    };
+    let known = STOCK_ANY
+        .iter()
+        .chain(STOCK_TORUS.iter())
+        .chain([OURS, OURS_NO_QOS].iter());
+    let known: Vec<&str> = known.copied().collect();
+    let mut v = Vec::new();
+    for n in names {
+        if !known.contains(&n.as_str()) {
+            return Err(format!(
+                "--routing-engines: unknown engine '{n}' (known: {})",
+                known.join(", ")
+            ));
+        }
+        let (engine, qos) = match n.as_str() {
+            OURS_NO_QOS => (OURS.to_string(), false),
+            // stock engines with QoS on: those with SLs of their own need it (their docs ask
+            // for -Q), and it changes nothing for the others
+            e => (e.to_string(), true),
+        };
+        v.push(Plan {
+            label: if qos && engine == OURS {
+                format!("{OURS} (QoS on)")
+            } else if engine == OURS {
+                format!("{OURS} (QoS off)")
+            } else {
+                engine.clone()
+            },
+            engine,
+            qos,
+        });
+    }
+    Ok(v)
+}
+
+/// A torus-2QoS.conf from the generator's coordinates in the switches' descriptions ("torus
+/// X,Y[,Z]" / "mesh X,Y[,Z]"), when every switch has them.
+fn torus_conf(f: &Fabric) -> Option<String> {
+    use std::collections::HashMap;
+    let mut at: HashMap<Vec<usize>, u64> = HashMap::new();
+    let mut kind = None;
+    let mut ports = 0u8;
+    for n in f.nodes().iter().filter(|n| n.kind == NodeKind::Switch) {
+        let (k, c) = n.description.split_once(' ')?;
+        if !(k == "torus" || k == "mesh") || kind.is_some_and(|x| x != k) {
+            return None;
+        }
+        kind = Some(k);
+        let c: Vec<usize> = c
+            .split(',')
+            .map(|x| x.parse().ok())
+            .collect::<Option<_>>()?;
+        at.insert(c, n.guid);
+        ports = ports.max(n.num_ports);
+    }
+    let kind = kind?;
+    let dims = at.keys().next()?.len();
+    if dims == 0 || dims > 3 || at.keys().any(|c| c.len() != dims) {
+        return None;
+    }
+    let mut radix: Vec<usize> = (0..dims)
+        .map(|d| at.keys().map(|c| c[d]).max().unwrap_or(0) + 1)
+        .collect();
+    if radix.iter().product::<usize>() != at.len() {
+        return None;
+    }
+    let origin = vec![0; dims];
+    let mut lines = Vec::new();
+    radix.resize(3, 1);
+    lines.push(format!("{kind} {} {} {}", radix[0], radix[1], radix[2]));
+    for d in 0..dims {
+        if radix[d] < 2 {
+            continue;
+        }
+        let step = |k: usize| {
+            let mut c = origin.clone();
+            c[d] = k;
+            at.get(&c).copied()
+        };
+        let xyz = ["x", "y", "z"][d];
+        lines.push(format!(
+            "{xyz}p_link 0x{:016x} 0x{:016x}",
+            at[&origin],
+            step(1)?
+        ));
+        if kind == "torus" && radix[d] > 2 {
+            lines.push(format!(
+                "{xyz}m_link 0x{:016x} 0x{:016x}",
+                at[&origin],
+                step(radix[d] - 1)?
+            ));
+        }
+    }
+    lines.push(format!(
+        "portgroup_max_ports {}",
+        16.max(u32::from(ports) + 1)
+    ));
+    Some(lines.join("\n") + "\n")
+}
+
+/// What the output needs besides the runs.
+pub struct Context {
+    pub input: String,
+    pub fabric: verdict::FabricFacts,
+    pub notes: Vec<String>,
+    pub patterns: u32,
+    pub seed: u64,
+    pub limit_s: u64,
+}
+
+pub fn run(
+    file: &Path,
+    osm: &OsmArgs,
+    measure: &MeasureArgs,
+    json: bool,
+    svg: Option<&Path>,
+    title: Option<&str>,
+) -> CliResult<()> {
+    // The input first: a dump that cannot be used is the one reason to fail.
+    let text = io::read_text(file).map_err(|e| e.to_string())?;
+    let name = file.display().to_string();
+    let (parsed, mut notes) =
+        ibnetdiscover::parse_with_notes(&text, &name, ibsim::NetOptions::default())
+            .map_err(|e| e.to_string())?;
+    let cn = match &measure.classes.cn_guids {
+        Some(p) => Some(guid_list::read_file(p).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let prepared = prepare::prepare(parsed, cn.as_deref()).map_err(|e| format!("{name}: {e}"))?;
+    notes.extend(prepared.notes.iter().cloned());
+    let fabric = &prepared.fabric;
+    let missing = procs::missing_tools();
+    if !missing.is_empty() {
+        return Err(format!(
+            "running OpenSM in ibsim needs: {} (scripts/setup.sh installs them)",
+            missing.join(", ")
+        ));
+    }
+    let torus_text = match &osm.torus_config {
+        Some(p) => Some(std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?),
+        None => torus_conf(fabric),
+    };
+    let plans = plan(osm, torus_text.is_some())?;
+
+    let work = procs::WorkDir::new("dfsssp-compare-")?;
+    let net = work.path().join("fabric.net");
+    std::fs::write(&net, ibsim::write_net(fabric))
+        .map_err(|e| format!("{}: {e}", net.display()))?;
+    let caps = ibsim::IbsimCaps::of(fabric).args();
+    let mut extra_conf = Vec::new();
+    if let Some(list) = &prepared.compute {
+        let p = work.path().join("cn_guids");
+        let body: String = list.iter().map(|g| format!("0x{g:016x}\n")).collect();
+        std::fs::write(&p, body).map_err(|e| format!("{}: {e}", p.display()))?;
+        // only the admin's own list goes to OpenSM: engines (ftree, dfsssp-rs) route compute
+        // nodes first with it, which production would do only with that configuration
+        if measure.classes.cn_guids.is_some() {
+            extra_conf.push(format!("cn_guid_file {}", p.display()));
+        }
+    }
+    let torus_path = work.path().join("torus-2QoS.conf");
+    if let Some(t) = &torus_text {
+        std::fs::write(&torus_path, t).map_err(|e| format!("{}: {e}", torus_path.display()))?;
+    }
+
+    let mut opts = measure.options()?;
+    opts.classes = prepared.compute.as_ref().map(|c| ClassLists {
+        compute: c.clone(),
+        io: Vec::new(),
+    });
+    // a private copy: a concurrent build must not swap the library under a running opensm
+    let plugin_dir = match osm.plugin_dir.clone().or_else(procs::plugin_dir) {
+        Some(d) => {
+            let from = d.join("libdfsssp_rs.so");
+            let to = work.path().join("plugin");
+            std::fs::create_dir_all(&to).map_err(|e| format!("{}: {e}", to.display()))?;
+            std::fs::copy(&from, to.join("libdfsssp_rs.so"))
+                .map_err(|e| format!("{}: {e}", from.display()))?;
+            Some(to)
+        }
+        None => None,
+    };
+    let bar = if measure.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::with_draw_target(Some(plans.len() as u64), ProgressDrawTarget::stderr())
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:24} {pos}/{len} {msg} [{elapsed}]")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let quiet = Progress::new(true);
+    let limit = Duration::from_secs(osm.limit.max(1));
+    let mut runs: Vec<Run> = Vec::with_capacity(plans.len());
+    for (k, p) in plans.iter().enumerate() {
+        let dir = work.path().join(format!(
+            "{k:02}-{}",
+            p.label.replace([' ', '(', ')', '/'], "_")
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let sock = format!("dfsssp-cmp-{}-{k}", std::process::id());
+        let mut conf = extra_conf.clone();
+        if p.engine == "torus-2QoS" && torus_text.is_some() {
+            conf.push(format!("torus_config {}", torus_path.display()));
+        }
+        bar.set_message(format!("{}: starting ibsim", p.label));
+        let mut run = one_run(
+            p,
+            &dir,
+            &net,
+            &caps,
+            &sock,
+            &conf,
+            plugin_dir.as_deref(),
+            limit,
+            &bar,
+            false,
+        )
+        .map_or_else(|e| Run::failed(&p.label, &p.engine, p.qos, e), |x| x.0);
+        if matches!(run.status, Status::Ok | Status::Fallback) {
+            bar.set_message(format!("{}: judging OpenSM's dumps", p.label));
+            match judge::load_dumps(&p.label, &dir, None, &quiet)
+                .and_then(|s| judge::evaluate(s, &opts, &quiet))
+            {
+                Ok(ev) => run.eval = Some(ev),
+                Err(e) => {
+                    let why = format!("OpenSM's dumps not judged: {e}");
+                    run.reason = Some(match run.reason.take() {
+                        Some(r) => format!("{r}; {why}"),
+                        None => why,
+                    });
+                }
+            }
+        }
+        let ca_ports = fabric.endpoints().len() - fabric.switch_count();
+        if p.engine == "dfsssp" && run.status == Status::Ok && ca_ports > STOCK_SLS_MAX_CA_PORTS {
+            run.stock_sls = Some(stock_sls::StockSls {
+                base_lanes: 0,
+                deadlock_free: None,
+                note: format!(
+                    "not read: more than {STOCK_SLS_MAX_CA_PORTS} CA ports (a log line per pair)"
+                ),
+            });
+        } else if p.engine == "dfsssp" && run.status == Status::Ok && run.eval.is_some() {
+            // stock dfsssp's SLs stay in its SA: a second run, with debug logging of its module
+            // only, prints them
+            bar.set_message("dfsssp: its SLs (a run with debug logging), ibdmchk".to_string());
+            let ddir = work.path().join(format!("{k:02}-dfsssp-debug"));
+            std::fs::create_dir_all(&ddir).map_err(|e| format!("{}: {e}", ddir.display()))?;
+            let per_module = ddir.join("per-module-logging.conf");
+            std::fs::write(&per_module, "osm_ucast_dfsssp.c 0x08\n")
+                .map_err(|e| format!("{}: {e}", per_module.display()))?;
+            let mut dconf = conf.clone();
+            dconf.push(format!("per_module_logging_file {}", per_module.display()));
+            let sock = format!("dfsssp-cmp-{}-{k}d", std::process::id());
+            let dbg = one_run(
+                p,
+                &ddir,
+                &net,
+                &caps,
+                &sock,
+                &dconf,
+                plugin_dir.as_deref(),
+                limit,
+                &bar,
+                true,
+            );
+            run.stock_sls = Some(match dbg {
+                Ok((r, vls)) if r.status == Status::Ok => {
+                    stock_sls::check(&dir, &ddir, &vls, limit)
+                }
+                Ok((r, _)) => stock_sls::StockSls {
+                    base_lanes: 0,
+                    deadlock_free: None,
+                    note: format!(
+                        "the run with debug logging: {}",
+                        r.reason.unwrap_or_else(|| "no tables".into())
+                    ),
+                },
+                Err(e) => stock_sls::StockSls {
+                    base_lanes: 0,
+                    deadlock_free: None,
+                    note: e,
+                },
+            });
+        }
+        runs.push(run);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+
+    let ctx = Context {
+        input: name.clone(),
+        fabric: verdict::FabricFacts::of(
+            fabric,
+            prepared.aggregation_nodes,
+            prepared.compute.as_ref().map(Vec::len),
+        ),
+        notes,
+        patterns: opts.patterns,
+        seed: opts.seed,
+        limit_s: limit.as_secs(),
+    };
+    let rec = verdict::recommend(&runs);
+    if let Some(path) = svg {
+        let t = title.map_or_else(|| format!("{name}: {}", ctx.fabric.line()), str::to_string);
+        write_output(Some(path), &verdict::chart(&t, &ctx, &runs))?;
+    }
+    if json {
+        println!("{}", verdict::json(&ctx, &runs, &rec)?);
+    } else {
+        print!("{}", verdict::text(&ctx, &runs, &rec));
+    }
+    if osm.keep {
+        let kept = work.keep();
+        eprintln!("dfsssp-rs: work directory kept: {}", kept.display());
+    }
+    Ok(())
+}
+
+/// ibsim and opensm for one plan; the log read.
+#[allow(clippy::too_many_arguments)]
+fn one_run(
+    p: &Plan,
+    dir: &Path,
+    net: &Path,
+    caps: &[String],
+    sock: &str,
+    conf: &[String],
+    plugin_dir: Option<&Path>,
+    limit: Duration,
+    bar: &ProgressBar,
+    log_pipe: bool,
+) -> Result<(Run, stock_sls::VlTable), String> {
+    let mut sim = procs::start_ibsim(dir, net, caps, sock)?;
+    let setup = procs::OsmSetup {
+        dir,
+        engine: &p.engine,
+        qos: p.qos,
+        sock,
+        plugin_dir,
+        extra_conf: conf,
+        limit,
+        log_pipe,
+    };
+    let label = &p.label;
+    let r = procs::run_opensm(&setup, |t| {
+        bar.set_message(format!("{label}: opensm {:.0} s", t.as_secs_f64()));
+    });
+    sim.stop();
+    let mut r = r?;
+    let log = std::fs::read_to_string(dir.join("osm.log")).unwrap_or_default();
+    let facts = osm_log::read(&log, &p.engine);
+    let vls = std::mem::take(&mut r.vl_table);
+    Ok((
+        Run::from_opensm(&p.label, &p.engine, p.qos, &r, facts, limit),
+        vls,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn torus_config_from_generated_coordinates() {
+        let f = dfsssp_rs::topo::by_name("torus:3x2x2,1").unwrap();
+        let t = torus_conf(&f).unwrap();
+        assert!(t.starts_with("torus 3 2 2\n"), "{t}");
+        assert_eq!(t.matches("_link").count(), 4, "{t}"); // xp, xm, yp, zp
+        assert!(torus_conf(&dfsssp_rs::topo::by_name("ktree:2,2").unwrap()).is_none());
+    }
+
+    #[test]
+    fn engines_planned() {
+        let a = OsmArgs {
+            routing_engines: vec![],
+            limit: 1,
+            torus_config: None,
+            keep: false,
+            plugin_dir: None,
+        };
+        let p = plan(&a, false).unwrap();
+        assert_eq!(p.len(), 10);
+        assert!(p.iter().any(|x| x.engine == OURS && !x.qos));
+        assert_eq!(plan(&a, true).unwrap().len(), 12);
+        let b = OsmArgs {
+            routing_engines: vec!["ftre".into()],
+            ..a
+        };
+        assert!(plan(&b, false).unwrap_err().contains("ftre"));
+    }
+}

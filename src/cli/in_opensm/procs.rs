@@ -1,0 +1,429 @@
+//! The real programs: `ibsim` on the fabric and the stock `opensm --once` under the umad2sim
+//! shim, one pair per engine, each in its own directory (umad2sim writes `sys-PID/` into the
+//! working directory) with its own `IBSIM_SOCKNAME`. Every process is a [`Guarded`] child: stopped
+//! by its PID when the guard drops (SIGTERM, SIGKILL after a grace period), on errors too; and
+//! started under `setpriv --pdeathsig KILL`, so that the kernel kills it if this command dies
+//! without unwinding (Ctrl-C, SIGKILL).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+
+/// A child process stopped by PID when dropped.
+pub struct Guarded {
+    child: Child,
+    grace: Duration,
+    name: &'static str,
+}
+
+impl Guarded {
+    fn spawn(mut cmd: Command, name: &'static str, grace: Duration) -> Result<Self, String> {
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {name}: {e}"))?;
+        Ok(Guarded { child, grace, name })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Exited already (reaped)?
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// SIGTERM by PID, SIGKILL after the grace period; reaped either way. Its own children
+    /// (opensm under /usr/bin/time) are stopped first, by their PIDs.
+    pub fn stop(&mut self) {
+        if self.exited().is_some() {
+            return;
+        }
+        for kid in children_of(self.pid()) {
+            stop_pid(kid, self.grace, || !alive(kid));
+        }
+        let grace = self.grace;
+        let pid = self.pid();
+        let child = &mut self.child;
+        stop_pid(pid, grace, || child.try_wait().ok().flatten().is_some());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = self.name;
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    // std sends only SIGKILL, and only to its own children: kill(1), to this PID only
+    let _ = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// SIGTERM, then SIGKILL if `gone` is not true within `grace`.
+fn stop_pid(pid: u32, grace: Duration, mut gone: impl FnMut() -> bool) {
+    signal(pid, "-TERM");
+    let t = Instant::now();
+    while t.elapsed() < grace {
+        if gone() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal(pid, "-KILL");
+}
+
+fn alive(pid: u32) -> bool {
+    // a zombie waits for its parent (time), which reaps it once it is killed
+    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(") ")
+            .is_some_and(|(_, r)| !r.starts_with('Z'))
+    })
+}
+
+/// The PIDs whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return v;
+    };
+    for e in dir.flatten() {
+        let Some(kid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        // "PID (comm) STATE PPID ...": comm may hold spaces, so read after its last ')'
+        let Ok(stat) = fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit_once(") ")
+            .and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            v.push(kid);
+        }
+    }
+    v
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// `setpriv --pdeathsig KILL PROGRAM`: the child dies with this process, however it ends.
+fn guarded_command(program: &str) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args(["--pdeathsig", "KILL", program]);
+    c
+}
+
+/// Starts ibsim on `net` in `dir` and waits until it is ready.
+pub fn start_ibsim(dir: &Path, net: &Path, caps: &[String], sock: &str) -> Result<Guarded, String> {
+    let out = fs::File::create(dir.join("ibsim.out")).map_err(|e| format!("ibsim.out: {e}"))?;
+    let err = out.try_clone().map_err(|e| format!("ibsim.out: {e}"))?;
+    let mut cmd = guarded_command("ibsim");
+    cmd.arg("-s")
+        .arg("-n")
+        .args(caps)
+        .arg(net)
+        .env("IBSIM_SOCKNAME", sock)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    let mut g = Guarded::spawn(cmd, "ibsim", Duration::from_secs(2))?;
+    let t = Instant::now();
+    loop {
+        let text = fs::read_to_string(dir.join("ibsim.out")).unwrap_or_default();
+        if text.contains("Network simulator ready") {
+            return Ok(g);
+        }
+        if g.exited().is_some() {
+            let tail: Vec<&str> = text.lines().rev().take(5).collect();
+            return Err(format!(
+                "ibsim exited before it was ready: {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            ));
+        }
+        if t.elapsed() > Duration::from_secs(120) {
+            return Err(format!(
+                "ibsim not ready after 120 s (see {})",
+                dir.join("ibsim.out").display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// How one opensm run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ended {
+    Exited(Option<i32>),
+    /// Still running at the time limit: stopped.
+    TimedOut,
+}
+
+/// One `opensm --once` run.
+pub struct OsmRun {
+    pub ended: Ended,
+    /// Peak RSS (/usr/bin/time's %M), KiB.
+    pub peak_rss_kib: Option<u64>,
+    pub wall: Duration,
+    /// With [`OsmSetup::log_pipe`]: stock dfsssp's VL of each CA pair, from its debug lines.
+    pub vl_table: super::stock_sls::VlTable,
+}
+
+pub struct OsmSetup<'a> {
+    pub dir: &'a Path,
+    pub engine: &'a str,
+    pub qos: bool,
+    pub sock: &'a str,
+    pub plugin_dir: Option<&'a Path>,
+    /// Lines for the config file beyond the engine, dump directory and plug-in.
+    pub extra_conf: &'a [String],
+    pub limit: Duration,
+    /// OpenSM logs into a pipe read here instead of a file: its debug lines (stock dfsssp's
+    /// VL table, gigabytes on big fabrics) are parsed as they come and never stored; the other
+    /// lines go to osm.log as usual.
+    pub log_pipe: bool,
+}
+
+/// Runs opensm once in `s.dir`; `tick` is called while it runs (progress).
+pub fn run_opensm(s: &OsmSetup, mut tick: impl FnMut(Duration)) -> Result<OsmRun, String> {
+    let dir = s.dir;
+    // transaction_timeout: on a loaded machine ibsim may answer later than OpenSM's default
+    // 200 ms, and a sweep that timed out never brings the subnet up in --once mode
+    let mut conf = format!(
+        "event_plugin_name dfsssp_rs\nrouting_engine {}\ndump_files_dir {}\n\
+         transaction_timeout 1000\n",
+        s.engine,
+        dir.display()
+    );
+    for l in s.extra_conf {
+        conf.push_str(l);
+        conf.push('\n');
+    }
+    let conf_path = dir.join("osm.conf");
+    fs::write(&conf_path, conf).map_err(|e| format!("{}: {e}", conf_path.display()))?;
+    let out = fs::File::create(dir.join("opensm.out")).map_err(|e| format!("opensm.out: {e}"))?;
+    let err = out.try_clone().map_err(|e| format!("opensm.out: {e}"))?;
+    // /usr/bin/time measures opensm's peak RSS over its whole life (a short run ends between
+    // two samples of /proc); both die with this command (setpriv on each)
+    let rss_path = dir.join("rss_kb");
+    let mut cmd = guarded_command("/usr/bin/time");
+    cmd.args(["-f", "%M", "-o"])
+        .arg(&rss_path)
+        .args(["setpriv", "--pdeathsig", "KILL", "opensm"])
+        .arg("--once")
+        .arg("-F")
+        .arg(&conf_path)
+        .arg("-f")
+        .arg(dir.join("osm.log"))
+        .args(["-D", "0x47", "-d", "0"]);
+    if s.qos {
+        cmd.arg("-Q");
+    }
+    cmd.env("OSM_TMP_DIR", dir)
+        .env("OSM_CACHE_DIR", dir)
+        .env("IBSIM_SOCKNAME", s.sock)
+        .env("LD_PRELOAD", UMAD2SIM)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    if let Some(p) = s.plugin_dir {
+        let mut path = p.as_os_str().to_owned();
+        if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+            path.push(":");
+            path.push(old);
+        }
+        cmd.env("LD_LIBRARY_PATH", path);
+    }
+    let log_path = dir.join("osm.log");
+    let reader = if s.log_pipe {
+        let ok = Command::new("mkfifo")
+            .arg(&log_path)
+            .status()
+            .is_ok_and(|st| st.success());
+        if !ok {
+            return Err(format!("mkfifo {} failed", log_path.display()));
+        }
+        let p = log_path.clone();
+        Some(std::thread::spawn(move || read_log_pipe(&p)))
+    } else {
+        None
+    };
+    let t = Instant::now();
+    let mut g = Guarded::spawn(cmd, "opensm", Duration::from_secs(5))?;
+    let ended = loop {
+        if let Some(st) = g.exited() {
+            break Ended::Exited(st.code());
+        }
+        if t.elapsed() >= s.limit {
+            g.stop();
+            break Ended::TimedOut;
+        }
+        tick(t.elapsed());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // time's last line: "Command terminated by signal N" may come first
+    let peak = fs::read_to_string(&rss_path)
+        .ok()
+        .and_then(|t| t.lines().last().and_then(|l| l.trim().parse().ok()));
+    let mut vl_table = Vec::new();
+    if let Some(h) = reader {
+        // a reader still waiting for a writer (opensm never opened its log) gets one and EOF;
+        // O_NONBLOCK: no reader left means no wait either
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let _ = fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&log_path);
+        let (kept, vls) = h.join().unwrap_or_default();
+        vl_table = vls;
+        let _ = fs::remove_file(&log_path);
+        fs::write(&log_path, kept).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    }
+    Ok(OsmRun {
+        vl_table,
+        ended,
+        peak_rss_kib: peak,
+        wall: t.elapsed(),
+    })
+}
+
+/// The plug-in OpenSM should load: `libdfsssp_rs.so` next to this executable (a cargo build),
+/// else none (the installed one, found by the dynamic loader).
+pub fn plugin_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    dir.join("libdfsssp_rs.so")
+        .is_file()
+        .then(|| dir.to_path_buf())
+}
+
+/// What is missing to run OpenSM in ibsim here, with the package that brings it.
+pub fn missing_tools() -> Vec<String> {
+    let on_path = |t: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()))
+    };
+    let mut m = Vec::new();
+    for (t, pkg) in [
+        ("opensm", "opensm"),
+        ("ibsim", "ibsim-utils"),
+        ("setpriv", "util-linux"),
+        ("kill", "procps"),
+        ("time", "time"),
+    ] {
+        if !on_path(t) {
+            m.push(format!("{t} (apt-get install {pkg})"));
+        }
+    }
+    if !Path::new(UMAD2SIM).is_file() {
+        m.push(format!("{UMAD2SIM} (apt-get install libumad2sim0)"));
+    }
+    m
+}
+
+/// A private directory under the system's temporary directory, removed when dropped unless
+/// kept.
+pub struct WorkDir {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl WorkDir {
+    pub fn new(prefix: &str) -> Result<WorkDir, String> {
+        let base = std::env::temp_dir();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        for k in 0..100u32 {
+            let path = base.join(format!("{prefix}{}-{nanos:x}-{k}", std::process::id()));
+            match fs::create_dir(&path) {
+                Ok(()) => return Ok(WorkDir { path, keep: false }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(format!("{}: {e}", path.display())),
+            }
+        }
+        Err(format!("no free directory name under {}", base.display()))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Leaves the directory in place; its path.
+    pub fn keep(mut self) -> PathBuf {
+        self.keep = true;
+        self.path.clone()
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// Runs `program args` in `dir` within `limit`, output to `out` in that directory; `None` when
+/// it was stopped at the limit (or did not start).
+pub fn run_limited(
+    program: &str,
+    args: &[&str],
+    dir: &Path,
+    out: &str,
+    limit: Duration,
+) -> Option<Option<i32>> {
+    let f = fs::File::create(dir.join(out)).ok()?;
+    let e = f.try_clone().ok()?;
+    let mut cmd = guarded_command(program);
+    cmd.args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(f)
+        .stderr(e);
+    let mut g = Guarded::spawn(cmd, "checker", Duration::from_secs(2)).ok()?;
+    let t = Instant::now();
+    loop {
+        if let Some(st) = g.exited() {
+            return Some(st.code());
+        }
+        if t.elapsed() >= limit {
+            g.stop();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Reads OpenSM's log from its pipe until every writer is gone: the lines but debug ones, and
+/// the VL table of stock dfsssp's debug lines.
+fn read_log_pipe(path: &Path) -> (String, super::stock_sls::VlTable) {
+    use std::io::BufRead as _;
+    let mut kept = String::new();
+    let mut vls = Vec::new();
+    let Ok(f) = fs::File::open(path) else {
+        return (kept, vls);
+    };
+    for l in std::io::BufReader::with_capacity(1 << 20, f)
+        .lines()
+        .map_while(Result::ok)
+    {
+        if let Some(x) = super::stock_sls::vl_line(&l) {
+            vls.push(x);
+        } else if !l.contains(" 0x08 -> ") {
+            kept.push_str(&l);
+            kept.push('\n');
+        }
+    }
+    (kept, vls)
+}

@@ -1,0 +1,664 @@
+//! The verdict on each run, from OpenSM's dumps (the evaluation) and log, and what the admin
+//! reads: the table, the JSON, the chart and the recommended opensm.conf lines with the reasons.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use dfsssp_rs::fabric::{Fabric, NodeKind};
+
+use super::super::chart::{self, Bar};
+use super::super::judge::{Evaluation, Source};
+use super::osm_log::LogFacts;
+use super::procs::{Ended, OsmRun};
+use super::stock_sls::StockSls;
+use super::{Context, OURS};
+
+/// Stock engines with a path_sl callback (OpenSM 3.3.23): SLs of their own that OpenSM does not
+/// dump.
+const OWN_SLS: [&str; 3] = ["dfsssp", "lash", "torus-2QoS"];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// The engine asked for routed the fabric.
+    Ok,
+    /// It gave up and OpenSM routed with another one.
+    Fallback,
+    /// opensm still ran at the time limit (stopped).
+    Timeout,
+    /// No tables configured (or ibsim/opensm did not start).
+    Failed,
+}
+
+/// One engine's run, judged.
+pub struct Run {
+    pub label: String,
+    pub requested: String,
+    pub qos: bool,
+    pub status: Status,
+    pub log: LogFacts,
+    pub reason: Option<String>,
+    pub peak_rss_kib: Option<u64>,
+    pub wall: Duration,
+    pub eval: Option<Evaluation>,
+    /// Stock dfsssp's SLs from a run with debug logging, checked by ibdmchk.
+    pub stock_sls: Option<StockSls>,
+}
+
+impl Run {
+    pub fn failed(label: &str, engine: &str, qos: bool, why: String) -> Run {
+        Run {
+            label: label.into(),
+            requested: engine.into(),
+            qos,
+            status: Status::Failed,
+            log: LogFacts::default(),
+            reason: Some(why),
+            peak_rss_kib: None,
+            wall: Duration::ZERO,
+            eval: None,
+            stock_sls: None,
+        }
+    }
+
+    pub fn from_opensm(
+        label: &str,
+        engine: &str,
+        qos: bool,
+        r: &OsmRun,
+        log: LogFacts,
+        limit: Duration,
+    ) -> Run {
+        let (status, reason) = match (&r.ended, log.used.as_deref()) {
+            (Ended::TimedOut, _) => (
+                Status::Timeout,
+                Some(format!(
+                    "opensm stopped after {} s ({} routing run(s) begun)",
+                    limit.as_secs(),
+                    log.runs_begun
+                )),
+            ),
+            (_, Some(u)) if u == engine => (Status::Ok, None),
+            (_, Some(_)) => (Status::Fallback, log.reason.clone()),
+            (Ended::Exited(code), None) => (
+                Status::Failed,
+                Some(format!(
+                    "opensm exit status {}, no tables configured{}",
+                    code.map_or("(signal)".into(), |c| c.to_string()),
+                    log.first_error
+                        .as_ref()
+                        .map_or(String::new(), |e| format!(": {e}"))
+                )),
+            ),
+        };
+        Run {
+            label: label.into(),
+            requested: engine.into(),
+            qos,
+            status,
+            reason,
+            peak_rss_kib: if status == Status::Timeout {
+                None
+            } else {
+                r.peak_rss_kib
+            },
+            wall: r.wall,
+            log,
+            eval: None,
+            stock_sls: None,
+        }
+    }
+
+    /// The engine whose tables OpenSM uploaded.
+    pub fn used(&self) -> Option<&str> {
+        self.log.used.as_deref()
+    }
+
+    pub fn ours(&self) -> bool {
+        self.used() == Some(OURS)
+    }
+
+    pub fn lambda(&self) -> Option<f64> {
+        self.eval.as_ref().and_then(Evaluation::lambda)
+    }
+
+    pub fn lambda_compute(&self) -> Option<f64> {
+        let c = self.eval.as_ref()?.classes.as_ref()?;
+        c.compute.as_ref().map(|b| b.lambda)
+    }
+
+    /// Λ that decides: over compute ports where they are known, else over all CA ports.
+    pub fn score(&self) -> Option<f64> {
+        self.lambda_compute().or(self.lambda())
+    }
+
+    /// CA-to-LID pairs that should deliver and do not.
+    pub fn unreachable(&self) -> Option<u64> {
+        self.eval
+            .as_ref()
+            .map(|e| e.metrics.connectivity.ca_to_lid.failed())
+    }
+
+    /// (lanes, whether they are known) and the credit-loop verdict with whether it holds.
+    pub fn lanes_and_loops(&self) -> Lanes {
+        let Some(ev) = &self.eval else {
+            return Lanes::default();
+        };
+        let d = &ev.deadlock;
+        let path_sl = matches!(ev.source, Source::Dumps { path_sl: true, .. });
+        let looped: Vec<String> = d
+            .lanes
+            .iter()
+            .filter(|l| l.cycle.is_some())
+            .map(|l| l.lane.to_string())
+            .collect();
+        let checked = if d.deadlock_free {
+            "no".to_string()
+        } else if looped.is_empty() {
+            "yes".to_string()
+        } else {
+            format!("yes (lane {})", looped.join(","))
+        };
+        let used = self.used().unwrap_or("");
+        if path_sl {
+            // SLs of every CA-sourced path from the engine's own dump (dfsssp-rs)
+            Lanes {
+                count: Some(d.lanes_used),
+                source: "path-SL dump",
+                loops: checked,
+                deadlock_free: Some(d.deadlock_free),
+            }
+        } else if let Some(sls) = self
+            .stock_sls
+            .as_ref()
+            .filter(|x| x.deadlock_free.is_some())
+        {
+            // stock dfsssp: its VL table from the debug run, CA-to-CA paths checked by ibdmchk
+            let free = sls.deadlock_free == Some(true);
+            Lanes {
+                count: self.log.log_lanes.or(Some(sls.base_lanes)),
+                source: "OpenSM's VL table (debug log)",
+                loops: format!("{} (ibdmchk, CA-CA)", if free { "no" } else { "yes" }),
+                deadlock_free: sls.deadlock_free,
+            }
+        } else if OWN_SLS.contains(&used) {
+            // the engine's SLs stay inside OpenSM's SA: routes checked in one lane only
+            let (loops, free) = if d.deadlock_free {
+                ("no (any SLs)".to_string(), Some(true))
+            } else {
+                ("unknown (SLs not dumped)".to_string(), None)
+            };
+            Lanes {
+                count: self.log.log_lanes,
+                source: if self.log.log_lanes.is_some() {
+                    "engine's log"
+                } else {
+                    "unknown"
+                },
+                loops,
+                deadlock_free: free,
+            }
+        } else {
+            // no path_sl callback (nue: nue_max_num_vls 1 by default): every route on SL 0
+            Lanes {
+                count: Some(1),
+                source: "one SL (no path_sl)",
+                loops: checked,
+                deadlock_free: Some(d.deadlock_free),
+            }
+        }
+    }
+
+    /// Routed by itself, every pair delivered, free of credit loops as far as can be known.
+    pub fn sound(&self) -> bool {
+        self.status == Status::Ok
+            && self.unreachable() == Some(0)
+            && self.lanes_and_loops().deadlock_free == Some(true)
+    }
+
+    /// The name in the table: "ftree -> minhop" for a fallback, "nue: timeout".
+    pub fn shown_name(&self) -> String {
+        match self.status {
+            Status::Ok => self.label.clone(),
+            Status::Fallback => format!("{} -> {}", self.label, self.used().unwrap_or("?")),
+            Status::Timeout => format!("{}: timeout", self.label),
+            Status::Failed => format!("{}: failed", self.label),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Lanes {
+    pub count: Option<u8>,
+    /// Where the count comes from.
+    pub source: &'static str,
+    /// Credit loops: "no", "yes (lane 0)", "no (any SLs)", "unknown (SLs not dumped)".
+    pub loops: String,
+    pub deadlock_free: Option<bool>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FabricFacts {
+    pub switches: usize,
+    pub ca_ports: usize,
+    pub aggregation_nodes: usize,
+    /// Compute ports (`None`: all CA ports count).
+    pub compute_ports: Option<usize>,
+    pub links: usize,
+}
+
+impl FabricFacts {
+    pub fn of(f: &Fabric, aggregation_nodes: usize, compute_ports: Option<usize>) -> Self {
+        FabricFacts {
+            switches: f.switch_count(),
+            ca_ports: f
+                .endpoints()
+                .iter()
+                .filter(|e| f.nodes()[e.node as usize].kind != NodeKind::Switch)
+                .count(),
+            aggregation_nodes,
+            compute_ports,
+            links: f.links().len(),
+        }
+    }
+
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "{} switches, {} CA ports, {} links",
+            self.switches, self.ca_ports, self.links
+        );
+        if self.aggregation_nodes > 0 {
+            let _ = write!(s, ", {} SHARP aggregation nodes", self.aggregation_nodes);
+        }
+        if let Some(c) = self.compute_ports {
+            let _ = write!(s, ", {c} compute ports");
+        }
+        s
+    }
+}
+
+/// What to put into opensm.conf, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct Recommendation {
+    /// The run recommended (its label), if any engine was sound.
+    pub engine: Option<String>,
+    pub conf_lines: Vec<String>,
+    pub why: Vec<String>,
+}
+
+fn f4(x: Option<f64>) -> String {
+    x.map_or("-".into(), |l| format!("{l:.4}"))
+}
+
+/// The best sound run: the highest Λ (compute ports where known); within 1% of it, fewer
+/// lanes, then a stock engine (no plug-in to install), then the faster.
+pub fn recommend(runs: &[Run]) -> Recommendation {
+    let mut sound: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.sound() && r.score().is_some())
+        .collect();
+    sound.sort_by(|a, b| {
+        b.score()
+            .partial_cmp(&a.score())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let mut why = Vec::new();
+    let Some(top) = sound.first().and_then(|r| r.score()) else {
+        why.push(
+            "no engine routed this fabric by itself, reaching every destination, without \
+             credit loops: keep what you run and look at the table's reasons"
+                .into(),
+        );
+        return Recommendation {
+            engine: None,
+            conf_lines: Vec::new(),
+            why,
+        };
+    };
+    let lanes = |r: &Run| r.lanes_and_loops().count.unwrap_or(16);
+    let time = |r: &Run| r.log.routing_s.unwrap_or(f64::MAX);
+    let best = *sound
+        .iter()
+        .filter(|r| r.score().unwrap_or(0.0) >= 0.99 * top)
+        .min_by(|a, b| {
+            (lanes(a), a.ours(), time(a))
+                .partial_cmp(&(lanes(b), b.ours(), time(b)))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+        .unwrap_or(&sound[0]);
+    // QoS is one switch for the whole chain: with the best on one lane, the chain keeps to
+    // engines that route on one lane (QoS off); else it holds the QoS-on runs
+    let multi = |r: &Run| {
+        r.qos
+            && match r.lanes_and_loops().count {
+                Some(n) => n > 1,
+                None => OWN_SLS.contains(&r.requested.as_str()),
+            }
+    };
+    let qos_on = multi(best);
+    let fits = |r: &Run| if qos_on { r.qos } else { !multi(r) };
+    // the chain: the best, then the other sound engines that fit, by Λ (each engine once)
+    let mut chain: Vec<&Run> = vec![best];
+    for r in sound.iter().filter(|r| fits(r)) {
+        if chain.len() < 3 && !chain.iter().any(|c| c.requested == r.requested) {
+            chain.push(r);
+        }
+    }
+    let left_out: Vec<&str> = sound
+        .iter()
+        .filter(|r| !fits(r) && !chain.iter().any(|c| c.requested == r.requested))
+        .map(|r| r.label.as_str())
+        .collect();
+    let names: Vec<&str> = chain.iter().map(|r| r.requested.as_str()).collect();
+    let mut conf = Vec::new();
+    if names.contains(&OURS) {
+        conf.push("event_plugin_name dfsssp_rs".to_string());
+    }
+    conf.push(format!("routing_engine {}", names.join(",")));
+    // OpenSM programs the SL-to-VL tables only with QoS on
+    conf.push(format!("qos {}", if qos_on { "TRUE" } else { "FALSE" }));
+    let minhop_loops = runs
+        .iter()
+        .find(|r| r.requested == "minhop" && r.status == Status::Ok)
+        .map(|r| !r.sound());
+    if minhop_loops == Some(true) {
+        conf.push("no_fallback_routing_engine TRUE".into());
+    }
+    let what = |r: &Run| {
+        let ll = r.lanes_and_loops();
+        format!(
+            "Λ {}{}, {} lane(s), no credit loops, every destination reached, routed in {} s",
+            f4(r.lambda()),
+            r.lambda_compute()
+                .map_or(String::new(), |c| format!(" (compute ports {c:.4})")),
+            ll.count.map_or("unknown".into(), |n| n.to_string()),
+            r.log.routing_s.map_or("?".into(), |t| format!("{t:.3}"))
+        )
+    };
+    why.push(format!("{}: {}", best.label, what(best)));
+    if let Some(other) = sound.iter().find(|r| r.requested != best.requested) {
+        let ratio = match (best.score(), other.score()) {
+            (Some(a), Some(b)) if b > 0.0 => format!(" ({:.3}x its Λ)", a / b),
+            _ => String::new(),
+        };
+        why.push(format!(
+            "next best sound engine: {}: {}{ratio}",
+            other.label,
+            what(other)
+        ));
+    }
+    if best.score().unwrap_or(0.0) < top {
+        why.push(format!(
+            "chosen over a Λ up to 1% higher ({top:.4}): fewer lanes, or no plug-in, or faster"
+        ));
+    }
+    if qos_on {
+        why.push(format!(
+            "qos TRUE: {} routes on {} SLs; OpenSM programs SL-to-VL tables only with QoS on",
+            best.label,
+            best.lanes_and_loops()
+                .count
+                .map_or("several".into(), |n| n.to_string())
+        ));
+    } else if !left_out.is_empty() {
+        why.push(format!(
+            "qos FALSE keeps {} out of the chain: sound here, but on more than one SL",
+            left_out.join(", ")
+        ));
+        // the same engines with QoS on give a longer chain, at the price of the lanes
+        let mut with_qos: Vec<&str> = Vec::new();
+        for r in sound.iter().filter(|r| r.qos) {
+            if with_qos.len() < 3 && !with_qos.contains(&r.requested.as_str()) {
+                with_qos.push(r.requested.as_str());
+            }
+        }
+        why.push(format!(
+            "a longer deadlock-free chain, using lanes: qos TRUE with routing_engine {}",
+            with_qos.join(",")
+        ));
+    }
+    if minhop_loops == Some(true) {
+        why.push(
+            "no_fallback_routing_engine TRUE: should every engine of the chain fail, OpenSM \
+             would fall back to minhop, which has credit loops on this fabric"
+                .into(),
+        );
+    }
+    for r in runs.iter().filter(|r| !r.sound()) {
+        let w = match r.status {
+            Status::Fallback => format!(
+                "gave up, OpenSM used {}{}",
+                r.used().unwrap_or("?"),
+                r.reason
+                    .as_ref()
+                    .map_or(String::new(), |x| format!(": {x}"))
+            ),
+            Status::Timeout | Status::Failed => r.reason.clone().unwrap_or_default(),
+            Status::Ok => {
+                let ll = r.lanes_and_loops();
+                match r.unreachable() {
+                    Some(n) if n > 0 => format!("{n} CA-to-LID pairs unreachable"),
+                    None => r.reason.clone().unwrap_or("not judged".into()),
+                    _ => format!("credit loops: {}", ll.loops),
+                }
+            }
+        };
+        why.push(format!("not {}: {w}", r.label));
+    }
+    Recommendation {
+        engine: Some(best.label.clone()),
+        conf_lines: conf,
+        why,
+    }
+}
+
+const LEGEND: &str = "  routing s: OpenSM's routing phase (its log); RSS: opensm's peak; unreach: CA-to-LID pairs that
+  do not deliver; credit loops: each lane's channel dependencies over every (switch, LID) path
+  (lanes from the path-SL dump; engines without path_sl: one); \"unknown (SLs not dumped)\": the
+  engine keeps its SLs in OpenSM's SA and its routes loop within one lane, which proves nothing
+  for its real SLs; \"no (any SLs)\": no loop even within one lane; \"(ibdmchk, CA-CA)\": stock
+  dfsssp's SLs from a run with debug logging, its CA-to-CA paths checked by ibdmchk.
+";
+
+/// The table, notes and recommendation.
+pub fn text(ctx: &Context, runs: &[Run], rec: &Recommendation) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}: {}", ctx.input, ctx.fabric.line());
+    let _ = writeln!(
+        out,
+        "each engine in a fresh ibsim, stock opensm --once (limit {} s); judged from OpenSM's \
+         dumps; Λ over {} random bisections (seed {})",
+        ctx.limit_s, ctx.patterns, ctx.seed
+    );
+    let compute = ctx.fabric.compute_ports.is_some();
+    let mut head = vec![
+        "engine",
+        "routing s",
+        "RSS MB",
+        "lanes",
+        "Λ",
+        "EFI max",
+        "hops",
+        "minimal",
+        "unreach",
+        "credit loops",
+    ];
+    if compute {
+        head.insert(5, "Λ compute");
+    }
+    let mut rows: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
+    for r in runs {
+        let ll = r.lanes_and_loops();
+        let m = r.eval.as_ref().map(|e| &e.metrics);
+        let mut row = vec![
+            r.shown_name(),
+            r.log
+                .routing_s
+                .filter(|_| r.status != Status::Timeout)
+                .map_or("-".into(), |t| format!("{t:.3}")),
+            r.peak_rss_kib
+                .map_or("-".into(), |k| (k / 1024).to_string()),
+            match (ll.count, ll.source) {
+                (Some(n), "engine's log") => format!("{n} (log)"),
+                (Some(n), _) => n.to_string(),
+                (None, _) if r.eval.is_some() => "unknown".into(),
+                _ => "-".into(),
+            },
+            f4(r.lambda()),
+            m.map_or("-".into(), |m| m.efi.max.to_string()),
+            m.map_or("-".into(), |m| format!("{:.2}", m.hops.average)),
+            m.map_or("-".into(), |m| {
+                format!("{:.1}%", 100.0 * m.hops.fraction_minimal)
+            }),
+            r.unreachable().map_or("-".into(), |n| n.to_string()),
+            if r.eval.is_some() {
+                ll.loops.clone()
+            } else {
+                "-".into()
+            },
+        ];
+        if compute {
+            row.insert(5, f4(r.lambda_compute()));
+        }
+        rows.push(row);
+    }
+    let w: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let last = rows[0].len() - 1;
+    for r in &rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            let pad = " ".repeat(w[c] - cell.chars().count());
+            if c == 0 || c == last {
+                let _ = write!(line, "{cell}{pad}  ");
+            } else {
+                let _ = write!(line, "{pad}{cell}  ");
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    for r in runs {
+        if let Some(x) = &r.reason {
+            let _ = writeln!(out, "  {}: {x}", r.shown_name());
+        }
+        if let Some(s) = &r.stock_sls {
+            let _ = writeln!(out, "  {}: its SLs: {}", r.shown_name(), s.note);
+        }
+    }
+    for n in &ctx.notes {
+        let _ = writeln!(out, "  input: {n}");
+    }
+    out.push_str(LEGEND);
+    let _ = writeln!(
+        out,
+        "\nrecommended opensm.conf lines{}:",
+        rec.engine
+            .as_ref()
+            .map_or(String::new(), |e| format!(" ({e})"))
+    );
+    for l in &rec.conf_lines {
+        let _ = writeln!(out, "  {l}");
+    }
+    let _ = writeln!(out, "why:");
+    for l in &rec.why {
+        let _ = writeln!(out, "  - {l}");
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct JsonRun<'a> {
+    label: &'a str,
+    requested: &'a str,
+    qos: bool,
+    status: Status,
+    used: Option<&'a str>,
+    reason: Option<&'a str>,
+    routing_s: Option<f64>,
+    peak_rss_kib: Option<u64>,
+    wall_s: f64,
+    lanes: Lanes,
+    lambda: Option<f64>,
+    lambda_compute: Option<f64>,
+    unreachable: Option<u64>,
+    sound: bool,
+    /// Stock dfsssp: its SLs from a run with debug logging, and ibdmchk's verdict with them.
+    stock_sls: Option<&'a StockSls>,
+    evaluation: Option<&'a Evaluation>,
+}
+
+#[derive(Serialize)]
+struct JsonOut<'a> {
+    input: &'a str,
+    fabric: &'a FabricFacts,
+    notes: &'a [String],
+    patterns: u32,
+    seed: u64,
+    limit_s: u64,
+    runs: Vec<JsonRun<'a>>,
+    recommendation: &'a Recommendation,
+}
+
+pub fn json(ctx: &Context, runs: &[Run], rec: &Recommendation) -> Result<String, String> {
+    let out = JsonOut {
+        input: &ctx.input,
+        fabric: &ctx.fabric,
+        notes: &ctx.notes,
+        patterns: ctx.patterns,
+        seed: ctx.seed,
+        limit_s: ctx.limit_s,
+        runs: runs
+            .iter()
+            .map(|r| JsonRun {
+                label: &r.label,
+                requested: &r.requested,
+                qos: r.qos,
+                status: r.status,
+                used: r.used(),
+                reason: r.reason.as_deref(),
+                routing_s: r.log.routing_s.filter(|_| r.status != Status::Timeout),
+                peak_rss_kib: r.peak_rss_kib,
+                wall_s: r.wall.as_secs_f64(),
+                lanes: r.lanes_and_loops(),
+                lambda: r.lambda(),
+                lambda_compute: r.lambda_compute(),
+                unreachable: r.unreachable(),
+                sound: r.sound(),
+                stock_sls: r.stock_sls.as_ref(),
+                evaluation: r.eval.as_ref(),
+            })
+            .collect(),
+        recommendation: rec,
+    };
+    serde_json::to_string_pretty(&out).map_err(|e| format!("JSON: {e}"))
+}
+
+/// The bar chart of Λ and lanes per run (runs without tables have no bar height).
+pub fn chart(title: &str, ctx: &Context, runs: &[Run]) -> String {
+    let bars: Vec<Bar> = runs
+        .iter()
+        .map(|r| {
+            let ll = r.lanes_and_loops();
+            Bar {
+                label: r.shown_name(),
+                lambda: r.score(),
+                lanes: ll.count.unwrap_or(0),
+                deadlock_free: ll.deadlock_free == Some(true),
+                complete: r.unreachable() == Some(0),
+            }
+        })
+        .collect();
+    let what = if ctx.fabric.compute_ports.is_some() {
+        "compute ports"
+    } else {
+        "CA ports"
+    };
+    let sub = format!(
+        "Λ over {what}: {} random bisections (seed {}); stock opensm in ibsim, judged from its dumps",
+        ctx.patterns, ctx.seed
+    );
+    chart::svg(title, &sub, &bars)
+}

@@ -1,0 +1,357 @@
+//! `dfsssp-rs compare --in-opensm DUMP`: an admin's ibnetdiscover dump, quirks and all, run by
+//! the stock opensm in ibsim with several engines; the table's numbers checked against runs done
+//! by hand (harness in tests/common: ibsim and opensm started here, then `eval --dumps`), a
+//! fallback named as such, bad input refused with its line, no process left behind.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{OpenSm, Sim};
+use dfsssp_rs::fabric::{Fabric, FabricBuilder, NodeKind, PortRef};
+use dfsssp_rs::io::{ibnetdiscover, ibsim};
+use dfsssp_rs::topo::by_name;
+use serde_json::Value;
+
+/// Runs the command; (success, stdout, stderr), and that it left no ibsim or opensm running.
+fn cli(args: &[&str]) -> (bool, String, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_dfsssp-rs"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run dfsssp-rs");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("wait for dfsssp-rs");
+    let se = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !se.contains("panicked"),
+        "dfsssp-rs {args:?} panicked:\n{se}"
+    );
+    let left = processes_with_env(&format!("IBSIM_SOCKNAME=dfsssp-cmp-{pid}-"));
+    assert!(left.is_empty(), "processes left behind: {left:?}");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        se,
+    )
+}
+
+/// PIDs whose environment holds `needle` (the socket names the command gives its runs).
+fn processes_with_env(needle: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(env) = std::fs::read(e.path().join("environ")) {
+            if String::from_utf8_lossy(&env).contains(needle) {
+                let cmd = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default();
+                v.push(format!("{name} {}", cmd.replace('\0', " ")));
+            }
+        }
+    }
+    v
+}
+
+fn plugin_dir() -> String {
+    common::plugin_so()
+        .parent()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+fn p(x: &Path) -> &str {
+    x.to_str().unwrap()
+}
+
+fn run_of<'a>(v: &'a Value, label: &str) -> &'a Value {
+    v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["label"] == label)
+        .unwrap_or_else(|| panic!("no run {label}"))
+}
+
+/// Two rails of 65-port NDR switches with SHARP aggregation nodes, and a dual-port CA with a
+/// port on each rail.
+fn admins_fabric() -> Fabric {
+    let f = by_name("rail:2,2,2,4").unwrap();
+    let ports = f.port_table();
+    let free_leaf = |name: &str| {
+        let i = f
+            .nodes()
+            .iter()
+            .position(|n| n.description.contains(name))
+            .unwrap();
+        let port = (1..f.nodes()[i].num_ports)
+            .find(|&q| ports.remote(i, q).is_none())
+            .unwrap();
+        PortRef {
+            node: i as u32,
+            port,
+        }
+    };
+    let (a, b) = (free_leaf("rail1-leaf02"), free_leaf("rail2-leaf01"));
+    let max_lid = f.max_lid();
+    let mut fb = FabricBuilder::from_fabric(f);
+    let h = fb
+        .add_node(NodeKind::Ca, 0x0002_c901_0000_9000, 2, "dual mlx5_0")
+        .unwrap();
+    for (q, at) in [(1u8, a), (2u8, b)] {
+        let port = PortRef { node: h, port: q };
+        fb.link(port, at).unwrap();
+        fb.set_lid(
+            port,
+            0x0002_c901_0000_9000 + u64::from(q),
+            max_lid + u16::from(q),
+            0,
+        )
+        .unwrap();
+    }
+    fb.build().unwrap()
+}
+
+/// The dump as it reaches us: pasted from a terminal (tabs lost, CRLF, indented), NDR/HDR/XDR
+/// speeds, comments of other tools, a port without a LID yet.
+fn with_quirks(text: &str) -> String {
+    let mut out =
+        String::from("// ibnetdiscover on login01\r\n; fabric A\r\n/* exported\r\n by hand */\r\n");
+    let (mut lid0_done, mut in_ca) = (false, false);
+    for (i, l) in text.lines().enumerate() {
+        if l.starts_with("Ca") || l.starts_with("Switch") {
+            in_ca = l.starts_with("Ca") && l.contains("mlx5_1");
+        }
+        let mut l = l
+            .replace('\t', "    ")
+            .replace("4xQDR", ["4xNDR", "2xHDR", "4xXDR"][i % 3]);
+        if !lid0_done && in_ca && l.starts_with('[') && l.contains("# lid ") {
+            let at = l.find("# lid ").unwrap() + 6;
+            let end = at + l[at..].find(' ').unwrap();
+            l = format!("{}0{}", &l[..at], &l[end..]);
+            lid0_done = true;
+        }
+        if l.starts_with('[') {
+            out.push_str("  ");
+        }
+        out.push_str(&l);
+        out.push_str("\r\n");
+    }
+    assert!(lid0_done);
+    out
+}
+
+/// The command's numbers for minhop and dfsssp-rs are those of the same engines run by hand
+/// on the same ibsim net file, judged by `eval --dumps`.
+#[test]
+fn quirky_dump_judged_as_runs_by_hand() {
+    let d = tempfile::tempdir().unwrap();
+    let dump = d.path().join("fabric.topo");
+    std::fs::write(&dump, with_quirks(&ibnetdiscover::write(&admins_fabric()))).unwrap();
+    let svg = d.path().join("engines.svg");
+    let pd = plugin_dir();
+    let common_args = [
+        "compare",
+        "--in-opensm",
+        p(&dump),
+        "--routing-engines",
+        "minhop,dfsssp-rs,dfsssp-rs/noqos",
+        "--patterns",
+        "64",
+        "--plugin-dir",
+        &pd,
+        "--quiet",
+    ];
+    let mut args = common_args.to_vec();
+    args.extend(["--json", "--keep", "--svg", p(&svg)]);
+    let (ok, so, se) = cli(&args);
+    assert!(ok, "{se}");
+    let v: Value = serde_json::from_str(&so).unwrap_or_else(|e| panic!("{e}\n{so}"));
+    let work = se
+        .lines()
+        .find_map(|l| l.strip_prefix("dfsssp-rs: work directory kept: "))
+        .unwrap_or_else(|| panic!("no kept directory: {se}"))
+        .to_string();
+    // the quirks were forgiven and said so
+    let notes = v["notes"].to_string();
+    for q in ["CRLF", "indented", "comment", "lid 0", "NDR"] {
+        assert!(notes.contains(q), "{q}: {notes}");
+    }
+    // one subnet (the spines join the rails), SHARP nodes out of the compute ports
+    let fab = &v["fabric"];
+    assert_eq!(fab["aggregation_nodes"].as_u64(), Some(8), "{fab}");
+    assert_eq!(fab["ca_ports"].as_u64(), Some(16 + 8 + 2), "{fab}");
+    assert_eq!(fab["compute_ports"].as_u64(), Some(16 + 2), "{fab}");
+    assert!(svg.is_file());
+
+    // by hand: the same net file in a fresh ibsim, opensm with the engine, then eval --dumps
+    let net_text = std::fs::read_to_string(Path::new(&work).join("fabric.net")).unwrap();
+    let cn = Path::new(&work).join("cn_guids");
+    let fabric = ibsim::parse_net(&net_text, "fabric.net", ibsim::NetOptions::default()).unwrap();
+    for (label, engine, qos) in [
+        ("minhop", "minhop", true),
+        ("dfsssp-rs (QoS on)", "dfsssp-rs", true),
+        ("dfsssp-rs (QoS off)", "dfsssp-rs", false),
+    ] {
+        let sim = Sim::start_net("cmp-osm", &fabric, &net_text);
+        let run = sim.opensm(&OpenSm::new(engine).qos(qos));
+        run.assert_configured_by(engine);
+        let out = Command::new(env!("CARGO_BIN_EXE_dfsssp-rs"))
+            .args([
+                "eval",
+                "--dumps",
+                p(sim.dir()),
+                "--patterns",
+                "64",
+                "--quiet",
+                "--json",
+            ])
+            .args(["--cn-guids", p(&cn)])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let hand: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let r = run_of(&v, label);
+        assert_eq!(r["status"], "ok", "{label}: {r}");
+        assert_eq!(r["used"], engine, "{label}");
+        let ev = &r["evaluation"];
+        assert!(
+            ev["metrics"]["bisection"]["lambda"].as_f64().unwrap() > 0.0,
+            "{label}"
+        );
+        assert!(
+            ev["classes"]["compute"]["lambda"].as_f64().unwrap() > 0.0,
+            "{label}"
+        );
+        assert_eq!(
+            ev["metrics"]["bisection"]["lambda"], hand["metrics"]["bisection"]["lambda"],
+            "{label}: Λ"
+        );
+        assert_eq!(
+            ev["classes"]["compute"]["lambda"], hand["classes"]["compute"]["lambda"],
+            "{label}: Λ of compute ports"
+        );
+        for key in ["efi", "hops", "connectivity"] {
+            assert_eq!(ev["metrics"][key], hand["metrics"][key], "{label}: {key}");
+        }
+        assert_eq!(
+            ev["deadlock"]["deadlock_free"], hand["deadlock"]["deadlock_free"],
+            "{label}"
+        );
+        assert_eq!(
+            r["lanes"]["deadlock_free"],
+            hand["deadlock"]["deadlock_free"]
+        );
+        if engine == "dfsssp-rs" {
+            assert_eq!(
+                r["lanes"]["count"], hand["deadlock"]["lanes_used"],
+                "{label}"
+            );
+            assert_eq!(r["lanes"]["source"], "path-SL dump");
+        }
+        assert!(r["peak_rss_kib"].as_u64().unwrap() > 1000, "{r}");
+        assert!(r["routing_s"].as_f64().is_some(), "{r}");
+    }
+    std::fs::remove_dir_all(&work).unwrap();
+
+    // the table says the same, and ends with the recommendation
+    let (ok, table, se) = cli(&common_args);
+    assert!(ok, "{se}");
+    let minhop_l = run_of(&v, "minhop")["lambda"].as_f64().unwrap();
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("minhop "))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains(&format!("{minhop_l:.4}")), "{row}\n{table}");
+    assert!(table.contains("recommended opensm.conf lines"), "{table}");
+    assert!(table.contains("routing_engine "), "{table}");
+    assert!(table.contains("why:"), "{table}");
+}
+
+/// ftree on a torus gives up and OpenSM routes with minhop: reported as a fallback, judged as
+/// minhop's routes, never recommended.
+#[test]
+fn fallback_to_minhop_reported() {
+    let d = tempfile::tempdir().unwrap();
+    let dump = d.path().join("torus.topo");
+    std::fs::write(
+        &dump,
+        ibnetdiscover::write(&by_name("torus:4x4,1").unwrap()),
+    )
+    .unwrap();
+    let pd = plugin_dir();
+    let (ok, so, se) = cli(&[
+        "compare",
+        "--in-opensm",
+        p(&dump),
+        "--routing-engines",
+        "ftree,minhop,dfsssp,dfsssp-rs",
+        "--patterns",
+        "32",
+        "--plugin-dir",
+        &pd,
+        "--quiet",
+        "--json",
+    ]);
+    assert!(ok, "{se}");
+    let v: Value = serde_json::from_str(&so).unwrap();
+    let ftree = run_of(&v, "ftree");
+    assert_eq!(ftree["status"], "fallback", "{ftree}");
+    assert_eq!(ftree["requested"], "ftree");
+    assert_eq!(ftree["used"], "minhop");
+    assert!(
+        ftree["reason"].as_str().is_some_and(|r| !r.is_empty()),
+        "{ftree}"
+    );
+    assert_eq!(ftree["sound"], false);
+    // judged as minhop's routes: the same numbers as the minhop run
+    let minhop = run_of(&v, "minhop");
+    assert_eq!(ftree["lambda"], minhop["lambda"]);
+    let rec = &v["recommendation"];
+    assert!(!rec["conf_lines"].to_string().contains("ftree"), "{rec}");
+    assert!(
+        rec["why"]
+            .to_string()
+            .contains("not ftree: gave up, OpenSM used minhop"),
+        "{rec}"
+    );
+    // stock dfsssp's SLs, which OpenSM keeps in its SA, from a run with debug logging; ibdmchk
+    // judges its CA-to-CA paths with them
+    let dfsssp = run_of(&v, "dfsssp");
+    assert_eq!(dfsssp["status"], "ok", "{dfsssp}");
+    assert_eq!(
+        dfsssp["lanes"]["source"], "OpenSM's VL table (debug log)",
+        "{dfsssp}"
+    );
+    assert_eq!(dfsssp["stock_sls"]["deadlock_free"], true, "{dfsssp}");
+    assert!(dfsssp["stock_sls"]["base_lanes"].as_u64().unwrap() >= 1);
+    // its routes loop within one lane on the torus: only its real SLs make it deadlock-free
+    assert_eq!(
+        dfsssp["evaluation"]["deadlock"]["deadlock_free"], false,
+        "{dfsssp}"
+    );
+}
+
+/// A dump that cannot be used: refused with its line, before any program starts; exit status 1.
+#[test]
+fn unusable_dump_refused_with_its_line() {
+    let d = tempfile::tempdir().unwrap();
+    let dump = d.path().join("bad.topo");
+    let text = ibnetdiscover::write(&by_name("fattree2:4").unwrap());
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(9, "Swich\t8 \"S-0000000000000001\"");
+    std::fs::write(&dump, lines.join("\r\n")).unwrap();
+    let (ok, so, se) = cli(&["compare", "--in-opensm", p(&dump), "--quiet"]);
+    assert!(!ok);
+    assert!(so.is_empty(), "{so}");
+    assert!(se.contains("bad.topo:10") && se.contains("Swich"), "{se}");
+}
