@@ -402,7 +402,13 @@ fn incremental(
         summary,
         sl_offset: p.sl_offset,
         mode: RouteMode::Incremental(st),
-        full_max_load: p.full_max_load,
+        // The estimate for this fabric: the next change is judged from it, so that a repair
+        // after several faults is scaled back from the faulty fabric, not from the first one.
+        full_max_load: if estimate > 0 {
+            estimate
+        } else {
+            p.full_max_load
+        },
     })
 }
 

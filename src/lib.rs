@@ -16,6 +16,7 @@
 //!   its SL (Bermúdez et al.), and what changed between two routings
 //! - [`multicast`]: balanced multicast spanning trees, their MFT port masks, and the deadlock
 //!   check of multicast together with the unicast layers
+//! - [`state`]: the routing state file that carries a routing across SM restarts and takeovers
 //! - [`engine`]: the routing engines `sssp-rs` and `dfsssp-rs` as used by every front
 //!
 //! Fronts: [`opensm`] (the plug-in, feature `opensm`; the only module allowed `unsafe`), [`io`]
@@ -60,6 +61,7 @@ pub mod opensm;
 pub mod reroute;
 pub mod routing;
 pub mod sssp;
+pub mod state;
 #[cfg(test)]
 pub(crate) mod testkit;
 pub mod topo;

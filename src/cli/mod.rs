@@ -74,6 +74,10 @@ enum Command {
         /// Write the path-SL dump here (`ibdmchk -c FILE`)
         #[arg(long)]
         path_sl_out: Option<PathBuf>,
+        /// Write the routing state file here, as the plug-in saves it after an upload (read back
+        /// with --previous-state, or by OpenSM from its cache directory)
+        #[arg(long)]
+        state_out: Option<PathBuf>,
         #[command(flatten)]
         previous: PreviousArgs,
         /// Multicast groups to build balanced, deadlock-checked trees for: one group per line,
@@ -203,8 +207,13 @@ struct PreviousArgs {
     /// Its path-SL dump (without it, every previous path is taken to be in layer 0)
     #[arg(long, requires = "previous_lfts")]
     previous_path_sl: Option<PathBuf>,
+    /// The plug-in's routing state file (`dfsssp-rs.state` in OpenSM's cache directory), which
+    /// holds the fabric, the LFTs and every path's layer: adopted as OpenSM adopts it at a
+    /// restart, instead of --previous-fabric/--previous-lfts/--previous-path-sl
+    #[arg(long, conflicts_with_all = ["previous_fabric", "previous_lfts", "previous_path_sl"])]
+    previous_state: Option<PathBuf>,
     /// Compute from scratch anyway, and report what moved
-    #[arg(long, requires = "previous_lfts")]
+    #[arg(long)]
     full: bool,
     /// Full re-balance when the incremental routes' highest channel load exceeds a full
     /// computation's estimate by more than this many percent
@@ -326,6 +335,7 @@ fn run(cli: Cli) -> CliResult<()> {
             engine: eargs,
             lfts_out,
             path_sl_out,
+            state_out,
             previous,
             groups,
             mfts_out,
@@ -351,6 +361,32 @@ fn run(cli: Cli) -> CliResult<()> {
             if let Some(p) = path_sl_out {
                 path_sl::write_file(&p, &f, &out.graph, &out.routing, out.sl_offset)
                     .map_err(|e| format!("{}: {e}", p.display()))?;
+            }
+            if let Some(p) = state_out {
+                let t = std::time::Instant::now();
+                let bytes = dfsssp_rs::state::encode(
+                    &dfsssp_rs::state::StateRef {
+                        fabric: &f,
+                        graph: &out.graph,
+                        routing: &out.routing,
+                        cfg: &cfg,
+                        sl_offset: out.sl_offset,
+                        full_max_load: out.full_max_load,
+                        max_load: out.max_load,
+                    },
+                    0,
+                    1,
+                );
+                let encoded = t.elapsed();
+                dfsssp_rs::state::write_atomic(&p, &bytes)
+                    .map_err(|e| format!("{}: {e}", p.display()))?;
+                eprintln!(
+                    "wrote {} ({:.1} MB; encoded in {:.3} s, written and synced in {:.3} s)",
+                    p.display(),
+                    bytes.len() as f64 / 1e6,
+                    encoded.as_secs_f64(),
+                    (t.elapsed() - encoded).as_secs_f64()
+                );
             }
             if let (Some(groups), Some(mfts)) = (groups, mfts_out) {
                 let cfg = mcast_trees.config(
@@ -381,9 +417,22 @@ struct PreviousRouting {
     fabric: Fabric,
     graph: dfsssp_rs::graph::SwitchGraph,
     routing: dfsssp_rs::routing::Routing,
+    /// From a state file: its SL offset and highest channel loads (dumps: 0 and recounted).
+    sl_offset: u8,
+    loads: Option<(u64, u64)>,
 }
 
 fn load_previous(a: &PreviousArgs, lmc: u8) -> CliResult<Option<PreviousRouting>> {
+    if let Some(sp) = &a.previous_state {
+        let s = dfsssp_rs::state::load(sp).map_err(|e| e.to_string())?;
+        return Ok(Some(PreviousRouting {
+            fabric: s.fabric,
+            graph: s.graph,
+            routing: s.routing,
+            sl_offset: s.sl_offset,
+            loads: Some((s.full_max_load, s.max_load)),
+        }));
+    }
     let (Some(fp), Some(lp)) = (&a.previous_fabric, &a.previous_lfts) else {
         return Ok(None);
     };
@@ -411,6 +460,8 @@ fn load_previous(a: &PreviousArgs, lmc: u8) -> CliResult<Option<PreviousRouting>
         fabric,
         graph,
         routing,
+        sl_offset: 0,
+        loads: None,
     }))
 }
 
@@ -422,21 +473,24 @@ fn reroute_from(
     a: &PreviousArgs,
 ) -> CliResult<engine::EngineOutput> {
     use dfsssp_rs::reroute::{diff, RoutedFabric};
-    let full_max_load = dfsssp_rs::balance::channel_loads(&prev.graph, &prev.routing.lft)
-        .into_iter()
-        .max()
-        .unwrap_or(0);
+    let (full_max_load, max_load) = prev.loads.unwrap_or_else(|| {
+        let m = dfsssp_rs::balance::channel_loads(&prev.graph, &prev.routing.lft)
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        (m, m)
+    });
     let prior = engine::Prior {
         fabric: &prev.fabric,
         graph: &prev.graph,
         routing: &prev.routing,
         cfg,
         full_max_load,
-        max_load: full_max_load,
+        max_load,
         summary: None,
         // Read back from a path-SL dump, layers are SLs as they are (an SL left to multicast is
-        // an empty layer).
-        sl_offset: 0,
+        // an empty layer); a state file says.
+        sl_offset: prev.sl_offset,
     };
     let rc = engine::RerouteConfig {
         incremental: true,

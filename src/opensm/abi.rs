@@ -146,6 +146,7 @@ unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
                 heavy_sweep: AtomicBool::new(false),
                 options_line: Default::default(),
                 class_lists: Default::default(),
+                persist: Default::default(),
             });
             let ctx_ptr = &*ctx as *const EngineCtx as *mut c_void;
             let module = ffi::external_routing_engine_module_t {

@@ -39,6 +39,7 @@ impl EngineCtx {
         let Some(a) = st.active.as_ref() else { return };
         self.log_change(a);
         self.settle_summary(a);
+        self.save_state(a);
         if a.metrics_due.swap(false, Ordering::Relaxed) {
             // Off the routing phase: OpenSM reports the routing done without holding its lock.
             if let Some((level, line)) =

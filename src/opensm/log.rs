@@ -34,12 +34,17 @@ pub(crate) enum Code {
     SharedVl = 7,
     /// A compute or I/O node list that cannot be read (routing goes on without it).
     NodeList = 8,
+    /// A routing state file not adopted: missing, unreadable, truncated, corrupt, of another
+    /// format version or another fabric (a warning: the engine computes from scratch).
+    StateIgnored = 9,
+    /// The routing state could not be saved (routing goes on).
+    StateWrite = 10,
 }
 
 impl std::fmt::Display for Code {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let severity = match self {
-            Code::SharedVl => "WRN",
+            Code::SharedVl | Code::StateIgnored => "WRN",
             _ => "ERR",
         };
         write!(f, "{severity} DF{:02}", *self as u8)

@@ -9,8 +9,9 @@
 //! (`build_lid_matrices`, `ucast_build_fwd_tables`); [`settings`] the settings and what else a
 //! run reads (lanes, SL range, re-route settings, compute and I/O lists); [`after_upload`] the
 //! work once the tables are up (hop counts, change log, complete check, metrics, dumps);
-//! [`qos`] the SL range, `path_sl` and `update_sl2vl` ([`sl`]: SL-to-VL tables); [`mcast`]
-//! `mcast_build_stree`; [`log`] OpenSM's log; [`ffi`] the bindings.
+//! [`persist`] the routing state across restarts and takeovers; [`qos`] the SL range, `path_sl`
+//! and `update_sl2vl` ([`sl`]: SL-to-VL tables); [`mcast`] `mcast_build_stree`; [`log`] OpenSM's
+//! log; [`ffi`] the bindings.
 //!
 //! OpenSM (>= 3.3.23) loads `libdfsssp_rs.so` for `event_plugin_name dfsssp_rs` in its config and
 //! reads the exported symbol [`osm_event_plugin`]. Its `create()` registers two routing engines,
@@ -34,6 +35,11 @@
 //! Each run logs why. After the upload (at `UCAST_ROUTING_DONE`) the context logs what changed
 //! from the previous routing: CA pairs re-routed, SLs changed, LFT blocks changed. If a run fails,
 //! OpenSM's next engine replaces the tables, so the previous routing is dropped.
+//!
+//! Across processes ([`persist`], [`crate::state`]): after every upload the routing is saved to a
+//! state file (default next to OpenSM's `guid2lid`); a process's first routing run (a restart,
+//! a standby's takeover) adopts it as the previous routing when it fits the discovered fabric, and
+//! so does a run that finds the file written by another SM since (an HA pair's shared file).
 //!
 //! A negative return makes OpenSM try its next engine, then minhop. dfsssp-rs also answers
 //! `path_sl` (the SL of the path's layer) and `update_sl2vl` (SL i -> VL i for every layer's SL;
@@ -79,6 +85,9 @@
 //!   layer's SL. Without it, every SL hint is replaced (stock dfsssp's behaviour), logged once
 //!   per SL.
 //!
+//! - `state_file` (`DFSSSP_RS_STATE_FILE`): where the routing state is kept (an absolute path,
+//!   or `none`; default `$OSM_CACHE_DIR/dfsssp-rs.state`, i.e. `/var/cache/opensm/`).
+//!
 //! A bad value or an unknown key is logged (`ERR DF06`, with its source and the accepted range)
 //! and the default applies: a routine config mistake never stops routing.
 //!
@@ -95,6 +104,7 @@ mod after_upload;
 mod ffi;
 mod log;
 mod mcast;
+mod persist;
 mod qos;
 mod raw;
 mod run;
@@ -144,6 +154,8 @@ pub const ENV_MCAST_LANE: &str = "DFSSSP_RS_MCAST_LANE";
 pub const ENV_ONE_LANE_CANDIDATE: &str = "DFSSSP_RS_ONE_LANE_CANDIDATE";
 /// `A-B`: the SLs (and VLs) the layers may use; QoS policy keeps the others.
 pub const ENV_LAYER_SLS: &str = "DFSSSP_RS_LAYER_SLS";
+/// Where the routing state is kept across restarts (an absolute path, or `none`).
+pub const ENV_STATE_FILE: &str = "DFSSSP_RS_STATE_FILE";
 
 #[derive(Debug, Error)]
 enum AdapterError {
@@ -182,6 +194,18 @@ struct EngineCtx {
     /// The compute and I/O GUID lists of the last routing run (a change means a full
     /// computation, and a new log line).
     class_lists: std::sync::Mutex<Option<ClassLists>>,
+    /// The routing state file: whether it was looked at, what this process wrote.
+    persist: std::sync::Mutex<persist::Persist>,
+}
+
+impl Drop for EngineCtx {
+    fn drop(&mut self) {
+        // A state write in flight logs through OpenSM: let it finish while OpenSM is there.
+        self.persist
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .finish();
+    }
 }
 
 #[derive(Default)]
@@ -207,6 +231,8 @@ struct Pending {
     sls: SlRange,
     /// The routing the switches held before, to log what changed once the new one is up.
     previous: Option<Previous>,
+    /// Where to save the routing once it is up ([`persist`]).
+    state_path: Option<PathBuf>,
 }
 
 /// The routing before this run, kept until the change is logged.
@@ -253,6 +279,9 @@ struct Active {
     hints_replaced: AtomicU16,
     /// Admin SL-to-VL entries outside the layers that share a layer's VL, logged once.
     warned_shared_vl: AtomicBool,
+    /// Where the routing state is saved, and whether this routing still has to be.
+    state_path: Option<PathBuf>,
+    state_due: AtomicBool,
 }
 
 impl Active {
@@ -324,6 +353,8 @@ fn ctx_with_layers(layers: bool) -> EngineCtx {
             hints_kept: AtomicU16::new(0),
             hints_replaced: AtomicU16::new(0),
             warned_shared_vl: AtomicBool::new(false),
+            state_path: None,
+            state_due: AtomicBool::new(false),
         }),
     };
     EngineCtx {
@@ -338,5 +369,6 @@ fn ctx_with_layers(layers: bool) -> EngineCtx {
         heavy_sweep: AtomicBool::new(false),
         options_line: Default::default(),
         class_lists: Default::default(),
+        persist: Default::default(),
     }
 }

@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::time::Instant;
 
+use super::persist::{self, PriorRouting};
 use super::raw::{self, LockedSubnet};
 use super::{ffi, log, subnet, tables};
 use super::{Active, AdapterError, EngineCtx, Pending, Previous, ENV_INJECT_FAILURE};
@@ -17,10 +18,7 @@ impl EngineCtx {
         let name = self.kind.name();
         // The routing the switches hold now is the one to re-route from; if this run fails,
         // OpenSM's next engine replaces it, so it is not kept beyond this run.
-        let mut prior = std::mem::take(&mut *self.write()).active;
-        if let Some(a) = prior.as_mut() {
-            a.restore_hops();
-        }
+        let active = std::mem::take(&mut *self.write()).active;
         let heavy_sweep = self.heavy_sweep.swap(false, Ordering::Relaxed);
         match std::env::var(ENV_INJECT_FAILURE).as_deref() {
             Ok("panic") => panic!("{ENV_INJECT_FAILURE}=panic: injected panic (test hook)"),
@@ -81,27 +79,23 @@ impl EngineCtx {
         }
         drop(last);
         let set = self.settings(&subnet);
+        let state_path = persist::state_path(&set);
+        // The state file's routing at this process's first run (a restart, a takeover), else the
+        // one in memory.
+        let prior = match self.adopt_state(state_path.as_deref(), &subnet.fabric, active.is_some())
+        {
+            Some(p) => Some(p),
+            None => active.map(PriorRouting::from_active),
+        };
         let (mut cfg, sls) = self.config(&subnet, &set)?;
         let mut rc = self.reroute_config(&set, heavy_sweep)?;
         if let Some(changed) = self.traffic_classes(&subnet, &mut cfg) {
             rc.force_full.get_or_insert(changed);
         }
-        let prior_summary = prior
-            .as_mut()
-            .map(|a| std::mem::take(a.summary.get_mut().unwrap_or_else(|e| e.into_inner())));
         let out = engine::run_from(
             &subnet.fabric,
             &cfg,
-            prior.as_ref().map(|a| engine::Prior {
-                fabric: &a.fabric,
-                graph: &a.graph,
-                routing: &a.routing,
-                cfg: &a.cfg,
-                full_max_load: a.full_max_load,
-                max_load: a.max_load,
-                summary: prior_summary.as_ref(),
-                sl_offset: a.sl_offset,
-            }),
+            prior.as_ref().map(PriorRouting::as_prior),
             &rc,
         )?;
         for (level, line) in &out.log {
@@ -135,6 +129,7 @@ impl EngineCtx {
                 routing: a.routing,
                 fabric: a.fabric,
             }),
+            state_path,
         });
         raw::release_free_heap();
         Ok(())
@@ -193,6 +188,8 @@ impl EngineCtx {
             hints_kept: AtomicU16::new(0),
             hints_replaced: AtomicU16::new(0),
             warned_shared_vl: AtomicBool::new(false),
+            state_due: AtomicBool::new(p.state_path.is_some()),
+            state_path: p.state_path,
         });
         raw::release_free_heap();
         Ok(())

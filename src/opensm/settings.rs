@@ -28,7 +28,7 @@ struct Key {
     max: u64,
 }
 
-const KEYS: [Key; 8] = [
+const KEYS: [Key; 9] = [
     Key {
         name: "max_lanes",
         env: super::ENV_MAX_LANES,
@@ -78,6 +78,13 @@ const KEYS: [Key; 8] = [
         min: 0,
         max: 14,
     },
+    // A path (absolute), or `none`: no range.
+    Key {
+        name: "state_file",
+        env: super::ENV_STATE_FILE,
+        min: 0,
+        max: 0,
+    },
 ];
 
 /// The settings given anywhere (`None`: the engine's default).
@@ -93,6 +100,9 @@ pub(crate) struct Settings {
     /// The SLs (and VLs of the same numbers) the layers may use, first and last; the admin's QoS
     /// policy keeps every SL outside them.
     pub layer_sls: Option<(u8, u8)>,
+    /// Where the routing state is kept across restarts (`None`: OpenSM's cache directory;
+    /// `Some(None)`: nowhere, `state_file none`).
+    pub state_file: Option<Option<PathBuf>>,
     /// Where each given setting came from ("dfsssp-rs.conf:3", "event_plugin_options", the
     /// environment variable), for the log.
     pub sources: Vec<(&'static str, String)>,
@@ -130,7 +140,24 @@ impl Settings {
         };
         let v = value.trim();
         let in_range = |n: u64| (k.min..=k.max).contains(&n);
-        let ok = if key == "mcast_lane" {
+        let ok = if key == "state_file" {
+            match v {
+                "none" | "off" => {
+                    self.state_file = Some(None);
+                    true
+                }
+                p if Path::new(p).is_absolute() => {
+                    self.state_file = Some(Some(PathBuf::from(p)));
+                    true
+                }
+                _ => {
+                    problems.push(format!(
+                        "{source}: {key}={v:?} ignored: expected an absolute path or none"
+                    ));
+                    false
+                }
+            }
+        } else if key == "mcast_lane" {
             // By name (off, when-free, always), as the CLI takes it, or by number 0..=2.
             match v.parse::<McastLane>() {
                 Ok(m) => {
@@ -190,6 +217,21 @@ fn parse_sl_range(v: &str) -> Option<(u8, u8)> {
     let (a, b) = v.split_once('-').unwrap_or((v, v));
     let (a, b) = (a.trim().parse::<u8>().ok()?, b.trim().parse::<u8>().ok()?);
     (a <= b).then_some((a, b))
+}
+
+/// OpenSM's cache directory (where it keeps `guid2lid`): `OSM_CACHE_DIR`, else its default.
+pub(crate) fn cache_dir(get: impl Fn(&str) -> Option<String>) -> PathBuf {
+    get("OSM_CACHE_DIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| PathBuf::from("/var/cache/opensm"), PathBuf::from)
+}
+
+/// Where the routing state is kept: the `state_file` setting, else next to `guid2lid`.
+pub(crate) fn state_path(s: &Settings, get: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    match &s.state_file {
+        Some(p) => p.clone(),
+        None => Some(cache_dir(get).join(crate::state::STATE_FILE)),
+    }
 }
 
 /// Where OpenSM's configuration says `dfsssp-rs.conf` is: next to the file OpenSM read.
@@ -540,6 +582,31 @@ mod tests {
         let env = |k: &str| (k == "DFSSSP_RS_LAYER_SLS").then(|| "0-3".to_string());
         read_env(env, &mut s, &mut problems);
         assert_eq!(s.layer_sls, Some((0, 3)));
+    }
+
+    #[test]
+    fn the_state_file_sits_next_to_guid2lid_unless_set() {
+        let mut s = Settings::default();
+        let mut problems = Vec::new();
+        let env = |k: &str| (k == "OSM_CACHE_DIR").then(|| "/srv/osm".to_string());
+        assert_eq!(
+            state_path(&s, env),
+            Some(PathBuf::from("/srv/osm/dfsssp-rs.state"))
+        );
+        assert_eq!(
+            state_path(&s, |_| None),
+            Some(PathBuf::from("/var/cache/opensm/dfsssp-rs.state"))
+        );
+        read_conf(
+            "state_file /shared/sm.state\nstate_file rel/x\n",
+            "c",
+            &mut s,
+            &mut problems,
+        );
+        assert_eq!(state_path(&s, env), Some(PathBuf::from("/shared/sm.state")));
+        assert!(problems.len() == 1 && problems[0].contains("absolute path or none"));
+        read_plugin_options("state_file=none", &mut s, &mut problems);
+        assert_eq!(state_path(&s, env), None);
     }
 
     #[test]

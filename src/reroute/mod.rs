@@ -24,20 +24,19 @@
 //! independent verification runs on the result either way.
 
 pub mod diff;
-
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+mod layering;
+mod place;
+mod survey;
 
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::dfsssp::cdg::{topological_order, EdgeIndex};
-use crate::dfsssp::dyntopo::{DynTopo, TopoScratch};
+use crate::dfsssp::cdg::EdgeIndex;
 use crate::fabric::Fabric;
-use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
+use crate::graph::{SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use rayon::prelude::*;
 
-use crate::routing::{for_each_column, DestPaths, Lft, Routing, SwitchLidTable, NO_PATH};
+use crate::routing::{DestPaths, Lft, Routing, SwitchLidTable, NO_PATH};
 
 pub use diff::{diff, RoutedFabric, RoutingDiff};
 
@@ -137,10 +136,6 @@ pub struct RoutingSummary {
     /// makes them exact again.
     pub edges_upper_bound: bool,
 }
-
-/// Cap on the channels one incremental cycle check may visit before it refuses (refusing is safe:
-/// the path tries the next layer).
-const SEARCH_LIMIT: usize = 256;
 
 /// Routes `fabric` (switch graph `g`) by keeping what survives of `prev` (see the module
 /// documentation).
@@ -260,12 +255,18 @@ pub fn reroute_with(
     } else {
         Vec::new()
     };
-    // Pass 1, destinations in parallel chunks: which paths are kept; their loads and dependency
-    // edges. With a summary and only links changed, only the destinations whose trees used a
-    // vanished channel: every other path is kept, and its loads and edges are in the summary.
+    // Cables or switches came back (or new ones appeared): paths that the change made longer
+    // than a shortest path are not kept, so that the returned elements are used again.
+    let repair = (st.channels_new > 0 || st.switches_new > 0)
+        .then(|| (SwitchDistances::new(og), SwitchDistances::new(g)));
+    // The survey (pass 1, [`survey`]), destinations in parallel chunks: which paths are kept;
+    // their loads and dependency edges. With a summary and only links lost, only the
+    // destinations whose trees used a vanished channel: every other path is kept, and its loads
+    // and edges are in the summary.
     let old_words = EdgeIndex::new(og).num_edges().div_ceil(64);
     let summary = summary.filter(|sm| {
-        links_only(prev, fabric, g, &new_of_old, &comp)
+        repair.is_none()
+            && links_only(prev, fabric, g, &new_of_old, &comp)
             && sm.loads.len() == og.num_channels()
             && (bits.is_empty() || sm.layer_edges.len() == bits.len())
             && sm.layer_edges.iter().all(|b| b.len() == old_words)
@@ -293,7 +294,7 @@ pub fn reroute_with(
         }
         None => og.dests(),
     };
-    let ctx = Pass1 {
+    let ctx = survey::Survey {
         prev,
         fabric,
         g,
@@ -303,13 +304,14 @@ pub fn reroute_with(
         chan_new: &chan_new,
         ei: &ei,
         words: if opts.deadlock_free { words } else { 0 },
+        shortest: repair.as_ref().map(|(a, b)| (a, b)),
         layers: usize::from(or.num_layers.max(1)),
         layered,
         subtract: summary.is_some(),
     };
     let chunks = (rayon::current_num_threads() * 4).clamp(1, odests.len().max(1));
     let per = odests.len().div_ceil(chunks).max(1);
-    let parts: Vec<Pass1Out> = (0..chunks)
+    let parts: Vec<survey::Surveyed> = (0..chunks)
         .into_par_iter()
         .map(|k| ctx.run(&odests[(k * per).min(odests.len())..((k + 1) * per).min(odests.len())]))
         .collect();
@@ -389,17 +391,17 @@ pub fn reroute_with(
     work.sort_unstable_by_key(|w| w.0);
     st.dests_touched = work.len();
 
-    // Pass 2, fast: every re-routed path in its old layer, then one acyclicity check per layer.
-    // Only when that finds a cycle, pass 2 again, carefully: each path's edges checked as they go
-    // in, trying other next hops and layers.
+    // Routing again (pass 2, [`place`]), fast: every re-routed path in its old layer, then one
+    // acyclicity check per layer. Only when that finds a cycle, pass 2 again, carefully: each
+    // path's edges checked as they go in, trying other next hops and layers.
     let kept_load = load;
-    let mut tables = Tables { lft, hops, layers };
+    let mut tables = place::Tables { lft, hops, layers };
     let mut done = None;
     for careful in [false, true] {
         let mut load = kept_load.clone();
-        let mut layering = Layering::new(g, &ei, &bits, careful, opts, layered)?;
+        let mut layering = layering::Layering::new(g, &ei, &bits, careful, opts, layered)?;
         let mut stats = st.clone();
-        let num_layers = pass2(
+        let num_layers = place::route_again(
             g,
             &comp,
             &old_of_new,
@@ -497,534 +499,115 @@ fn remap_edges(
     }
 }
 
-/// What pass 1 reads.
-struct Pass1<'a> {
-    prev: RoutedFabric<'a>,
-    fabric: &'a Fabric,
-    g: &'a SwitchGraph,
-    comp: &'a [u32],
-    new_of_old: &'a [u32],
-    old_of_new: &'a [u32],
-    chan_new: &'a [u32],
-    ei: &'a EdgeIndex,
-    /// Words of a layer's edge bits; 0 when the layers need no checking.
-    words: usize,
-    layers: usize,
-    layered: bool,
-    /// Also sum each traversed destination's whole old tree per old channel (`Pass1Out::sub`),
-    /// to take it off a summary's loads.
-    subtract: bool,
-}
-
-/// What pass 1 finds for a chunk of destinations.
-struct Pass1Out {
-    load: Vec<u64>,
-    /// Per old channel, the loads of the traversed destinations' old trees (with `subtract`).
-    sub: Vec<u64>,
-    bits: Vec<Vec<u64>>,
-    paths_kept: u64,
-    /// New destinations (indices) that are the same as an old one.
-    seen: Vec<usize>,
-    /// Destinations to route again: (new destination index, kept switches' hop counts).
-    work: Vec<(usize, Vec<u32>)>,
-    /// (switch, LID) entries to clear: the switch is in another part of the fabric.
-    unreachable: Vec<(u32, u16)>,
-}
-
-impl Pass1<'_> {
-    fn run(&self, odests: &[crate::graph::Dest]) -> Pass1Out {
-        let (og, or, g) = (self.prev.graph, self.prev.routing, self.g);
-        let (ons, ns) = (og.num_switches(), g.num_switches());
-        let mut out = Pass1Out {
-            load: vec![0; g.num_channels()],
-            sub: vec![0; if self.subtract { og.num_channels() } else { 0 }],
-            bits: (0..if self.words > 0 { self.layers } else { 0 })
-                .map(|_| vec![0; self.words])
-                .collect(),
-            paths_kept: 0,
-            seen: Vec::new(),
-            work: Vec::new(),
-            unreachable: Vec::new(),
-        };
-        let mut kept_old = vec![false; ons];
-        let mut kept = vec![false; ns];
-        let mut mask = vec![0u64; ons];
-        let mut flow = vec![0u64; ons];
-        let mut old_paths = DestPaths::new(ons);
-        let (new_of_old, chan_new) = (self.new_of_old, self.chan_new);
-        let layers = or.layers.as_ref().filter(|_| self.layered);
-        for_each_column(og, &or.lft, layers, odests, |od, col, lay| {
-            let Some(col) = col else { return };
-            let Some(nd) = diff::same_dest((self.prev.fabric, og), (self.fabric, g), od) else {
-                return;
-            };
-            let di = g.lid_dest()[usize::from(nd.lid)] as usize;
-            out.seen.push(di);
-            old_paths.resolve_column(og, od, Some(col));
-            old_paths.compute_order();
-            // Root first: kept when delivering and the channel and the rest of the path remain.
-            kept_old.fill(false);
-            for &o in old_paths.order.iter().rev() {
-                if old_paths.end[o as usize].is_err() || new_of_old[o as usize] == NO_SWITCH {
-                    continue;
-                }
-                let c = old_paths.next[o as usize];
-                kept_old[o as usize] = c == NO_CHANNEL
-                    || chan_new[c as usize] != NO_CHANNEL
-                        && kept_old[og.chan_head()[c as usize] as usize];
-            }
-            // Loads of the kept routes and, per layer, their dependency edges: leaves first,
-            // each kept switch passes on its sources and the layers of the paths through it.
-            for &o in &old_paths.order {
-                let (o, s) = (o as usize, new_of_old[o as usize]);
-                if !kept_old[o] {
-                    continue;
-                }
-                flow[o] += u64::from(g.terminal_count()[s as usize]);
-                mask[o] |= 1u64 << lay.map_or(0, |l| l[o]);
-                let c = old_paths.next[o];
-                if c != NO_CHANNEL {
-                    let h = og.chan_head()[c as usize] as usize;
-                    let cn = chan_new[c as usize];
-                    out.load[cn as usize] += flow[o];
-                    flow[h] += flow[o];
-                    mask[h] |= mask[o];
-                    let c2 = old_paths.next[h];
-                    if c2 != NO_CHANNEL && !out.bits.is_empty() {
-                        let e = self.ei.edge(g, cn, chan_new[c2 as usize]) as usize;
-                        let mut m = mask[o];
-                        while m != 0 {
-                            out.bits[m.trailing_zeros() as usize][e / 64] |= 1 << (e % 64);
-                            m &= m - 1;
-                        }
-                    }
-                }
-            }
-            for &o in &old_paths.order {
-                flow[o as usize] = 0;
-                mask[o as usize] = 0;
-            }
-            if self.subtract {
-                // The whole old tree, as the summary counted it (same terminals: links only).
-                crate::balance::add_dest_loads(og, &old_paths, &mut flow, &mut out.sub);
-            }
-            // Switches of the destination's part of the fabric whose path is not kept.
-            let root_comp = self.comp[nd.switch as usize];
-            let mut to_route = false;
-            kept.fill(false);
-            for (o, &k) in kept_old.iter().enumerate() {
-                if k {
-                    kept[new_of_old[o] as usize] = true;
-                }
-            }
-            for (s, &k) in kept.iter().enumerate() {
-                if k {
-                    out.paths_kept += 1;
-                } else if self.comp[s] == root_comp {
-                    to_route = true;
-                } else {
-                    out.unreachable.push((s as u32, nd.lid));
-                }
-            }
-            if to_route {
-                // Switch hops of the kept paths, for the shortest-path search; u32::MAX elsewhere.
-                let dist: Vec<u32> = (0..ns)
-                    .map(|s| {
-                        if kept[s] {
-                            old_paths.hops[self.old_of_new[s] as usize]
-                        } else {
-                            u32::MAX
-                        }
-                    })
-                    .collect();
-                out.work.push((di, dist));
-            }
-        });
-        out
-    }
-}
-
-/// The tables being written.
-struct Tables {
-    lft: Lft,
-    hops: SwitchLidTable,
-    layers: Option<SwitchLidTable>,
-}
-
-/// New next hops for the switches whose paths are not kept, destination by destination, nearest
-/// switches first, balanced against the loads of everything placed so far, each path in a layer
-/// `layering` accepts. Returns the number of layers in use.
-#[allow(clippy::too_many_arguments)]
-fn pass2(
-    g: &SwitchGraph,
-    comp: &[u32],
-    old_of_new: &[u32],
-    or: &Routing,
-    work: &[(usize, Vec<u32>)],
-    t: &mut Tables,
-    load: &mut [u64],
-    layering: &mut Layering<'_>,
-    st: &mut RerouteStats,
-) -> Result<u8, FullReason> {
-    let ns = g.num_switches();
-    let mut num_layers = or.num_layers.max(1);
-    let mut heap = BinaryHeap::new();
-    let mut settled_order = Vec::new();
-    let mut next = vec![NO_CHANNEL; ns];
-    let mut dist = vec![u32::MAX; ns];
-    let mut hop = vec![u32::MAX; ns];
-    let mut f = vec![0u64; ns];
-    let mut cands: Vec<Candidate> = Vec::new();
-    st.paths_rerouted = 0;
-    st.layer_moves = 0;
-    for (di, kept_dist) in work {
-        let d = g.dests()[*di];
-        let root_comp = comp[d.switch as usize];
-        heap.clear();
-        settled_order.clear();
-        dist.copy_from_slice(kept_dist);
-        hop.copy_from_slice(kept_dist);
-        let fixed = |s: usize| kept_dist[s] != u32::MAX;
-        for s in 0..ns as u32 {
-            if fixed(s as usize) || comp[s as usize] != root_comp {
-                continue;
-            }
-            for c in g.out_channels(s) {
-                let v = g.chan_head()[c as usize] as usize;
-                if fixed(v) {
-                    heap.push(Reverse((dist[v] + 1, s)));
-                }
-            }
-        }
-        while let Some(Reverse((h, s))) = heap.pop() {
-            if dist[s as usize] != u32::MAX {
-                continue;
-            }
-            dist[s as usize] = h;
-            settled_order.push(s);
-            for &c in g.in_channels(s) {
-                let u = g.chan_tail()[c as usize];
-                if dist[u as usize] == u32::MAX {
-                    heap.push(Reverse((h + 1, u)));
-                }
-            }
-        }
-        let last_link = u32::from(d.exit_port != 0);
-        for &s in &settled_order {
-            // Next hops into switches already routed (kept, or re-routed before `s`): their
-            // paths cannot come back through `s`, so no forwarding loop can form.
-            let o = old_of_new[s as usize];
-            let old_layer = match (&or.layers, o) {
-                (Some(ol), o) if o != NO_SWITCH && usize::from(d.lid) < ol.shape().1 => {
-                    Some(ol.get(o, d.lid))
-                }
-                _ => None,
-            };
-            // Shortest first; among those, the port the switch used before (its LFT entry
-            // stays: no block to send, Vishnu et al.), then switches whose own path is in this
-            // path's layer (its edges are already there: only the first turn is new), then the
-            // least loaded.
-            let old_port = match o {
-                o if o != NO_SWITCH && d.lid <= or.lft.max_lid => or.lft.port(o, d.lid),
-                _ => NO_PATH,
-            };
-            cands.clear();
-            for c in g.out_channels(s) {
-                let v = g.chan_head()[c as usize];
-                let h = hop[v as usize];
-                if h != u32::MAX {
-                    let moved = u64::from(g.chan_port()[c as usize] != old_port);
-                    let other_layer = match (&t.layers, old_layer) {
-                        (Some(lt), Some(l)) if g.terminal_count()[s as usize] > 0 => {
-                            u64::from(lt.get(v, d.lid) != l)
-                        }
-                        _ => 0,
-                    };
-                    let joins = t.layers.as_ref().map(|lt| lt.get(v, d.lid));
-                    let key = moved << 63 | other_layer << 62 | load[c as usize];
-                    cands.push((h + 1, key, c, joins));
-                }
-            }
-            cands.sort_unstable();
-            let sa_visible = g.terminal_count()[s as usize] > 0;
-            let (c, l) = layering
-                .place(
-                    &t.lft,
-                    d.lid,
-                    d.switch,
-                    &cands,
-                    old_layer,
-                    sa_visible,
-                    &mut num_layers,
-                )
-                .ok_or(FullReason::NoLayer {
-                    switch: g.switch_guid(s),
-                    lid: d.lid,
-                })?;
-            if old_layer.is_some_and(|ol| ol != l) {
-                st.layer_moves += 1;
-            }
-            next[s as usize] = c;
-            hop[s as usize] = hop[g.chan_head()[c as usize] as usize] + 1;
-            t.lft.set(s, d.lid, g.chan_port()[c as usize]);
-            t.hops.set(
-                s,
-                d.lid,
-                u8::try_from(hop[s as usize] + last_link).unwrap_or(NO_PATH),
-            );
-            if let Some(lt) = t.layers.as_mut() {
-                lt.set(s, d.lid, l);
-            }
-        }
-        st.paths_rerouted += settled_order.len() as u64;
-        // Their routes' loads: farthest first, then along the kept paths they join.
-        for &s in settled_order.iter().rev() {
-            let fs = f[s as usize] + u64::from(g.terminal_count()[s as usize]);
-            f[s as usize] = 0;
-            let c = next[s as usize];
-            load[c as usize] += fs;
-            let v = g.chan_head()[c as usize];
-            if fixed(v as usize) {
-                let mut at = v;
-                while at != d.switch {
-                    let Some(c) = g.channel_at(at, t.lft.port(at, d.lid)) else {
-                        break;
-                    };
-                    load[c as usize] += fs;
-                    at = g.chan_head()[c as usize];
-                }
-            } else {
-                f[v as usize] += fs;
-            }
-        }
-        // Unreachable within the part (cannot happen in a connected part): no entry.
-        for s in 0..ns {
-            if comp[s] == root_comp && dist[s] == u32::MAX {
-                t.lft.set(s as u32, d.lid, NO_PATH);
-                t.hops.set(s as u32, d.lid, NO_PATH);
-            }
-        }
-    }
-    Ok(num_layers)
-}
-
-/// Which layer each re-routed path goes to, and the layers' dependency graphs as paths go in.
-struct Layering<'a> {
-    g: &'a SwitchGraph,
-    ei: &'a EdgeIndex,
-    /// How layers are chosen: `None` for routings without deadlock freedom (layer 0, no checks);
-    /// fast (old layer, edges collected, checked once at the end); careful (checked per path).
-    mode: Option<bool>,
-    /// Fast mode: per layer, the dependency edges as bits.
-    bits: Vec<Vec<u64>>,
-    /// Careful mode: per layer, how many paths use each edge, and a topological order.
-    counts: Vec<Vec<u32>>,
-    topo: Vec<DynTopo>,
-    sc: TopoScratch,
-    path: Vec<u32>,
-    /// The order in which layers are tried for one candidate.
-    tries: Vec<u8>,
-    /// Whether a layer may be added (the routing has layer tables and checks them).
-    can_grow: bool,
-    budget: u8,
-}
-
-impl<'a> Layering<'a> {
-    fn new(
-        g: &'a SwitchGraph,
-        ei: &'a EdgeIndex,
-        kept: &[Vec<u64>],
-        careful: bool,
-        opts: &RerouteOptions,
-        layered: bool,
-    ) -> Result<Self, FullReason> {
-        let mut l = Layering {
-            g,
-            ei,
-            mode: opts.deadlock_free.then_some(careful),
-            bits: Vec::new(),
-            counts: Vec::new(),
-            topo: Vec::new(),
-            sc: TopoScratch::default(),
-            path: Vec::new(),
-            tries: Vec::new(),
-            can_grow: layered && opts.deadlock_free,
-            budget: opts.budget.max(1),
-        };
-        if l.mode == Some(false) {
-            l.bits = kept.to_vec();
-        } else if l.mode == Some(true) {
-            // Layers in parallel.
-            let built: Vec<(Vec<u32>, Option<Vec<u32>>)> = kept
-                .par_iter()
-                .map(|b| {
-                    let counts = counts_of(ei, b);
-                    let order = topological_order(g, ei, &counts);
-                    (counts, order)
-                })
-                .collect();
-            for (k, (counts, order)) in built.into_iter().enumerate() {
-                let order = order.ok_or(FullReason::KeptCycle { layer: k as u8 })?;
-                l.topo.push(DynTopo::from_order(&order));
-                l.counts.push(counts);
-            }
-        }
-        Ok(l)
-    }
-
-    /// Whether every layer's dependency graph is acyclic (fast mode; careful mode keeps them so).
-    fn acyclic(&self) -> bool {
-        self.mode != Some(false)
-            || self
-                .bits
-                .par_iter()
-                .all(|b| topological_order(self.g, self.ei, &counts_of(self.ei, b)).is_some())
-    }
-
-    /// Chooses the next channel of a switch among `cands` (sorted best first: shortest, least
-    /// loaded) and the layer of its path. Fast mode: the best candidate in its old layer. Careful
-    /// mode, adding the path's dependency edges to a layer only when they close no cycle: the
-    /// best candidate that fits in any layer, in its old layer if it fits there, else the first
-    /// layer that takes it; failing all, the best candidate in a new layer within the budget.
-    /// A switch without CAs (`sa_visible` false: no SA client sees its SL) tries the layer of the
-    /// switch the path joins first: all its edges but the first turn are there already.
-    #[allow(clippy::too_many_arguments)]
-    fn place(
-        &mut self,
-        lft: &Lft,
-        lid: u16,
-        root: u32,
-        cands: &[Candidate],
-        old_layer: Option<u8>,
-        sa_visible: bool,
-        num_layers: &mut u8,
-    ) -> Option<(u32, u8)> {
-        cands.first()?;
-        let first = old_layer.unwrap_or(0).min(*num_layers - 1);
-        match self.mode {
-            None => return Some((cands[0].2, 0)),
-            Some(false) => {
-                let (_, _, c, joins) = cands[0];
-                let l = match joins {
-                    Some(j) if !sa_visible && j < *num_layers => j,
-                    _ => first,
-                };
-                self.trace(lft, lid, root, c);
-                let b = &mut self.bits[usize::from(l)];
-                for w in self.path.windows(2) {
-                    let e = self.ei.edge(self.g, w[0], w[1]) as usize;
-                    b[e / 64] |= 1 << (e % 64);
-                }
-                return Some((c, l));
-            }
-            Some(true) => {}
-        }
-        // The path first (the best candidate that fits anywhere), then its layer (the old one
-        // if the path fits there).
-        for &(_, _, c, joins) in cands {
-            let lead = match joins {
-                Some(j) if !sa_visible && j < *num_layers => j,
-                _ => first,
-            };
-            self.tries.clear();
-            self.tries.push(lead);
-            if first != lead {
-                self.tries.push(first);
-            }
-            self.tries
-                .extend((0..*num_layers).filter(|&l| l != lead && l != first));
-            self.trace(lft, lid, root, c);
-            for k in 0..self.tries.len() {
-                let l = self.tries[k];
-                if self.insert(usize::from(l)) {
-                    return Some((c, l));
-                }
-            }
-        }
-        if self.can_grow && *num_layers < self.budget {
-            let nc = self.g.num_channels() as u32;
-            self.counts.push(vec![0; self.ei.num_edges()]);
-            self.topo
-                .push(DynTopo::from_order(&(0..nc).collect::<Vec<_>>()));
-            let l = *num_layers;
-            *num_layers += 1;
-            let c = cands[0].2;
-            self.trace(lft, lid, root, c);
-            if self.insert(usize::from(l)) {
-                return Some((c, l));
-            }
-        }
-        None
-    }
-
-    /// `self.path` = channel `c`, then the path of the switch it leads to.
-    fn trace(&mut self, lft: &Lft, lid: u16, root: u32, c: u32) {
-        let g = self.g;
-        self.path.clear();
-        self.path.push(c);
-        let mut at = g.chan_head()[c as usize];
-        while at != root && self.path.len() <= g.num_switches() {
-            let Some(c) = g.channel_at(at, lft.port(at, lid)) else {
-                break;
-            };
-            self.path.push(c);
-            at = g.chan_head()[c as usize];
-        }
-    }
-
-    /// Adds the dependency edges of `self.path` to layer `l` if none closes a cycle; otherwise
-    /// leaves the layer as it was.
-    fn insert(&mut self, l: usize) -> bool {
-        let (g, ei) = (self.g, self.ei);
-        let (topo, counts) = (&mut self.topo[l], &mut self.counts[l]);
-        for k in 0..self.path.len().saturating_sub(1) {
-            let (a, b) = (self.path[k], self.path[k + 1]);
-            let e = ei.edge(g, a, b) as usize;
-            if counts[e] == 0 && !topo.try_insert(g, ei, counts, &mut self.sc, a, b, SEARCH_LIMIT) {
-                for w in self.path[..k + 1].windows(2) {
-                    counts[ei.edge(g, w[0], w[1]) as usize] -= 1;
-                }
-                return false;
-            }
-            counts[e] += 1;
-        }
-        true
-    }
-}
-
-/// A next hop for a re-routed switch: (hops to the destination through it, sort key (a
-/// different port than before, a layer other than the path's, load), channel, layer of the path
-/// it joins).
-type Candidate = (u32, u64, u32, Option<u8>);
-
-/// One count per set bit.
-fn counts_of(ei: &EdgeIndex, bits: &[u64]) -> Vec<u32> {
-    (0..ei.num_edges())
-        .map(|e| (bits[e / 64] >> (e % 64) & 1) as u32)
-        .collect()
-}
-
-/// Gives the paths of switches without CAs the layer of the switch they lead to, for a routing
-/// read back from dumps: a path-SL dump lists CA sources only, so the layers of paths that start
-/// at other switches are unknown (no SA client ever sees them). Following the next switch adds
-/// no dependency edge that the path it joins does not already have in that layer.
+/// Gives the paths of switches without CAs a layer, for a routing read back from dumps: a
+/// path-SL dump lists CA sources only, so the layers of paths that start at other switches are
+/// unknown (no SA client ever sees them). The rule is canonical (any SM holding the same tables
+/// and SLs infers the same layers) and keeps the layers acyclic where it can:
+/// - a switch that a CA's path runs through takes that path's layer (the first such CA switch
+///   in the traversal's order): tables are per destination, so its path is the rest of that
+///   CA's path and adds no dependency edge to that layer;
+/// - any other switch takes the first layer, starting with the one of the switch it leads to,
+///   where its path closes no cycle with the paths above (the incremental cycle check of the
+///   re-route), else the next switch's layer.
+///
+/// The rule before (the next switch's layer everywhere) closed cycles on the 18-ary 3-tree
+/// (`the kept routes of layer 0 have a cycle`), and `route --previous-*` computed from scratch.
 pub fn infer_switch_layers(g: &SwitchGraph, r: &mut Routing) {
     let Some(layers) = r.layers.as_mut() else {
         return;
     };
-    let mut paths = DestPaths::new(g.num_switches());
+    let (ns, nl) = (g.num_switches(), r.num_layers.max(1));
+    let ei = EdgeIndex::new(g);
+    let words = ei.num_edges().div_ceil(64);
+    // Per layer, the dependency edges of the paths whose layer is known.
+    let mut bits = vec![vec![0u64; words]; usize::from(nl)];
+    let mut paths = DestPaths::new(ns);
+    // The layer of a CA path through each switch (u8::MAX: none), and the layers (bits) of the
+    // known paths through it.
+    let mut through = vec![u8::MAX; ns];
+    let mut mask = vec![0u64; ns];
+    // (LID, switch) of the other paths, destination first per LID.
+    let mut rest: Vec<(u16, u32)> = Vec::new();
     for d in g.dests() {
         if d.switch == NO_SWITCH || d.lid > r.lft.max_lid {
             continue;
         }
         paths.resolve(g, &r.lft, d);
         paths.compute_order();
+        // Sources first: every switch comes after the switches whose paths run through it.
+        for &s in &paths.order {
+            let s = s as usize;
+            if g.terminal_count()[s] > 0 {
+                through[s] = layers.get(s as u32, d.lid);
+            }
+            let c = paths.next[s];
+            if through[s] != u8::MAX && c != NO_CHANNEL {
+                let v = g.chan_head()[c as usize] as usize;
+                if through[v] == u8::MAX {
+                    through[v] = through[s];
+                }
+            }
+        }
         for &s in paths.order.iter().rev() {
             let c = paths.next[s as usize];
             if g.terminal_count()[s as usize] == 0 && c != NO_CHANNEL {
-                let v = g.chan_head()[c as usize];
-                layers.set(s, d.lid, layers.get(v, d.lid));
+                let l = match through[s as usize] {
+                    u8::MAX => {
+                        rest.push((d.lid, s));
+                        layers.get(g.chan_head()[c as usize], d.lid)
+                    }
+                    l => l,
+                };
+                layers.set(s, d.lid, l);
             }
+        }
+        for &s in &paths.order {
+            let s = s as usize;
+            let c = paths.next[s];
+            if c == NO_CHANNEL {
+                continue;
+            }
+            if through[s] != u8::MAX {
+                mask[s] |= 1 << layers.get(s as u32, d.lid);
+            }
+            let v = g.chan_head()[c as usize] as usize;
+            let c2 = paths.next[v];
+            if mask[s] != 0 && c2 != NO_CHANNEL {
+                let e = ei.edge(g, c, c2) as usize;
+                let mut m = mask[s];
+                while m != 0 {
+                    bits[m.trailing_zeros() as usize][e / 64] |= 1 << (e % 64);
+                    m &= m - 1;
+                }
+            }
+            mask[v] |= mask[s];
+        }
+        for &s in &paths.order {
+            through[s as usize] = u8::MAX;
+            mask[s as usize] = 0;
+        }
+    }
+    let opts = RerouteOptions {
+        budget: nl,
+        deadlock_free: true,
+    };
+    // Known paths with a cycle: nothing to keep acyclic (the re-route will say so).
+    let Ok(mut lay) = layering::Layering::new(g, &ei, &bits, true, &opts, true) else {
+        return;
+    };
+    // A refused check here means a layer that may close a cycle: search to the end.
+    lay.search_limit = usize::MAX;
+    for (lid, s) in rest {
+        let (Some(c), Some(d)) = (g.channel_at(s, r.lft.port(s, lid)), g.dest_of_lid(lid)) else {
+            continue;
+        };
+        let next = layers.get(g.chan_head()[c as usize], lid);
+        lay.trace(&r.lft, lid, d.switch, c);
+        if let Some(l) = std::iter::once(next)
+            .chain(0..nl)
+            .find(|&l| lay.insert(usize::from(l)))
+        {
+            layers.set(s, lid, l);
         }
     }
 }

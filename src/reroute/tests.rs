@@ -201,12 +201,57 @@ fn a_failed_switch_and_its_return() {
     let (st, _) = check(&f, &after, 8, EngineKind::Dfsssp);
     assert_eq!(st.switches_gone, 1);
     assert_eq!(st.dests_gone, 1, "the switch's own LID");
-    // Back again: the switch is a new source for every LID and its LID a new destination; every
-    // other path stays.
+    // Back again: the switch is a new source for every LID and its LID a new destination. The
+    // paths it makes shorter (switch LIDs of the top level) take the short way again; every CA
+    // pair keeps its path.
     let (st, d) = check(&after, &f, 8, EngineKind::Dfsssp);
     assert_eq!(st.switches_new, 1);
     assert_eq!(st.dests_new, 1);
-    assert_eq!(d.paths_moved, 0, "{}", d.summary());
+    assert_eq!(d.ca_pairs_moved, 0, "{}", d.summary());
+}
+
+/// A cable fails (re-routed incrementally) and comes back: the paths it had shortened take it
+/// again, the rest stays, and the routes are as short as a fresh computation's.
+#[test]
+fn a_returned_cable_carries_routes_again() {
+    let f = topo::by_name("torus:4x4x4,2").unwrap();
+    let links = switch_links(&f);
+    let gone = f.links()[links[links.len() / 3]];
+    let cut = without_links(&f, &[gone]);
+    let (og, or) = full(&f, 8, EngineKind::Dfsssp);
+    let g_cut = SwitchGraph::new(&cut).unwrap();
+    let o = opts(8, EngineKind::Dfsssp);
+    let routed = |fabric, graph, routing| RoutedFabric {
+        fabric,
+        graph,
+        routing,
+    };
+    let (r_cut, _) = reroute(routed(&f, &og, &or), &cut, &g_cut, &o).unwrap();
+    let (r, st) = reroute(routed(&cut, &g_cut, &r_cut), &f, &og, &o).unwrap();
+    verify::verify(&og, &r).unwrap();
+    assert_eq!(st.channels_new, 2);
+    assert!(
+        st.paths_rerouted > 0 && st.paths_kept > 0,
+        "{}",
+        st.summary()
+    );
+    let s = og.node_switch()[gone.a.node as usize];
+    let uses = |r: &Routing| r.lft.table(s).iter().filter(|&&p| p == gone.a.port).count();
+    assert!(uses(&r) > 0, "the returned cable stays unused");
+    let hops = |r: &Routing| {
+        og.dests()
+            .iter()
+            .map(|d| {
+                (0..og.num_switches() as u32)
+                    .map(|s| u64::from(r.hops.get(s, d.lid)))
+                    .sum::<u64>()
+            })
+            .sum::<u64>()
+    };
+    assert!(hops(&r) <= hops(&or), "{} > {}", hops(&r), hops(&or));
+    let d = diff(routed(&cut, &g_cut, &r_cut), routed(&f, &og, &r));
+    assert_eq!(d.ca_pairs_sl_changed_path_kept, 0, "{}", d.summary());
+    assert!(d.ca_pairs_moved < d.ca_pairs / 20, "{}", d.summary());
 }
 
 #[test]
@@ -338,4 +383,181 @@ fn a_summary_of_the_previous_routing_spares_the_untouched_destinations() {
             d.summary()
         );
     }
+}
+
+/// Λ after a repair against a fresh computation: a torus cable (the detours it caused are
+/// undone) and a fat tree's spine switch (only the paths it shortens move back: CA routes stay on
+/// the other spines, so Λ stays below a fresh computation's; printed, see README).
+#[test]
+fn lambda_after_a_repair() {
+    use crate::metrics::{effective_bisection_bandwidth, BisectionSpec};
+    let spec = BisectionSpec::new(200, 1);
+    for (name, spine) in [("torus:4x4x4,2", false), ("ktree:4,3", true)] {
+        let f = topo::by_name(name).unwrap();
+        let cut = if spine {
+            let is_sw = |n: u32| f.nodes()[n as usize].kind == NodeKind::Switch;
+            let top = (0..f.nodes().len() as u32)
+                .filter(|&n| is_sw(n))
+                .find(|&n| {
+                    f.links()
+                        .iter()
+                        .filter(|l| l.a.node == n || l.b.node == n)
+                        .all(|l| is_sw(l.a.node) && is_sw(l.b.node))
+                })
+                .unwrap();
+            let guid = f.nodes()[top as usize].guid;
+            f.retain(|n| n.guid != guid, |_| true)
+        } else {
+            let links = switch_links(&f);
+            without_links(&f, &[f.links()[links[links.len() / 3]]])
+        };
+        let (og, or) = full(&f, 8, EngineKind::Dfsssp);
+        let g_cut = SwitchGraph::new(&cut).unwrap();
+        let o = opts(8, EngineKind::Dfsssp);
+        let (r_cut, _) = reroute(
+            RoutedFabric {
+                fabric: &f,
+                graph: &og,
+                routing: &or,
+            },
+            &cut,
+            &g_cut,
+            &o,
+        )
+        .unwrap();
+        let (r, _) = reroute(
+            RoutedFabric {
+                fabric: &cut,
+                graph: &g_cut,
+                routing: &r_cut,
+            },
+            &f,
+            &og,
+            &o,
+        )
+        .unwrap();
+        let lambda = |r: &Routing| {
+            effective_bisection_bandwidth(&og, &r.lft, &spec)
+                .unwrap()
+                .lambda
+        };
+        let (now, fresh) = (lambda(&r), lambda(&or));
+        eprintln!(
+            "{name}: Λ after the repair {now:.4}, fresh {fresh:.4} ({:.1}%)",
+            100.0 * now / fresh
+        );
+        if !spine {
+            assert!(now >= 0.99 * fresh, "{name}: {now} < 99% of {fresh}");
+        }
+    }
+}
+
+/// Layers read back from a path-SL dump (CA sources only) and inferred for the other switches
+/// stay acyclic, so an unchanged fabric re-routes incrementally and keeps everything.
+#[test]
+fn inferred_switch_layers_keep_the_layers_acyclic() {
+    for name in ["ktree:6,3", "torus:4x4x4,2"] {
+        let f = topo::by_name(name).unwrap();
+        let (g, mut r) = full(&f, 8, EngineKind::Dfsssp);
+        let Some(layers) = r.layers.as_mut() else {
+            continue;
+        };
+        // What a dump does not say: the layers of switches without CAs.
+        for s in 0..g.num_switches() as u32 {
+            if g.terminal_count()[s as usize] == 0 {
+                for d in g.dests() {
+                    layers.set(s, d.lid, 0);
+                }
+            }
+        }
+        infer_switch_layers(&g, &mut r);
+        let prev = RoutedFabric {
+            fabric: &f,
+            graph: &g,
+            routing: &r,
+        };
+        let (_, st) = reroute(prev, &f, &g, &opts(8, EngineKind::Dfsssp))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(st.paths_rerouted, 0, "{name}");
+    }
+}
+
+/// A failed switch replaced by a new one (another GUID, same place, same cables and CAs): the
+/// re-route treats it as a repair, and the paths the old switch carried before its failure
+/// take the short way through the new one again.
+#[test]
+fn a_replaced_switch_counts_as_a_repair() {
+    let f = topo::by_name("torus:4x4x4,1").unwrap();
+    let sw = f
+        .nodes()
+        .iter()
+        .position(|n| n.kind == NodeKind::Switch && n.description.contains("1,1,1"))
+        .unwrap();
+    let old_guid = f.nodes()[sw].guid;
+    // Without it: its links go, and so does its CA (nothing else holds it).
+    let linked_to_sw = |l: &Link| l.a.node as usize == sw || l.b.node as usize == sw;
+    let ca = f
+        .links()
+        .iter()
+        .filter(|l| linked_to_sw(l))
+        .map(|l| {
+            if l.a.node as usize == sw {
+                l.b.node
+            } else {
+                l.a.node
+            }
+        })
+        .find(|&n| f.nodes()[n as usize].kind == NodeKind::Ca)
+        .unwrap();
+    let ca_guid = f.nodes()[ca as usize].guid;
+    let cut = f.retain(|n| n.guid != old_guid && n.guid != ca_guid, |_| true);
+    // The replacement: the same fabric with the switch's node GUID changed.
+    let mut v = serde_json::to_value(&f).unwrap();
+    let new_guid = old_guid | 0x00ab_0000_0000;
+    v["nodes"][sw]["guid"] = new_guid.into();
+    let replaced: Fabric = serde_json::from_value(v).unwrap();
+    let o = opts(8, EngineKind::Dfsssp);
+    let (og, or) = full(&f, 8, EngineKind::Dfsssp);
+    let g_cut = SwitchGraph::new(&cut).unwrap();
+    let g_new = SwitchGraph::new(&replaced).unwrap();
+    let (r_cut, _) = reroute(
+        RoutedFabric {
+            fabric: &f,
+            graph: &og,
+            routing: &or,
+        },
+        &cut,
+        &g_cut,
+        &o,
+    )
+    .unwrap();
+    let (r, st) = reroute(
+        RoutedFabric {
+            fabric: &cut,
+            graph: &g_cut,
+            routing: &r_cut,
+        },
+        &replaced,
+        &g_new,
+        &o,
+    )
+    .unwrap();
+    verify::verify(&g_new, &r).unwrap();
+    assert_eq!((st.switches_new, st.switches_gone), (1, 0));
+    let hops = |g: &SwitchGraph, r: &Routing| {
+        g.dests()
+            .iter()
+            .map(|d| {
+                (0..g.num_switches() as u32)
+                    .map(|s| u64::from(r.hops.get(s, d.lid)))
+                    .sum::<u64>()
+            })
+            .sum::<u64>()
+    };
+    assert!(
+        hops(&g_new, &r) <= hops(&og, &or),
+        "{} > {}",
+        hops(&g_new, &r),
+        hops(&og, &or)
+    );
 }

@@ -1,0 +1,255 @@
+//! The routing state across SM restarts and takeovers ([`crate::state`]): saved after every
+//! upload, adopted as the previous routing at a process's first routing run, or whenever another
+//! SM (a master on the other host of an HA pair sharing the state file) has written it since.
+//!
+//! Adopting only gives the engine a routing to continue from: the re-route, its balance judgement
+//! and the full verification run as for any change. Nothing here can fail routing: a state file
+//! that cannot be read or does not fit is logged (`WRN DF09`) and the engine computes from
+//! scratch; a write that fails is logged (`ERR DF10`) and routing goes on. Writing happens on its
+//! own thread, off OpenSM's state machine.
+
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use super::log::Code;
+use super::{Active, EngineCtx};
+use crate::engine::{self, EngineConfig};
+use crate::fabric::Fabric;
+use crate::graph::SwitchGraph;
+use crate::reroute::RoutingSummary;
+use crate::routing::Routing;
+use crate::state;
+
+/// What this process knows of the state file.
+pub(super) struct Persist {
+    /// The first routing run has looked at the file.
+    tried: bool,
+    /// This process's stamp in the files it writes (random), and its last write's serial.
+    writer: u64,
+    serial: u64,
+    /// The (writer, serial) of the file this process last wrote or adopted.
+    last_seen: Option<(u64, u64)>,
+    /// The write in flight: the next one waits for it, so files land in order.
+    writing: Option<JoinHandle<()>>,
+}
+
+impl Default for Persist {
+    fn default() -> Self {
+        Persist {
+            tried: false,
+            writer: rand::random::<u64>() | 1,
+            serial: 0,
+            last_seen: None,
+            writing: None,
+        }
+    }
+}
+
+impl Persist {
+    /// Waits for the write in flight (before the plug-in goes away: the thread logs).
+    pub(super) fn finish(&mut self) {
+        if let Some(h) = self.writing.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The routing to continue from: the one uploaded last by this process, or one adopted from the
+/// state file.
+pub(super) struct PriorRouting {
+    pub fabric: Fabric,
+    pub graph: SwitchGraph,
+    pub routing: Routing,
+    pub cfg: EngineConfig,
+    pub full_max_load: u64,
+    pub max_load: u64,
+    pub summary: Option<RoutingSummary>,
+    pub sl_offset: u8,
+}
+
+impl PriorRouting {
+    pub(super) fn from_active(mut a: Active) -> Self {
+        a.restore_hops();
+        PriorRouting {
+            summary: Some(a.summary.into_inner().unwrap_or_else(|e| e.into_inner())),
+            fabric: a.fabric,
+            graph: a.graph,
+            routing: a.routing,
+            cfg: a.cfg,
+            full_max_load: a.full_max_load,
+            max_load: a.max_load,
+            sl_offset: a.sl_offset,
+        }
+    }
+
+    fn from_saved(s: state::SavedState) -> Self {
+        PriorRouting {
+            fabric: s.fabric,
+            graph: s.graph,
+            routing: s.routing,
+            cfg: s.cfg,
+            full_max_load: s.full_max_load,
+            max_load: s.max_load,
+            // Loads and dependency edges are recounted by a complete traversal.
+            summary: None,
+            sl_offset: s.sl_offset,
+        }
+    }
+
+    pub(super) fn as_prior(&self) -> engine::Prior<'_> {
+        engine::Prior {
+            fabric: &self.fabric,
+            graph: &self.graph,
+            routing: &self.routing,
+            cfg: &self.cfg,
+            full_max_load: self.full_max_load,
+            max_load: self.max_load,
+            summary: self.summary.as_ref(),
+            sl_offset: self.sl_offset,
+        }
+    }
+}
+
+impl EngineCtx {
+    fn persist(&self) -> std::sync::MutexGuard<'_, Persist> {
+        self.persist.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state file's routing, when it should replace `in_memory` as the routing to continue
+    /// from: at this process's first routing run, or when another SM wrote the file since this
+    /// process last wrote or read it (a takeover and back). `fabric`: the subnet discovered now.
+    pub(super) fn adopt_state(
+        &self,
+        path: Option<&Path>,
+        fabric: &Fabric,
+        in_memory: bool,
+    ) -> Option<PriorRouting> {
+        let path = path?;
+        let name = self.kind.name();
+        let mut p = self.persist();
+        if std::mem::replace(&mut p.tried, true) {
+            // Without a routing in memory a run failed and OpenSM's fallback engine rewrote the
+            // tables: the file no longer describes them.
+            if !in_memory {
+                return None;
+            }
+            match state::read_header(path) {
+                Ok(h) if h.writer != p.writer && p.last_seen != Some((h.writer, h.serial)) => {
+                    self.log.info(&format!(
+                        "{name}: {} was written by another SM since this one routed: \
+                         continuing from its routing",
+                        path.display()
+                    ));
+                }
+                _ => return None,
+            }
+        }
+        let t = Instant::now();
+        let shown = path.display().to_string();
+        let loaded = state::load(path)
+            .and_then(|s| state::same_fabric(&s.fabric, fabric, &shown).map(|_| s));
+        match loaded {
+            Ok(s) => {
+                p.last_seen = Some((s.header.writer, s.header.serial));
+                self.log.info(&format!(
+                    "{name}: adopted the routing state {shown} ({} switches, {} layer(s), {} \
+                     engine, written by SM {:#018x} as its routing #{}) in {:.3} s: only what \
+                     changed since is re-routed, and the result is verified in full",
+                    s.graph.num_switches(),
+                    s.routing.num_layers,
+                    s.cfg.kind,
+                    s.header.writer,
+                    s.header.serial,
+                    t.elapsed().as_secs_f64()
+                ));
+                Some(PriorRouting::from_saved(s))
+            }
+            Err(e) => {
+                self.log.info(&format!(
+                    "{}: {name}: routing state not adopted ({}): {e}; {}",
+                    Code::StateIgnored,
+                    e.kind(),
+                    if in_memory {
+                        "continuing from the routing in memory"
+                    } else {
+                        "computing from scratch"
+                    }
+                ));
+                None
+            }
+        }
+    }
+
+    /// Saves the active routing to its state file, if due (once per upload), on a thread of its
+    /// own; a failure is logged and changes nothing else.
+    pub(super) fn save_state(&self, a: &Active) {
+        if !a
+            .state_due
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        let Some(path) = a.state_path.clone() else {
+            return;
+        };
+        let name = self.kind.name();
+        let t = Instant::now();
+        let mut p = self.persist();
+        p.serial += 1;
+        let bytes = state::encode(
+            &state::StateRef {
+                fabric: &a.fabric,
+                graph: &a.graph,
+                routing: &a.routing,
+                cfg: &a.cfg,
+                sl_offset: a.sl_offset,
+                full_max_load: a.full_max_load,
+                max_load: a.max_load,
+            },
+            p.writer,
+            p.serial,
+        );
+        p.last_seen = Some((p.writer, p.serial));
+        let encoded = t.elapsed();
+        let before = p.writing.take();
+        let log = self.log;
+        let serial = p.serial;
+        let spawned = std::thread::Builder::new()
+            .name("dfsssp-rs-state".into())
+            .spawn(move || {
+                if let Some(h) = before {
+                    let _ = h.join();
+                }
+                let t = Instant::now();
+                match state::write_atomic(&path, &bytes) {
+                    Ok(()) => log.info(&format!(
+                        "{name}: saved routing state #{serial} to {} ({:.1} MB; encoded in {:.3} \
+                         s, written and synced in {:.3} s)",
+                        path.display(),
+                        bytes.len() as f64 / 1e6,
+                        encoded.as_secs_f64(),
+                        t.elapsed().as_secs_f64()
+                    )),
+                    Err(e) => log.error(&format!(
+                        "{}: {name}: cannot save the routing state to {}: {e}; routing goes on \
+                         (a restart would compute from scratch)",
+                        Code::StateWrite,
+                        path.display()
+                    )),
+                }
+            });
+        match spawned {
+            Ok(h) => p.writing = Some(h),
+            Err(e) => self.log.error(&format!(
+                "{}: {name}: cannot start the thread that saves the routing state: {e}",
+                Code::StateWrite
+            )),
+        }
+    }
+}
+
+/// Where a routing run keeps the state, from the settings and OpenSM's environment.
+pub(super) fn state_path(set: &super::settings::Settings) -> Option<PathBuf> {
+    super::settings::state_path(set, |k| std::env::var(k).ok())
+}

@@ -1,0 +1,212 @@
+//! The layers of re-routed paths: each goes into its old layer if the layer's channel
+//! dependency graph stays acyclic, else into another, else into a new one within the budget.
+
+use rayon::prelude::*;
+
+use super::place::Candidate;
+use super::{FullReason, RerouteOptions};
+use crate::dfsssp::cdg::{topological_order, EdgeIndex};
+use crate::dfsssp::dyntopo::{DynTopo, TopoScratch};
+use crate::graph::SwitchGraph;
+use crate::routing::Lft;
+
+/// Cap on the channels one incremental cycle check may visit before it refuses (refusing is safe:
+/// the path tries the next layer).
+const SEARCH_LIMIT: usize = 256;
+
+/// Which layer each re-routed path goes to, and the layers' dependency graphs as paths go in.
+pub(super) struct Layering<'a> {
+    g: &'a SwitchGraph,
+    ei: &'a EdgeIndex,
+    /// How layers are chosen: `None` for routings without deadlock freedom (layer 0, no checks);
+    /// fast (old layer, edges collected, checked once at the end); careful (checked per path).
+    mode: Option<bool>,
+    /// Fast mode: per layer, the dependency edges as bits.
+    bits: Vec<Vec<u64>>,
+    /// Careful mode: per layer, how many paths use each edge, and a topological order.
+    counts: Vec<Vec<u32>>,
+    topo: Vec<DynTopo>,
+    sc: TopoScratch,
+    path: Vec<u32>,
+    /// The order in which layers are tried for one candidate.
+    tries: Vec<u8>,
+    /// Whether a layer may be added (the routing has layer tables and checks them).
+    can_grow: bool,
+    budget: u8,
+    /// Channels one cycle check may visit ([`SEARCH_LIMIT`] while re-routing, where refusing
+    /// only tries the next layer).
+    pub(super) search_limit: usize,
+}
+
+impl<'a> Layering<'a> {
+    pub(super) fn new(
+        g: &'a SwitchGraph,
+        ei: &'a EdgeIndex,
+        kept: &[Vec<u64>],
+        careful: bool,
+        opts: &RerouteOptions,
+        layered: bool,
+    ) -> Result<Self, FullReason> {
+        let mut l = Layering {
+            g,
+            ei,
+            mode: opts.deadlock_free.then_some(careful),
+            bits: Vec::new(),
+            counts: Vec::new(),
+            topo: Vec::new(),
+            sc: TopoScratch::default(),
+            path: Vec::new(),
+            tries: Vec::new(),
+            can_grow: layered && opts.deadlock_free,
+            budget: opts.budget.max(1),
+            search_limit: SEARCH_LIMIT,
+        };
+        if l.mode == Some(false) {
+            l.bits = kept.to_vec();
+        } else if l.mode == Some(true) {
+            // Layers in parallel.
+            let built: Vec<(Vec<u32>, Option<Vec<u32>>)> = kept
+                .par_iter()
+                .map(|b| {
+                    let counts = counts_of(ei, b);
+                    let order = topological_order(g, ei, &counts);
+                    (counts, order)
+                })
+                .collect();
+            for (k, (counts, order)) in built.into_iter().enumerate() {
+                let order = order.ok_or(FullReason::KeptCycle { layer: k as u8 })?;
+                l.topo.push(DynTopo::from_order(&order));
+                l.counts.push(counts);
+            }
+        }
+        Ok(l)
+    }
+
+    /// Whether every layer's dependency graph is acyclic (fast mode; careful mode keeps them so).
+    pub(super) fn acyclic(&self) -> bool {
+        self.mode != Some(false)
+            || self
+                .bits
+                .par_iter()
+                .all(|b| topological_order(self.g, self.ei, &counts_of(self.ei, b)).is_some())
+    }
+
+    /// Chooses the next channel of a switch among `cands` (sorted best first: shortest, least
+    /// loaded) and the layer of its path. Fast mode: the best candidate in its old layer. Careful
+    /// mode, adding the path's dependency edges to a layer only when they close no cycle: the
+    /// best candidate that fits in any layer, in its old layer if it fits there, else the first
+    /// layer that takes it; failing all, the best candidate in a new layer within the budget.
+    /// A switch without CAs (`sa_visible` false: no SA client sees its SL) tries the layer of the
+    /// switch the path joins first: all its edges but the first turn are there already.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn place(
+        &mut self,
+        lft: &Lft,
+        lid: u16,
+        root: u32,
+        cands: &[Candidate],
+        old_layer: Option<u8>,
+        sa_visible: bool,
+        num_layers: &mut u8,
+    ) -> Option<(u32, u8)> {
+        cands.first()?;
+        let first = old_layer.unwrap_or(0).min(*num_layers - 1);
+        match self.mode {
+            None => return Some((cands[0].2, 0)),
+            Some(false) => {
+                let (_, _, c, joins) = cands[0];
+                let l = match joins {
+                    Some(j) if !sa_visible && j < *num_layers => j,
+                    _ => first,
+                };
+                self.trace(lft, lid, root, c);
+                let b = &mut self.bits[usize::from(l)];
+                for w in self.path.windows(2) {
+                    let e = self.ei.edge(self.g, w[0], w[1]) as usize;
+                    b[e / 64] |= 1 << (e % 64);
+                }
+                return Some((c, l));
+            }
+            Some(true) => {}
+        }
+        // The path first (the best candidate that fits anywhere), then its layer (the old one
+        // if the path fits there).
+        for &(_, _, c, joins) in cands {
+            let lead = match joins {
+                Some(j) if !sa_visible && j < *num_layers => j,
+                _ => first,
+            };
+            self.tries.clear();
+            self.tries.push(lead);
+            if first != lead {
+                self.tries.push(first);
+            }
+            self.tries
+                .extend((0..*num_layers).filter(|&l| l != lead && l != first));
+            self.trace(lft, lid, root, c);
+            for k in 0..self.tries.len() {
+                let l = self.tries[k];
+                if self.insert(usize::from(l)) {
+                    return Some((c, l));
+                }
+            }
+        }
+        if self.can_grow && *num_layers < self.budget {
+            let nc = self.g.num_channels() as u32;
+            self.counts.push(vec![0; self.ei.num_edges()]);
+            self.topo
+                .push(DynTopo::from_order(&(0..nc).collect::<Vec<_>>()));
+            let l = *num_layers;
+            *num_layers += 1;
+            let c = cands[0].2;
+            self.trace(lft, lid, root, c);
+            if self.insert(usize::from(l)) {
+                return Some((c, l));
+            }
+        }
+        None
+    }
+
+    /// `self.path` = channel `c`, then the path of the switch it leads to.
+    pub(super) fn trace(&mut self, lft: &Lft, lid: u16, root: u32, c: u32) {
+        let g = self.g;
+        self.path.clear();
+        self.path.push(c);
+        let mut at = g.chan_head()[c as usize];
+        while at != root && self.path.len() <= g.num_switches() {
+            let Some(c) = g.channel_at(at, lft.port(at, lid)) else {
+                break;
+            };
+            self.path.push(c);
+            at = g.chan_head()[c as usize];
+        }
+    }
+
+    /// Adds the dependency edges of `self.path` to layer `l` if none closes a cycle; otherwise
+    /// leaves the layer as it was.
+    pub(super) fn insert(&mut self, l: usize) -> bool {
+        let (g, ei) = (self.g, self.ei);
+        let (topo, counts) = (&mut self.topo[l], &mut self.counts[l]);
+        for k in 0..self.path.len().saturating_sub(1) {
+            let (a, b) = (self.path[k], self.path[k + 1]);
+            let e = ei.edge(g, a, b) as usize;
+            if counts[e] == 0
+                && !topo.try_insert(g, ei, counts, &mut self.sc, a, b, self.search_limit)
+            {
+                for w in self.path[..k + 1].windows(2) {
+                    counts[ei.edge(g, w[0], w[1]) as usize] -= 1;
+                }
+                return false;
+            }
+            counts[e] += 1;
+        }
+        true
+    }
+}
+
+/// One count per set bit.
+pub(super) fn counts_of(ei: &EdgeIndex, bits: &[u64]) -> Vec<u32> {
+    (0..ei.num_edges())
+        .map(|e| (bits[e / 64] >> (e % 64) & 1) as u32)
+        .collect()
+}

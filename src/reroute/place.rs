@@ -1,0 +1,179 @@
+//! Pass 2 of the re-route: new next hops for the paths the survey did not keep, nearest
+//! switches first, each in a layer the layering accepts.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::layering::Layering;
+use super::{FullReason, RerouteStats};
+use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
+use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
+
+/// The tables being written.
+pub(super) struct Tables {
+    pub(super) lft: Lft,
+    pub(super) hops: SwitchLidTable,
+    pub(super) layers: Option<SwitchLidTable>,
+}
+
+/// New next hops for the switches whose paths are not kept, destination by destination, nearest
+/// switches first, balanced against the loads of everything placed so far, each path in a layer
+/// `layering` accepts. Returns the number of layers in use.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn route_again(
+    g: &SwitchGraph,
+    comp: &[u32],
+    old_of_new: &[u32],
+    or: &Routing,
+    work: &[(usize, Vec<u32>)],
+    t: &mut Tables,
+    load: &mut [u64],
+    layering: &mut Layering<'_>,
+    st: &mut RerouteStats,
+) -> Result<u8, FullReason> {
+    let ns = g.num_switches();
+    let mut num_layers = or.num_layers.max(1);
+    let mut heap = BinaryHeap::new();
+    let mut settled_order = Vec::new();
+    let mut next = vec![NO_CHANNEL; ns];
+    let mut dist = vec![u32::MAX; ns];
+    let mut hop = vec![u32::MAX; ns];
+    let mut f = vec![0u64; ns];
+    let mut cands: Vec<Candidate> = Vec::new();
+    st.paths_rerouted = 0;
+    st.layer_moves = 0;
+    for (di, kept_dist) in work {
+        let d = g.dests()[*di];
+        let root_comp = comp[d.switch as usize];
+        heap.clear();
+        settled_order.clear();
+        dist.copy_from_slice(kept_dist);
+        hop.copy_from_slice(kept_dist);
+        let fixed = |s: usize| kept_dist[s] != u32::MAX;
+        for s in 0..ns as u32 {
+            if fixed(s as usize) || comp[s as usize] != root_comp {
+                continue;
+            }
+            for c in g.out_channels(s) {
+                let v = g.chan_head()[c as usize] as usize;
+                if fixed(v) {
+                    heap.push(Reverse((dist[v] + 1, s)));
+                }
+            }
+        }
+        while let Some(Reverse((h, s))) = heap.pop() {
+            if dist[s as usize] != u32::MAX {
+                continue;
+            }
+            dist[s as usize] = h;
+            settled_order.push(s);
+            for &c in g.in_channels(s) {
+                let u = g.chan_tail()[c as usize];
+                if dist[u as usize] == u32::MAX {
+                    heap.push(Reverse((h + 1, u)));
+                }
+            }
+        }
+        let last_link = u32::from(d.exit_port != 0);
+        for &s in &settled_order {
+            // Next hops into switches already routed (kept, or re-routed before `s`): their
+            // paths cannot come back through `s`, so no forwarding loop can form.
+            let o = old_of_new[s as usize];
+            let old_layer = match (&or.layers, o) {
+                (Some(ol), o) if o != NO_SWITCH && usize::from(d.lid) < ol.shape().1 => {
+                    Some(ol.get(o, d.lid))
+                }
+                _ => None,
+            };
+            // Shortest first; among those, the port the switch used before (its LFT entry
+            // stays: no block to send, Vishnu et al.), then switches whose own path is in this
+            // path's layer (its edges are already there: only the first turn is new), then the
+            // least loaded.
+            let old_port = match o {
+                o if o != NO_SWITCH && d.lid <= or.lft.max_lid => or.lft.port(o, d.lid),
+                _ => NO_PATH,
+            };
+            cands.clear();
+            for c in g.out_channels(s) {
+                let v = g.chan_head()[c as usize];
+                let h = hop[v as usize];
+                if h != u32::MAX {
+                    let moved = u64::from(g.chan_port()[c as usize] != old_port);
+                    let other_layer = match (&t.layers, old_layer) {
+                        (Some(lt), Some(l)) if g.terminal_count()[s as usize] > 0 => {
+                            u64::from(lt.get(v, d.lid) != l)
+                        }
+                        _ => 0,
+                    };
+                    let joins = t.layers.as_ref().map(|lt| lt.get(v, d.lid));
+                    let key = moved << 63 | other_layer << 62 | load[c as usize];
+                    cands.push((h + 1, key, c, joins));
+                }
+            }
+            cands.sort_unstable();
+            let sa_visible = g.terminal_count()[s as usize] > 0;
+            let (c, l) = layering
+                .place(
+                    &t.lft,
+                    d.lid,
+                    d.switch,
+                    &cands,
+                    old_layer,
+                    sa_visible,
+                    &mut num_layers,
+                )
+                .ok_or(FullReason::NoLayer {
+                    switch: g.switch_guid(s),
+                    lid: d.lid,
+                })?;
+            if old_layer.is_some_and(|ol| ol != l) {
+                st.layer_moves += 1;
+            }
+            next[s as usize] = c;
+            hop[s as usize] = hop[g.chan_head()[c as usize] as usize] + 1;
+            t.lft.set(s, d.lid, g.chan_port()[c as usize]);
+            t.hops.set(
+                s,
+                d.lid,
+                u8::try_from(hop[s as usize] + last_link).unwrap_or(NO_PATH),
+            );
+            if let Some(lt) = t.layers.as_mut() {
+                lt.set(s, d.lid, l);
+            }
+        }
+        st.paths_rerouted += settled_order.len() as u64;
+        // Their routes' loads: farthest first, then along the kept paths they join.
+        for &s in settled_order.iter().rev() {
+            let fs = f[s as usize] + u64::from(g.terminal_count()[s as usize]);
+            f[s as usize] = 0;
+            let c = next[s as usize];
+            load[c as usize] += fs;
+            let v = g.chan_head()[c as usize];
+            if fixed(v as usize) {
+                let mut at = v;
+                while at != d.switch {
+                    let Some(c) = g.channel_at(at, t.lft.port(at, d.lid)) else {
+                        break;
+                    };
+                    load[c as usize] += fs;
+                    at = g.chan_head()[c as usize];
+                }
+            } else {
+                f[v as usize] += fs;
+            }
+        }
+        // Unreachable within the part (cannot happen in a connected part): no entry.
+        for s in 0..ns {
+            if comp[s] == root_comp && dist[s] == u32::MAX {
+                t.lft.set(s as u32, d.lid, NO_PATH);
+                t.hops.set(s as u32, d.lid, NO_PATH);
+            }
+        }
+    }
+    Ok(num_layers)
+}
+
+/// A next hop for a re-routed switch: (hops to the destination through it, sort key (a
+/// different port than before, a layer other than the path's, load), channel, layer of the path
+/// it joins).
+pub(super) type Candidate = (u32, u64, u32, Option<u8>);

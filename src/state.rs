@@ -1,0 +1,561 @@
+//! The routing state kept across SM restarts and takeovers: the routing last uploaded (every
+//! switch's LFT by switch GUID, the layer of every path, the lanes it was computed for) and the
+//! fabric it was computed for, in one file with a format version and a checksum.
+//!
+//! A new SM process (a restart, or a standby taking over with the same state file) adopts it as
+//! the previous routing and re-routes only what changed ([`crate::reroute`]), so that an
+//! unchanged fabric keeps every LFT entry and every SL. The file is never trusted: it is parsed
+//! and validated here (the fabric through [`crate::fabric::FabricBuilder`], the tables' shape
+//! against it), and the routing derived from it goes through the engine's full verification like
+//! any other.
+//!
+//! Layout (little-endian): a 48-byte header (magic, format version, flags, writer id, serial,
+//! payload length, payload checksum), then the payload: a JSON part (the engine settings that
+//! decide whether a routing can be continued, the switch GUIDs in row order, the fabric) and the
+//! raw tables (one LFT row per switch, then one layer row per switch when there are layers).
+//! Writing goes to a temporary file that is synced and renamed over the old one, so a reader
+//! sees the old file or the new one, never half of one.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::engine::{EngineConfig, EngineKind, McastLane};
+use crate::fabric::Fabric;
+use crate::graph::SwitchGraph;
+use crate::routing::{walked_hops, Lft, Routing, SwitchLidTable};
+
+/// The file's name in OpenSM's cache directory (next to `guid2lid`).
+pub const STATE_FILE: &str = "dfsssp-rs.state";
+/// The format version this build reads and writes.
+pub const VERSION: u32 = 1;
+const MAGIC: &[u8; 8] = b"DFSRSST\x1a";
+/// Bytes of the header.
+pub const HEADER_LEN: usize = 48;
+
+/// Why a state file is not adopted. [`StateError::kind`] is a stable word for logs and tests.
+#[derive(Debug, Error)]
+pub enum StateError {
+    #[error("{path}: no state file")]
+    Missing { path: String },
+    #[error("{path}: cannot read: {why}")]
+    Unreadable { path: String, why: String },
+    #[error("{path}: truncated ({len} bytes, {need} expected)")]
+    Truncated { path: String, len: u64, need: u64 },
+    #[error("{path}: not a dfsssp-rs state file")]
+    NotState { path: String },
+    #[error("{path}: format version {found}, this build reads version {VERSION}")]
+    ForeignVersion { path: String, found: u32 },
+    #[error("{path}: checksum mismatch (stored {stored:#018x}, computed {computed:#018x})")]
+    Checksum {
+        path: String,
+        stored: u64,
+        computed: u64,
+    },
+    #[error("{path}: corrupt: {why}")]
+    Corrupt { path: String, why: String },
+    #[error("{path}: computed for another fabric: {why}")]
+    Mismatch { path: String, why: String },
+}
+
+impl StateError {
+    /// One stable word per kind of problem.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StateError::Missing { .. } => "missing",
+            StateError::Unreadable { .. } => "unreadable",
+            StateError::Truncated { .. } => "truncated",
+            StateError::NotState { .. } => "not-state",
+            StateError::ForeignVersion { .. } => "foreign-version",
+            StateError::Checksum { .. } => "checksum",
+            StateError::Corrupt { .. } => "corrupt",
+            StateError::Mismatch { .. } => "mismatch",
+        }
+    }
+}
+
+/// Who wrote a state file, and which of its writes it is: a reader that sees another writer's
+/// file knows another SM has routed since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub version: u32,
+    pub writer: u64,
+    pub serial: u64,
+    pub payload_len: u64,
+    pub checksum: u64,
+}
+
+/// The JSON part of the payload (`F`: the fabric, borrowed to write, owned when read).
+#[derive(Serialize, Deserialize)]
+struct Meta<F> {
+    engine: String,
+    lanes: u8,
+    qos: bool,
+    mcast_lane: McastLane,
+    sl_offset: u8,
+    full_max_load: u64,
+    max_load: u64,
+    num_layers: u8,
+    max_lid: u16,
+    has_layers: bool,
+    /// Row order of the tables.
+    switch_guids: Vec<u64>,
+    fabric: F,
+}
+
+/// What is saved: a routing, the fabric it was computed for, and the settings it depends on.
+pub struct StateRef<'a> {
+    pub fabric: &'a Fabric,
+    pub graph: &'a SwitchGraph,
+    pub routing: &'a Routing,
+    pub cfg: &'a EngineConfig,
+    pub sl_offset: u8,
+    pub full_max_load: u64,
+    pub max_load: u64,
+}
+
+/// A state read back: the routing (hop counts rebuilt from the tables) and its fabric.
+#[derive(Debug)]
+pub struct SavedState {
+    pub header: Header,
+    pub fabric: Fabric,
+    pub graph: SwitchGraph,
+    pub routing: Routing,
+    /// The settings of [`EngineConfig`] that decide whether the routing can be continued (kind,
+    /// lanes, QoS, multicast lane); the rest at their defaults.
+    pub cfg: EngineConfig,
+    pub sl_offset: u8,
+    pub full_max_load: u64,
+    pub max_load: u64,
+}
+
+/// A checksum over whole words (the payload is megabytes; a byte-wise hash would cost more than
+/// the write), mixed like FNV-1a with a final avalanche. Not cryptographic: it detects damage.
+pub fn checksum(data: &[u8]) -> u64 {
+    const P: u64 = 0x0000_0100_0000_01b3;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ data.len() as u64;
+    let mut chunks = data.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+        h = (h ^ w).wrapping_mul(P);
+        h ^= h >> 31;
+    }
+    for &b in chunks.remainder() {
+        h = (h ^ u64::from(b)).wrapping_mul(P);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
+}
+
+/// The file's bytes for `st`, stamped with `writer` and `serial`.
+pub fn encode(st: &StateRef<'_>, writer: u64, serial: u64) -> Vec<u8> {
+    let g = st.graph;
+    let r = st.routing;
+    let meta = Meta {
+        engine: st.cfg.kind.name().to_string(),
+        lanes: st.cfg.lanes,
+        qos: st.cfg.qos,
+        mcast_lane: st.cfg.mcast_lane,
+        sl_offset: st.sl_offset,
+        full_max_load: st.full_max_load,
+        max_load: st.max_load,
+        num_layers: r.num_layers,
+        max_lid: r.lft.max_lid,
+        has_layers: r.layers.is_some(),
+        switch_guids: (0..g.num_switches() as u32)
+            .map(|s| g.switch_guid(s))
+            .collect(),
+        fabric: st.fabric,
+    };
+    // Serializing plain data to a Vec cannot fail.
+    let json = serde_json::to_vec(&meta).unwrap_or_default();
+    let ns = g.num_switches();
+    let stride = r.lft.stride();
+    let rows = ns * stride * if r.layers.is_some() { 2 } else { 1 };
+    let mut payload = Vec::with_capacity(4 + json.len() + rows);
+    payload.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    payload.extend_from_slice(&json);
+    for s in 0..ns as u32 {
+        payload.extend_from_slice(r.lft.table(s));
+    }
+    if let Some(l) = &r.layers {
+        for s in 0..ns as u32 {
+            payload.extend_from_slice(l.row(s));
+        }
+    }
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&writer.to_le_bytes());
+    out.extend_from_slice(&serial.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&checksum(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    out
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or([0; 4]))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]))
+}
+
+/// The header of a file's first bytes (`path` names it in errors).
+pub fn parse_header(bytes: &[u8], path: &str) -> Result<Header, StateError> {
+    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+        return Err(if bytes.len() < MAGIC.len() && MAGIC.starts_with(bytes) {
+            StateError::Truncated {
+                path: path.into(),
+                len: bytes.len() as u64,
+                need: HEADER_LEN as u64,
+            }
+        } else {
+            StateError::NotState { path: path.into() }
+        });
+    }
+    if bytes.len() < HEADER_LEN {
+        return Err(StateError::Truncated {
+            path: path.into(),
+            len: bytes.len() as u64,
+            need: HEADER_LEN as u64,
+        });
+    }
+    let version = u32_at(bytes, 8);
+    if version != VERSION {
+        return Err(StateError::ForeignVersion {
+            path: path.into(),
+            found: version,
+        });
+    }
+    Ok(Header {
+        version,
+        writer: u64_at(bytes, 16),
+        serial: u64_at(bytes, 24),
+        payload_len: u64_at(bytes, 32),
+        checksum: u64_at(bytes, 40),
+    })
+}
+
+/// Parses and validates a whole file's bytes.
+pub fn decode(bytes: &[u8], path: &str) -> Result<SavedState, StateError> {
+    let header = parse_header(bytes, path)?;
+    let need = HEADER_LEN as u64 + header.payload_len;
+    if (bytes.len() as u64) < need {
+        return Err(StateError::Truncated {
+            path: path.into(),
+            len: bytes.len() as u64,
+            need,
+        });
+    }
+    let corrupt = |why: String| StateError::Corrupt {
+        path: path.into(),
+        why,
+    };
+    if bytes.len() as u64 > need {
+        return Err(corrupt(format!(
+            "{} bytes after the payload",
+            bytes.len() as u64 - need
+        )));
+    }
+    let payload = &bytes[HEADER_LEN..];
+    let computed = checksum(payload);
+    if computed != header.checksum {
+        return Err(StateError::Checksum {
+            path: path.into(),
+            stored: header.checksum,
+            computed,
+        });
+    }
+    if payload.len() < 4 {
+        return Err(corrupt("no JSON part".into()));
+    }
+    let json_len = u32_at(payload, 0) as usize;
+    let json = payload.get(4..4 + json_len).ok_or_else(|| {
+        corrupt(format!(
+            "JSON part of {json_len} bytes overruns the payload"
+        ))
+    })?;
+    let meta: Meta<Fabric> =
+        serde_json::from_slice(json).map_err(|e| corrupt(format!("JSON: {e}")))?;
+    let kind: EngineKind = meta.engine.parse().map_err(corrupt)?;
+    let graph = SwitchGraph::new(&meta.fabric).map_err(|e| corrupt(format!("fabric: {e}")))?;
+    let ns = graph.num_switches();
+    let guids: Vec<u64> = (0..ns as u32).map(|s| graph.switch_guid(s)).collect();
+    if guids != meta.switch_guids {
+        return Err(corrupt(format!(
+            "the table rows name {} switches, the fabric has {ns} others",
+            meta.switch_guids.len()
+        )));
+    }
+    if meta.max_lid < graph.max_lid() {
+        return Err(corrupt(format!(
+            "tables end at LID {}, the fabric's highest LID is {}",
+            meta.max_lid,
+            graph.max_lid()
+        )));
+    }
+    let stride = usize::from(meta.max_lid) + 1;
+    let rows = &payload[4 + json_len..];
+    let want = ns * stride * if meta.has_layers { 2 } else { 1 };
+    if rows.len() != want {
+        return Err(corrupt(format!(
+            "{} bytes of tables, {want} expected ({ns} switches x {stride} LIDs)",
+            rows.len()
+        )));
+    }
+    if meta.num_layers == 0 || meta.num_layers > crate::dfsssp::MAX_LAYERS {
+        return Err(corrupt(format!("{} layers", meta.num_layers)));
+    }
+    let mut lft = Lft::new(ns, meta.max_lid);
+    for (s, row) in lft.tables_mut().enumerate() {
+        row.copy_from_slice(&rows[s * stride..(s + 1) * stride]);
+    }
+    let layers = meta.has_layers.then(|| {
+        let mut t = SwitchLidTable::new(ns, meta.max_lid, 0);
+        let base = ns * stride;
+        for (s, row) in t.rows_mut().enumerate() {
+            row.copy_from_slice(&rows[base + s * stride..base + (s + 1) * stride]);
+        }
+        t
+    });
+    if let Some(t) = &layers {
+        if let Some(bad) = (0..ns as u32).find(|&s| t.row(s).iter().any(|&l| l >= meta.num_layers))
+        {
+            return Err(corrupt(format!(
+                "switch {:#018x} has a path in a layer beyond the {} layers",
+                graph.switch_guid(bad),
+                meta.num_layers
+            )));
+        }
+    }
+    let hops = walked_hops(&graph, &lft);
+    let mut cfg = EngineConfig::new(kind);
+    cfg.lanes = meta.lanes;
+    cfg.qos = meta.qos;
+    cfg.mcast_lane = meta.mcast_lane;
+    Ok(SavedState {
+        header,
+        fabric: meta.fabric,
+        graph,
+        routing: Routing {
+            lft,
+            hops,
+            layers,
+            num_layers: meta.num_layers,
+        },
+        cfg,
+        sl_offset: meta.sl_offset,
+        full_max_load: meta.full_max_load,
+        max_load: meta.max_load,
+    })
+}
+
+/// Reads and validates the state file at `path`.
+pub fn load(path: &Path) -> Result<SavedState, StateError> {
+    let name = path.display().to_string();
+    let bytes = fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => StateError::Missing { path: name.clone() },
+        _ => StateError::Unreadable {
+            path: name.clone(),
+            why: e.to_string(),
+        },
+    })?;
+    decode(&bytes, &name)
+}
+
+/// The header of the state file at `path` (reads its first bytes only).
+pub fn read_header(path: &Path) -> Result<Header, StateError> {
+    use std::io::Read;
+    let name = path.display().to_string();
+    let mut f = fs::File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => StateError::Missing { path: name.clone() },
+        _ => StateError::Unreadable {
+            path: name.clone(),
+            why: e.to_string(),
+        },
+    })?;
+    let mut buf = Vec::with_capacity(HEADER_LEN);
+    Read::by_ref(&mut f)
+        .take(HEADER_LEN as u64)
+        .read_to_end(&mut buf)
+        .map_err(|e| StateError::Unreadable {
+            path: name.clone(),
+            why: e.to_string(),
+        })?;
+    parse_header(&buf, &name)
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file next to it, synced, renamed over it,
+/// and the directory synced so that the rename survives a crash.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = tmp_path(path);
+    let res = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            // Some filesystems refuse to sync a directory; the rename is done either way.
+            if let Ok(d) = fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    })();
+    if res.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    res
+}
+
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp.{}", std::process::id()));
+    path.with_file_name(name)
+}
+
+/// Whether a saved fabric is the one discovered now, possibly changed: the routing of a
+/// foreign fabric (another subnet's file on shared storage) is not continued. Half of the
+/// switches discovered now must be in the saved fabric.
+pub fn same_fabric(saved: &Fabric, now: &Fabric, path: &str) -> Result<(), StateError> {
+    let switches = |f: &Fabric| -> std::collections::HashSet<u64> {
+        f.nodes()
+            .iter()
+            .filter(|n| n.kind == crate::fabric::NodeKind::Switch)
+            .map(|n| n.guid)
+            .collect()
+    };
+    let (old, new) = (switches(saved), switches(now));
+    let common = new.intersection(&old).count();
+    if new.is_empty() || common * 2 < new.len() {
+        return Err(StateError::Mismatch {
+            path: path.into(),
+            why: format!(
+                "{common} of the {} switches discovered are among its {} switches",
+                new.len(),
+                old.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{self, EngineKind};
+    use crate::topo;
+
+    fn routed() -> (Fabric, engine::EngineOutput, EngineConfig) {
+        let f = topo::by_name("torus:3x3,2").unwrap();
+        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.lanes = 4;
+        cfg.mcast_lane = McastLane::Always;
+        let out = engine::run(&f, &cfg).unwrap();
+        (f, out, cfg)
+    }
+
+    fn bytes() -> Vec<u8> {
+        let (f, out, cfg) = routed();
+        encode(
+            &StateRef {
+                fabric: &f,
+                graph: &out.graph,
+                routing: &out.routing,
+                cfg: &cfg,
+                sl_offset: out.sl_offset,
+                full_max_load: out.full_max_load,
+                max_load: out.max_load,
+            },
+            7,
+            3,
+        )
+    }
+
+    #[test]
+    fn round_trip_keeps_tables_layers_and_settings() {
+        let (f, out, cfg) = routed();
+        let b = bytes();
+        let s = decode(&b, "x").unwrap();
+        assert_eq!((s.header.writer, s.header.serial), (7, 3));
+        assert_eq!(s.routing.lft, out.routing.lft);
+        assert_eq!(s.routing.layers, out.routing.layers);
+        assert_eq!(s.routing.hops, out.routing.hops);
+        assert_eq!(s.routing.num_layers, out.routing.num_layers);
+        assert_eq!(s.fabric.links(), f.links());
+        assert_eq!((s.cfg.kind, s.cfg.lanes, s.cfg.qos), (cfg.kind, 4, true));
+        assert_eq!(s.cfg.mcast_lane, McastLane::Always);
+        assert_eq!(
+            (s.sl_offset, s.max_load, s.full_max_load),
+            (out.sl_offset, out.max_load, out.full_max_load)
+        );
+    }
+
+    #[test]
+    fn damage_is_named() {
+        let b = bytes();
+        let kind = |b: &[u8]| decode(b, "f").unwrap_err().kind();
+        assert_eq!(kind(&b[..b.len() - 1]), "truncated");
+        assert_eq!(kind(&b[..20]), "truncated");
+        assert_eq!(kind(&b[..3]), "truncated");
+        assert_eq!(kind(b""), "truncated");
+        assert_eq!(
+            kind(b"guid2lid junk that is long enough........"),
+            "not-state"
+        );
+        let mut v = b.clone();
+        v[8] = 9;
+        assert_eq!(kind(&v), "foreign-version");
+        let mut v = b.clone();
+        let mid = v.len() / 2;
+        v[mid] ^= 0x40;
+        assert_eq!(kind(&v), "checksum");
+        let mut v = b.clone();
+        v.push(0);
+        assert_eq!(kind(&v), "corrupt");
+        // A valid checksum over a bad payload (a writer's bug, not damage): still refused.
+        let mut v = b.clone();
+        let at = HEADER_LEN + 4 + 2;
+        v[at] = b'!';
+        let sum = checksum(&v[HEADER_LEN..]);
+        v[40..48].copy_from_slice(&sum.to_le_bytes());
+        assert_eq!(kind(&v), "corrupt");
+    }
+
+    #[test]
+    fn writes_atomically_and_reads_the_header_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(STATE_FILE);
+        assert_eq!(load(&p).unwrap_err().kind(), "missing");
+        let b = bytes();
+        write_atomic(&p, &b).unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b);
+        let h = read_header(&p).unwrap();
+        assert_eq!((h.writer, h.serial), (7, 3));
+        assert!(load(&p).is_ok());
+        // Only the file itself is left.
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert!(write_atomic(&dir.path().join("no/such/dir/x"), &b).is_err());
+    }
+
+    #[test]
+    fn another_fabric_is_a_mismatch() {
+        let (f, _, _) = routed();
+        // The same shape with other node GUIDs: another subnet's file.
+        let mut v = serde_json::to_value(&f).unwrap();
+        for n in v["nodes"].as_array_mut().unwrap() {
+            n["guid"] = (n["guid"].as_u64().unwrap() + (1 << 40)).into();
+        }
+        let other: Fabric = serde_json::from_value(v).unwrap();
+        assert_eq!(same_fabric(&f, &other, "f").unwrap_err().kind(), "mismatch");
+        assert!(same_fabric(&f, &f, "f").is_ok());
+    }
+}
