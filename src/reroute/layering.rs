@@ -14,16 +14,27 @@ use crate::routing::Lft;
 /// the path tries the next layer).
 const SEARCH_LIMIT: usize = 256;
 
+/// When the layers' dependency graphs are checked for cycles as re-routed paths go in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LayerChecks {
+    /// Never: the routing is not deadlock-free (every path in layer 0).
+    Unchecked,
+    /// Once, after all paths went in: each path in its old layer, the edges collected as bits.
+    /// Fast; a cycle found then means routing again with [`LayerChecks::PerPath`].
+    AtEnd,
+    /// As each path goes in: its edges join a layer only when they close no cycle there.
+    PerPath,
+}
+
 /// Which layer each re-routed path goes to, and the layers' dependency graphs as paths go in.
 pub(super) struct Layering<'a> {
     g: &'a SwitchGraph,
     ei: &'a EdgeIndex,
-    /// How layers are chosen: `None` for routings without deadlock freedom (layer 0, no checks);
-    /// fast (old layer, edges collected, checked once at the end); careful (checked per path).
-    mode: Option<bool>,
-    /// Fast mode: per layer, the dependency edges as bits.
+    /// How layers are chosen and checked.
+    checks: LayerChecks,
+    /// [`LayerChecks::AtEnd`]: per layer, the dependency edges as bits.
     bits: Vec<Vec<u64>>,
-    /// Careful mode: per layer, how many paths use each edge, and a topological order.
+    /// [`LayerChecks::PerPath`]: per layer, how many paths use each edge, and a topological order.
     counts: Vec<Vec<u32>>,
     topo: Vec<DynTopo>,
     sc: TopoScratch,
@@ -43,14 +54,14 @@ impl<'a> Layering<'a> {
         g: &'a SwitchGraph,
         ei: &'a EdgeIndex,
         kept: &[Vec<u64>],
-        careful: bool,
+        checks: LayerChecks,
         opts: &RerouteOptions,
         layered: bool,
     ) -> Result<Self, FullReason> {
         let mut l = Layering {
             g,
             ei,
-            mode: opts.deadlock_free.then_some(careful),
+            checks,
             bits: Vec::new(),
             counts: Vec::new(),
             topo: Vec::new(),
@@ -61,30 +72,34 @@ impl<'a> Layering<'a> {
             budget: opts.budget.max(1),
             search_limit: SEARCH_LIMIT,
         };
-        if l.mode == Some(false) {
-            l.bits = kept.to_vec();
-        } else if l.mode == Some(true) {
-            // Layers in parallel.
-            let built: Vec<(Vec<u32>, Option<Vec<u32>>)> = kept
-                .par_iter()
-                .map(|b| {
-                    let counts = counts_of(ei, b);
-                    let order = topological_order(g, ei, &counts);
-                    (counts, order)
-                })
-                .collect();
-            for (k, (counts, order)) in built.into_iter().enumerate() {
-                let order = order.ok_or(FullReason::KeptCycle { layer: k as u8 })?;
-                l.topo.push(DynTopo::from_order(&order));
-                l.counts.push(counts);
+        match checks {
+            LayerChecks::Unchecked => {}
+            LayerChecks::AtEnd => l.bits = kept.to_vec(),
+            LayerChecks::PerPath => {
+                // Layers in parallel.
+                let built: Vec<(Vec<u32>, Option<Vec<u32>>)> = kept
+                    .par_iter()
+                    .map(|b| {
+                        let counts = counts_of(ei, b);
+                        let order = topological_order(g, ei, &counts);
+                        (counts, order)
+                    })
+                    .collect();
+                for (k, (counts, order)) in built.into_iter().enumerate() {
+                    let order = order.ok_or(FullReason::KeptCycle { layer: k as u8 })?;
+                    l.topo.push(DynTopo::from_order(&order));
+                    l.counts.push(counts);
+                }
             }
         }
         Ok(l)
     }
 
-    /// Whether every layer's dependency graph is acyclic (fast mode; careful mode keeps them so).
+    /// Whether every layer's dependency graph is acyclic (checked here for
+    /// [`LayerChecks::AtEnd`]; [`LayerChecks::PerPath`] keeps them so, and unchecked layers need
+    /// not be).
     pub(super) fn acyclic(&self) -> bool {
-        self.mode != Some(false)
+        self.checks != LayerChecks::AtEnd
             || self
                 .bits
                 .par_iter()
@@ -92,8 +107,9 @@ impl<'a> Layering<'a> {
     }
 
     /// Chooses the next channel of a switch among `cands` (sorted best first: shortest, least
-    /// loaded) and the layer of its path. Fast mode: the best candidate in its old layer. Careful
-    /// mode, adding the path's dependency edges to a layer only when they close no cycle: the
+    /// loaded) and the layer of its path. [`LayerChecks::AtEnd`]: the best candidate in its old
+    /// layer. [`LayerChecks::PerPath`], adding the path's dependency edges to a layer only when
+    /// they close no cycle: the
     /// best candidate that fits in any layer, in its old layer if it fits there, else the first
     /// layer that takes it; failing all, the best candidate in a new layer within the budget.
     /// A switch without CAs (`sa_visible` false: no SA client sees its SL) tries the layer of the
@@ -111,9 +127,9 @@ impl<'a> Layering<'a> {
     ) -> Option<(u32, u8)> {
         cands.first()?;
         let first = old_layer.unwrap_or(0).min(*num_layers - 1);
-        match self.mode {
-            None => return Some((cands[0].2, 0)),
-            Some(false) => {
+        match self.checks {
+            LayerChecks::Unchecked => return Some((cands[0].2, 0)),
+            LayerChecks::AtEnd => {
                 let (_, _, c, joins) = cands[0];
                 let l = match joins {
                     Some(j) if !sa_visible && j < *num_layers => j,
@@ -127,7 +143,7 @@ impl<'a> Layering<'a> {
                 }
                 return Some((c, l));
             }
-            Some(true) => {}
+            LayerChecks::PerPath => {}
         }
         // The path first (the best candidate that fits anywhere), then its layer (the old one
         // if the path fits there).

@@ -28,6 +28,7 @@ mod layering;
 mod place;
 mod survey;
 
+use layering::LayerChecks;
 use serde::Serialize;
 use thiserror::Error;
 
@@ -391,15 +392,21 @@ pub fn reroute_with(
     work.sort_unstable_by_key(|w| w.0);
     st.dests_touched = work.len();
 
-    // Routing again (pass 2, [`place`]), fast: every re-routed path in its old layer, then one
-    // acyclicity check per layer. Only when that finds a cycle, pass 2 again, carefully: each
-    // path's edges checked as they go in, trying other next hops and layers.
+    // Routing again (pass 2, [`place`]), fast ([`LayerChecks::AtEnd`]): every re-routed path in
+    // its old layer, then one acyclicity check per layer. Only when that finds a cycle, pass 2
+    // again with [`LayerChecks::PerPath`]: each path's edges checked as they go in, trying other
+    // next hops and layers.
     let kept_load = load;
     let mut tables = place::Tables { lft, hops, layers };
     let mut done = None;
-    for careful in [false, true] {
+    let tries: &[LayerChecks] = if opts.deadlock_free {
+        &[LayerChecks::AtEnd, LayerChecks::PerPath]
+    } else {
+        &[LayerChecks::Unchecked]
+    };
+    for &checks in tries {
         let mut load = kept_load.clone();
-        let mut layering = layering::Layering::new(g, &ei, &bits, careful, opts, layered)?;
+        let mut layering = layering::Layering::new(g, &ei, &bits, checks, opts, layered)?;
         let mut stats = st.clone();
         let num_layers = place::route_again(
             g,
@@ -412,7 +419,7 @@ pub fn reroute_with(
             &mut layering,
             &mut stats,
         )?;
-        if careful || !opts.deadlock_free || layering.acyclic() {
+        if layering.acyclic() {
             stats.max_load = load.iter().copied().max().unwrap_or(0);
             stats.layers = num_layers;
             done = Some((num_layers, stats, load));
@@ -592,7 +599,8 @@ pub fn infer_switch_layers(g: &SwitchGraph, r: &mut Routing) {
         deadlock_free: true,
     };
     // Known paths with a cycle: nothing to keep acyclic (the re-route will say so).
-    let Ok(mut lay) = layering::Layering::new(g, &ei, &bits, true, &opts, true) else {
+    let Ok(mut lay) = layering::Layering::new(g, &ei, &bits, LayerChecks::PerPath, &opts, true)
+    else {
         return;
     };
     // A refused check here means a layer that may close a cycle: search to the end.
