@@ -20,6 +20,7 @@ mod api {
     use std::sync::OnceLock;
 
     use super::*;
+    use crate::opensm::error::MissingSymbol;
 
     /// The OpenSM functions the plug-in calls that live in the opensm process (its executable and
     /// libopensm), not in this library. They are looked up with `dlsym` when OpenSM creates the
@@ -42,23 +43,20 @@ mod api {
         pub mcast_tbl_clear_mlid: unsafe extern "C" fn(*mut osm_mcast_tbl_t, u16),
     }
 
-    static API: OnceLock<Result<Api, String>> = OnceLock::new();
+    static API: OnceLock<Result<Api, MissingSymbol>> = OnceLock::new();
 
-    fn sym(name: &CStr) -> Result<*mut c_void, String> {
+    fn sym(name: &'static CStr) -> Result<*mut c_void, MissingSymbol> {
         // SAFETY: dlsym with RTLD_DEFAULT searches the global scope (opensm and its libraries).
         let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
         if p.is_null() {
-            Err(format!(
-                "symbol {} not found in this process",
-                name.to_string_lossy()
-            ))
+            Err(MissingSymbol(name))
         } else {
             Ok(p)
         }
     }
 
     /// Looks the functions up once; an error names the missing symbol.
-    pub(crate) fn resolve() -> Result<&'static Api, &'static str> {
+    pub(crate) fn resolve() -> Result<&'static Api, MissingSymbol> {
         API.get_or_init(|| {
             // SAFETY: each symbol is OpenSM's function of that name, whose C signature the
             // field's type repeats from the bindgen declaration of the same headers.
@@ -90,7 +88,7 @@ mod api {
             }
         })
         .as_ref()
-        .map_err(|e| e.as_str())
+        .map_err(|e| *e)
     }
 
     /// The resolved functions; `None` before a successful [`resolve`] (outside OpenSM).

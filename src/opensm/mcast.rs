@@ -20,6 +20,7 @@
 
 use std::collections::BTreeMap;
 
+use super::error::McastError;
 use super::log::Code;
 use super::raw::{LockedSubnet, McastBox};
 use super::{ffi, AdapterError, EngineCtx};
@@ -76,7 +77,7 @@ pub(crate) fn build_stree(
     mbox: McastBox<'_>,
     uc: &Unicast<'_>,
     state: &mut McastState,
-) -> Result<McastOutcome, String> {
+) -> Result<McastOutcome, McastError> {
     let mlid = mbox.mlid();
     let mut out = McastOutcome::default();
     let groups = read_groups(osm, uc, &mut out.unknown_ports);
@@ -93,7 +94,7 @@ pub(crate) fn build_stree(
             max_vls: uc.lanes.max(1),
             ..McConfig::default()
         };
-        let r = route_groups(uc.graph, &groups, &unicast, &cfg).map_err(|e| e.to_string())?;
+        let r = route_groups(uc.graph, &groups, &unicast, &cfg)?;
         let cyclic: Vec<String> = r
             .report
             .check
@@ -126,7 +127,7 @@ pub(crate) fn build_stree(
         state.groups = groups;
         state.routing = Some(r);
     }
-    let routing = state.routing.as_ref().ok_or("no multicast routing")?;
+    let routing = state.routing.as_ref().ok_or(McastError::NotComputed)?;
     state.installed.remove(&mlid);
     // OpenSM cleared this MLID on every switch before calling; a group with fewer than two
     // members (or none the routing knows) gets no tree, as with OpenSM's default.
@@ -181,19 +182,20 @@ fn write(
     osm: &mut LockedSubnet<'_>,
     g: &SwitchGraph,
     m: &GroupMft,
-) -> Result<(), String> {
+) -> Result<(), McastError> {
     for (s, mask) in &m.masks {
         let guid = g.switch_guid(*s);
         let mut t = osm
             .mcast_table(api, guid)
-            .ok_or_else(|| format!("switch 0x{guid:016x} is gone"))?;
+            .ok_or(McastError::SwitchGone { guid })?;
         for port in mask.ports() {
-            t.set(api, m.mlid, port).map_err(|e| {
-                format!(
-                    "MLID 0x{:04X}: switch 0x{guid:016x}, port {port}: {e:?}",
-                    m.mlid
-                )
-            })?;
+            t.set(api, m.mlid, port)
+                .map_err(|fault| McastError::Table {
+                    mlid: m.mlid,
+                    guid,
+                    port,
+                    fault,
+                })?;
         }
     }
     Ok(())

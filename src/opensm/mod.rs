@@ -10,8 +10,8 @@
 //! run reads (lanes, SL range, re-route settings, compute and I/O lists); [`after_upload`] the
 //! work once the tables are up (hop counts, change log, complete check, metrics, dumps);
 //! [`persist`] the routing state across restarts and takeovers; [`qos`] the SL range, `path_sl`
-//! and `update_sl2vl` ([`sl`]: SL-to-VL tables); [`mcast`] `mcast_build_stree`; [`log`] OpenSM's
-//! log; [`ffi`] the bindings.
+//! and `update_sl2vl` ([`sl`]: SL-to-VL tables); [`mcast`] `mcast_build_stree`; [`error`] what
+//! can fail, and its log texts; [`log`] OpenSM's log and the `DFxx` codes; [`ffi`] the bindings.
 //!
 //! OpenSM (>= 3.3.23) loads `libdfsssp_rs.so` for `event_plugin_name dfsssp_rs` in its config and
 //! reads the exported symbol [`osm_event_plugin`]. Its `create()` registers two routing engines,
@@ -101,6 +101,7 @@
 
 mod abi;
 mod after_upload;
+mod error;
 mod ffi;
 mod log;
 mod mcast;
@@ -123,14 +124,13 @@ use std::sync::atomic::{AtomicBool, AtomicU16};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
-use thiserror::Error;
-
+use self::error::AdapterError;
 use self::log::OsmLog;
 use self::qos::SlRange;
 use self::settings::ClassLists;
 use self::subnet::Subnet;
-use crate::engine::{EngineConfig, EngineError, EngineKind};
-use crate::fabric::{Fabric, FabricError};
+use crate::engine::{EngineConfig, EngineKind};
+use crate::fabric::Fabric;
 use crate::graph::SwitchGraph;
 use crate::routing::Routing;
 
@@ -156,28 +156,6 @@ pub const ENV_ONE_LANE_CANDIDATE: &str = "DFSSSP_RS_ONE_LANE_CANDIDATE";
 pub const ENV_LAYER_SLS: &str = "DFSSSP_RS_LAYER_SLS";
 /// Where the routing state is kept across restarts (an absolute path, or `none`).
 pub const ENV_STATE_FILE: &str = "DFSSSP_RS_STATE_FILE";
-
-#[derive(Debug, Error)]
-enum AdapterError {
-    #[error("cannot model the subnet: {0}")]
-    Subnet(#[from] FabricError),
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error("the routing does not fit OpenSM's switches: {0}")]
-    Plan(String),
-    #[error("writing the tables failed: {0}")]
-    Write(String),
-    #[error("ucast_build_fwd_tables called without a routing computed by build_lid_matrices")]
-    NothingComputed,
-    #[error("OpenSM's functions were not resolved")]
-    NoApi,
-    #[error("injected failure ({ENV_INJECT_FAILURE}=error, a test hook)")]
-    Injected,
-    #[error("no unicast routing of this engine is in place")]
-    NoRouting,
-    #[error("multicast: {0}")]
-    Multicast(String),
-}
 
 /// One registered engine. OpenSM hands its address back as the callbacks' `context`.
 struct EngineCtx {

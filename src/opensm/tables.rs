@@ -21,6 +21,7 @@
 
 use rayon::prelude::*;
 
+use super::error::{PlanError, SwitchFault, WriteError};
 use super::ffi;
 use super::raw::{LockedSubnet, SwitchLimits, SwitchLookupError};
 use super::subnet::Subnet;
@@ -80,42 +81,44 @@ impl Plan {
 /// Checks that `routing` fits every switch: each has OpenSM tables big enough for all our LIDs,
 /// every port is a port of that switch, every routed entry has a hop count, and every switch
 /// OpenSM knows gets tables.
-pub(crate) fn plan(subnet: &Subnet, g: &SwitchGraph, routing: &Routing) -> Result<Plan, String> {
+pub(crate) fn plan(subnet: &Subnet, g: &SwitchGraph, routing: &Routing) -> Result<Plan, PlanError> {
     let f = &subnet.fabric;
     if g.num_switches() != subnet.osm_switches {
-        return Err(format!(
-            "OpenSM has {} switches but {} could be modelled",
-            subnet.osm_switches,
-            g.num_switches()
-        ));
+        return Err(PlanError::SwitchCount {
+            osm: subnet.osm_switches,
+            modelled: g.num_switches(),
+        });
     }
     if routing.lft.num_switches() != g.num_switches() {
-        return Err(format!(
-            "the routing has tables for {} switches, the fabric has {}",
-            routing.lft.num_switches(),
-            g.num_switches()
-        ));
+        return Err(PlanError::TableCount {
+            tables: routing.lft.num_switches(),
+            switches: g.num_switches(),
+        });
     }
     let max_lid = routing.lft.max_lid;
     // Every switch checked in parallel; the first fault in switch order is reported.
-    let checked: Vec<Result<PlannedSwitch, String>> = (0..g.num_switches() as u32)
+    let checked: Vec<Result<PlannedSwitch, PlanError>> = (0..g.num_switches() as u32)
         .into_par_iter()
         .map(|s| {
             let node = g.switch_node()[s as usize];
-            let name = || f.node_name(node);
+            let fault = |fault| PlanError::Switch {
+                name: f.node_name(node),
+                fault,
+            };
             let limits = subnet
                 .limits
                 .get(node as usize)
                 .copied()
                 .flatten()
-                .ok_or_else(|| format!("switch {} has no OpenSM switch object", name()))?;
-            check_limits(&limits).map_err(|e| format!("switch {}: {e}", name()))?;
+                .ok_or_else(|| PlanError::NoSwitchObject {
+                    name: f.node_name(node),
+                })?;
+            check_limits(&limits).map_err(fault)?;
             if max_lid > limits.max_lid_ho {
-                return Err(format!(
-                    "switch {}: LID {max_lid} is beyond its table (max LID {})",
-                    name(),
-                    limits.max_lid_ho
-                ));
+                return Err(fault(SwitchFault::LidBeyondTable {
+                    lid: max_lid,
+                    max_lid: limits.max_lid_ho,
+                }));
             }
             let row = routing.lft.table(s);
             let hops = routing.hops.row(s);
@@ -125,17 +128,14 @@ pub(crate) fn plan(subnet: &Subnet, g: &SwitchGraph, routing: &Routing) -> Resul
                     continue;
                 }
                 if port >= limits.num_ports {
-                    return Err(format!(
-                    "switch {}: LID {lid} routed to port {port}, but the switch has ports 0..{}",
-                    name(),
-                    limits.num_ports
-                ));
+                    return Err(fault(SwitchFault::PortBeyondSwitch {
+                        lid,
+                        port,
+                        num_ports: limits.num_ports,
+                    }));
                 }
                 if hops[lid] == NO_PATH {
-                    return Err(format!(
-                        "switch {}: LID {lid} is routed but has no hop count",
-                        name()
-                    ));
+                    return Err(fault(SwitchFault::NoHopCount { lid }));
                 }
             }
             Ok(PlannedSwitch {
@@ -175,18 +175,15 @@ pub(crate) fn plan(subnet: &Subnet, g: &SwitchGraph, routing: &Routing) -> Resul
 }
 
 /// OpenSM's own allocation invariants for a switch prepared for routing.
-fn check_limits(l: &SwitchLimits) -> Result<(), String> {
+fn check_limits(l: &SwitchLimits) -> Result<(), SwitchFault> {
     if l.max_lid_ho == 0 {
-        return Err("OpenSM prepared no LIDs".into());
+        return Err(SwitchFault::NoLids);
     }
     if u32::from(l.lft_size) <= u32::from(l.max_lid_ho) || l.num_hops <= l.max_lid_ho {
-        return Err(format!(
-            "tables smaller than max LID {} (new_lft {} bytes, {} hop rows)",
-            l.max_lid_ho, l.lft_size, l.num_hops
-        ));
+        return Err(SwitchFault::TablesTooSmall(*l));
     }
     if l.num_ports == 0 {
-        return Err("no ports".into());
+        return Err(SwitchFault::NoPorts);
     }
     Ok(())
 }
@@ -220,24 +217,23 @@ pub(crate) fn write(
     plan: &Plan,
     routing: &Routing,
     fail_after: Option<u64>,
-) -> Result<WriteStats, String> {
+) -> Result<WriteStats, WriteError> {
     // 1. Find every switch again, one handle each (distinct switches: they are written in
     //    parallel), and check it is still what was planned: read-only.
     let mut sws = osm
         .switch_tables(api, plan.switches.iter().map(|p| p.guid))
         .map_err(|e| match e {
-            SwitchLookupError::Missing(guid) => {
-                format!("switch 0x{guid:016x} disappeared since routing")
-            }
-            SwitchLookupError::Twice(guid) => format!("switch 0x{guid:016x} is planned twice"),
+            SwitchLookupError::Missing(guid) => WriteError::Vanished { guid },
+            SwitchLookupError::Twice(guid) => WriteError::PlannedTwice { guid },
         })?;
     for (p, sw) in plan.switches.iter().zip(&sws) {
         let now = sw.limits();
         if now != p.limits || !sw.is_prepared() {
-            return Err(format!(
-                "switch 0x{:016x} changed since routing ({:?} planned, {:?} now)",
-                p.guid, p.limits, now
-            ));
+            return Err(WriteError::Changed {
+                guid: p.guid,
+                planned: p.limits,
+                now,
+            });
         }
     }
 
@@ -284,26 +280,18 @@ pub(crate) fn write(
             sw.reset(api, NO_PATH);
         }
         let p = &plan.switches[i];
-        let WriteFault::NoMemory(lid) = fault else {
-            return Err(format!(
-                "new_lft of switch 0x{:016x} vanished; the new tables of all {} switches were \
-                 reset",
-                p.guid,
-                sws.len()
-            ));
-        };
-        let injected = fail_after.is_some();
-        return Err(format!(
-            "out of memory for the hop counts of switch 0x{:016x}, LID {lid}{}; the new tables \
-             of all {} switches were reset",
-            p.guid,
-            if injected {
-                " (injected failure, a test hook)"
-            } else {
-                ""
+        return Err(match fault {
+            WriteFault::NoLft => WriteError::NoLft {
+                guid: p.guid,
+                switches: sws.len(),
             },
-            sws.len()
-        ));
+            WriteFault::NoMemory(lid) => WriteError::NoMemory {
+                guid: p.guid,
+                lid,
+                injected: fail_after.is_some(),
+                switches: sws.len(),
+            },
+        });
     }
     let stats = WriteStats {
         switches: sws.len(),
@@ -448,6 +436,8 @@ mod tests {
         let sn = subnet();
         let g = SwitchGraph::new(&sn.fabric).unwrap();
         let r = crate::sssp::route(&g);
+        let name = |s: usize| sn.fabric.node_name(g.switch_node()[s]);
+        assert!(name(1).contains("sw1"), "{}", name(1));
 
         let mut small = subnet();
         small.limits[1] = Some(SwitchLimits {
@@ -456,8 +446,13 @@ mod tests {
             lft_size: 64,
             num_hops: 3,
         });
-        let e = plan(&small, &g, &r).unwrap_err();
-        assert!(e.contains("sw1") && e.contains("LID 3"), "{e}");
+        assert_eq!(
+            plan(&small, &g, &r).unwrap_err(),
+            PlanError::Switch {
+                name: name(1),
+                fault: SwitchFault::LidBeyondTable { lid: 3, max_lid: 2 }
+            }
+        );
 
         let mut few_ports = subnet();
         few_ports.limits[0] = Some(SwitchLimits {
@@ -467,22 +462,61 @@ mod tests {
             num_hops: 4,
         });
         let e = plan(&few_ports, &g, &r).unwrap_err();
-        assert!(e.contains("sw0") && e.contains("port 3"), "{e}");
+        assert!(
+            matches!(
+                &e,
+                PlanError::Switch {
+                    name: n,
+                    fault: SwitchFault::PortBeyondSwitch {
+                        port: 3,
+                        num_ports: 3,
+                        ..
+                    }
+                } if *n == name(0)
+            ),
+            "{e}"
+        );
 
         let mut missing = subnet();
         missing.osm_switches = 3;
-        assert!(plan(&missing, &g, &r).unwrap_err().contains("3 switches"));
+        assert_eq!(
+            plan(&missing, &g, &r).unwrap_err(),
+            PlanError::SwitchCount {
+                osm: 3,
+                modelled: 2
+            }
+        );
 
         let mut no_obj = subnet();
         no_obj.limits[0] = None;
-        assert!(plan(&no_obj, &g, &r)
-            .unwrap_err()
-            .contains("no OpenSM switch object"));
+        assert_eq!(
+            plan(&no_obj, &g, &r).unwrap_err(),
+            PlanError::NoSwitchObject { name: name(0) }
+        );
+
+        let mut tiny = subnet();
+        tiny.limits[1] = Some(SwitchLimits {
+            max_lid_ho: 3,
+            num_ports: 5,
+            lft_size: 3,
+            num_hops: 4,
+        });
+        assert!(matches!(
+            plan(&tiny, &g, &r).unwrap_err(),
+            PlanError::Switch {
+                fault: SwitchFault::TablesTooSmall(_),
+                ..
+            }
+        ));
 
         let mut bad_hops = r.clone();
         bad_hops.hops.set(0, 2, NO_PATH);
-        assert!(plan(&sn, &g, &bad_hops)
-            .unwrap_err()
-            .contains("no hop count"));
+        assert!(matches!(
+            plan(&sn, &g, &bad_hops).unwrap_err(),
+            PlanError::Switch {
+                fault: SwitchFault::NoHopCount { lid: 2 },
+                ..
+            }
+        ));
     }
 }
