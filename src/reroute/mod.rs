@@ -24,6 +24,7 @@
 //! independent verification runs on the result either way.
 
 pub mod diff;
+mod guide;
 mod layering;
 mod place;
 mod survey;
@@ -260,6 +261,10 @@ pub fn reroute_with(
     // than a shortest path are not kept, so that the returned elements are used again.
     let repair = (st.channels_new > 0 || st.switches_new > 0)
         .then(|| (SwitchDistances::new(og), SwitchDistances::new(g)));
+    // And a fresh routing guides what the returned elements carry ([`guide`]).
+    let guide = repair
+        .as_ref()
+        .map(|(_, now)| guide::Guide::new(g, now, &chan_new));
     // The survey (pass 1, [`survey`]), destinations in parallel chunks: which paths are kept;
     // their loads and dependency edges. With a summary and only links lost, only the
     // destinations whose trees used a vanished channel: every other path is kept, and its loads
@@ -306,6 +311,7 @@ pub fn reroute_with(
         ei: &ei,
         words: if opts.deadlock_free { words } else { 0 },
         shortest: repair.as_ref().map(|(a, b)| (a, b)),
+        guide: guide.as_ref(),
         layers: usize::from(or.num_layers.max(1)),
         layered,
         subtract: summary.is_some(),
@@ -417,6 +423,7 @@ pub fn reroute_with(
             &mut tables,
             &mut load,
             &mut layering,
+            guide.as_ref(),
             &mut stats,
         )?;
         if layering.acyclic() {

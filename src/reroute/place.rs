@@ -4,6 +4,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::guide::{Guide, GuideScratch};
 use super::layering::Layering;
 use super::{FullReason, RerouteStats};
 use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
@@ -29,6 +30,7 @@ pub(super) fn route_again(
     t: &mut Tables,
     load: &mut [u64],
     layering: &mut Layering<'_>,
+    guide: Option<&Guide>,
     st: &mut RerouteStats,
 ) -> Result<u8, FullReason> {
     let ns = g.num_switches();
@@ -40,6 +42,7 @@ pub(super) fn route_again(
     let mut hop = vec![u32::MAX; ns];
     let mut f = vec![0u64; ns];
     let mut cands: Vec<Candidate> = Vec::new();
+    let mut guided = GuideScratch::new(if guide.is_some() { ns } else { 0 });
     st.paths_rerouted = 0;
     st.layer_moves = 0;
     for (di, kept_dist) in work {
@@ -75,6 +78,9 @@ pub(super) fn route_again(
             }
         }
         let last_link = u32::from(d.exit_port != 0);
+        if let Some(guide) = guide {
+            guide.mark(g, &d, &mut guided);
+        }
         for &s in &settled_order {
             // Next hops into switches already routed (kept, or re-routed before `s`): their
             // paths cannot come back through `s`, so no forwarding loop can form.
@@ -86,11 +92,13 @@ pub(super) fn route_again(
                 _ => None,
             };
             // Shortest first; among those, the port the switch used before (its LFT entry
-            // stays: no block to send, Vishnu et al.), then switches whose own path is in this
+            // stays: no block to send, Vishnu et al.) or, for a path that a fresh computation
+            // sends over a returned channel, the guide's port; then switches whose own path is in this
             // path's layer (its edges are already there: only the first turn is new), then the
             // least loaded.
-            let old_port = match o {
-                o if o != NO_SWITCH && d.lid <= or.lft.max_lid => or.lft.port(o, d.lid),
+            let old_port = match (o, guide) {
+                (_, Some(guide)) if guided.follow[s as usize] => guide.port(s, d.lid),
+                (o, _) if o != NO_SWITCH && d.lid <= or.lft.max_lid => or.lft.port(o, d.lid),
                 _ => NO_PATH,
             };
             cands.clear();

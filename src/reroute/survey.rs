@@ -3,6 +3,7 @@
 //! and the loads and per-layer dependency edges of the kept paths.
 
 use super::diff::{self, RoutedFabric};
+use super::guide::{Guide, GuideScratch};
 use crate::dfsssp::cdg::EdgeIndex;
 use crate::fabric::Fabric;
 use crate::graph::{SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};
@@ -25,6 +26,8 @@ pub(super) struct Survey<'a> {
     /// path is longer than the new shortest: it goes the short way again. Paths that balancing
     /// made longer than the shortest on purpose, where nothing changed, are kept.
     pub(super) shortest: Option<(&'a SwitchDistances, &'a SwitchDistances)>,
+    /// After a repair: paths whose fresh route crosses a returned channel are not kept.
+    pub(super) guide: Option<&'a Guide>,
     pub(super) layers: usize,
     pub(super) layered: bool,
     /// Also sum each traversed destination's whole old tree per old channel (`Surveyed::sub`),
@@ -67,6 +70,7 @@ impl Survey<'_> {
         let mut mask = vec![0u64; ons];
         let mut flow = vec![0u64; ons];
         let mut old_paths = DestPaths::new(ons);
+        let mut guided = GuideScratch::new(if self.guide.is_some() { ns } else { 0 });
         let (new_of_old, chan_new) = (self.new_of_old, self.chan_new);
         let layers = or.layers.as_ref().filter(|_| self.layered);
         for_each_column(og, &or.lft, layers, odests, |od, col, lay| {
@@ -78,6 +82,10 @@ impl Survey<'_> {
             out.seen.push(di);
             old_paths.resolve_column(og, od, Some(col));
             old_paths.compute_order();
+            if let Some(guide) = self.guide {
+                guide.mark(g, &nd, &mut guided);
+            }
+            let follows_guide = |s: u32| self.guide.is_some() && guided.follow[s as usize];
             // Root first: kept when delivering and the channel and the rest of the path remain.
             kept_old.fill(false);
             for &o in old_paths.order.iter().rev() {
@@ -91,6 +99,7 @@ impl Survey<'_> {
                     now >= was.get(o, od.switch) || old_paths.hops[o as usize] <= u32::from(now)
                 });
                 kept_old[o as usize] = shortest
+                    && !follows_guide(new_of_old[o as usize])
                     && (c == NO_CHANNEL
                         || chan_new[c as usize] != NO_CHANNEL
                             && kept_old[og.chan_head()[c as usize] as usize]);
