@@ -159,8 +159,7 @@ pub fn reroute_with(
     g: &SwitchGraph,
     opts: &RerouteOptions,
 ) -> Result<(Routing, RerouteStats, Vec<u64>), FullReason> {
-    let ns = g.num_switches();
-    if ns == 0 {
+    if g.num_switches() == 0 {
         return Err(FullReason::NoSwitches);
     }
     let (og, or) = (prev.graph, prev.routing);
@@ -173,90 +172,12 @@ pub fn reroute_with(
     check_lmc(prev.fabric, fabric)?;
 
     let mut st = RerouteStats::default();
-    let new_of_old = diff::match_switches(og, g);
-    let mut old_of_new = vec![NO_SWITCH; ns];
-    for (o, &n) in new_of_old.iter().enumerate() {
-        if n != NO_SWITCH {
-            old_of_new[n as usize] = o as u32;
-        }
-    }
-    st.switches_gone = new_of_old.iter().filter(|&&n| n == NO_SWITCH).count();
-    st.switches_new = old_of_new.iter().filter(|&&o| o == NO_SWITCH).count();
-    // Old channel -> the same channel in the new graph.
-    let chan_new: Vec<u32> = (0..og.num_channels())
-        .map(|oc| {
-            let (t, h) = (og.chan_tail()[oc], og.chan_head()[oc]);
-            let (nt, nh) = (new_of_old[t as usize], new_of_old[h as usize]);
-            if nt == NO_SWITCH || nh == NO_SWITCH {
-                return NO_CHANNEL;
-            }
-            match g.channel_at(nt, og.chan_port()[oc]) {
-                Some(c)
-                    if g.chan_head()[c as usize] == nh
-                        && g.chan_head_port()[c as usize] == og.chan_head_port()[oc] =>
-                {
-                    c
-                }
-                _ => NO_CHANNEL,
-            }
-        })
-        .collect();
-    st.channels_gone = chan_new.iter().filter(|&&c| c == NO_CHANNEL).count();
-    st.channels_new = g.num_channels() - (og.num_channels() - st.channels_gone);
-
-    // Start from the old tables, row by row (same LIDs, same columns); entries of paths that are
-    // not kept are overwritten below.
-    let max_lid = g.max_lid();
-    let mut lft = Lft::new(ns, max_lid);
-    let mut hops = SwitchLidTable::new(ns, max_lid, NO_PATH);
-    // A one-layer routing keeps no layer table; with lanes to spare (QoS on, where the one-lane
-    // search measured best) its paths are all in layer 0, and a new path that fits nowhere there
-    // may open another layer instead of forcing a full computation.
-    let layered = or.layers.is_some() || (opts.deadlock_free && opts.budget > 1);
-    let mut layers = layered.then(|| SwitchLidTable::new(ns, max_lid, 0));
-    for s in 0..ns as u32 {
-        let o = old_of_new[s as usize];
-        if o == NO_SWITCH {
-            continue;
-        }
-        let w = lft.stride().min(or.lft.stride());
-        lft.table_mut(s)[..w].copy_from_slice(&or.lft.table(o)[..w]);
-        hops.row_mut(s)[..w].copy_from_slice(&or.hops.row(o)[..w]);
-        if let (Some(l), Some(ol)) = (layers.as_mut(), or.layers.as_ref()) {
-            l.row_mut(s)[..w].copy_from_slice(&ol.row(o)[..w]);
-        }
-    }
-    // LIDs that are gone: no entries anywhere.
-    let mut is_dest = vec![false; usize::from(max_lid) + 1];
-    for d in g.dests() {
-        is_dest[usize::from(d.lid)] = true;
-    }
-    for od in og.dests() {
-        let l = usize::from(od.lid);
-        if l <= usize::from(max_lid) && !is_dest[l] {
-            st.dests_gone += 1;
-            for s in 0..ns as u32 {
-                lft.set(s, od.lid, NO_PATH);
-                hops.set(s, od.lid, NO_PATH);
-            }
-        } else if l > usize::from(max_lid) {
-            st.dests_gone += 1;
-        }
-    }
+    let m = Matching::new(og, g, &mut st);
+    let (mut tables, layered) = carry_over(g, or, &m.old_of_new, opts);
+    clear_gone_lids(og, g, &mut tables, &mut st);
 
     let comp = g.components();
-    let nc = g.num_channels();
     let ei = EdgeIndex::new(g);
-    // Per layer, the dependency edges of the kept paths, one bit each (as verify keeps them:
-    // small enough to stay in cache while every kept path sets its edges).
-    let words = ei.num_edges().div_ceil(64);
-    let mut bits: Vec<Vec<u64>> = if opts.deadlock_free {
-        (0..usize::from(or.num_layers.max(1)))
-            .map(|_| vec![0; words])
-            .collect()
-    } else {
-        Vec::new()
-    };
     // Cables or switches came back (or new ones appeared): paths that the change made longer
     // than a shortest path are not kept, so that the returned elements are used again.
     let repair = (st.channels_new > 0 || st.switches_new > 0)
@@ -264,146 +185,34 @@ pub fn reroute_with(
     // And a fresh routing guides what the returned elements carry ([`guide`]).
     let guide = repair
         .as_ref()
-        .map(|(_, now)| guide::Guide::new(g, now, &chan_new));
-    // The survey (pass 1, [`survey`]), destinations in parallel chunks: which paths are kept;
-    // their loads and dependency edges. With a summary and only links lost, only the
-    // destinations whose trees used a vanished channel: every other path is kept, and its loads
-    // and edges are in the summary.
-    let old_words = EdgeIndex::new(og).num_edges().div_ceil(64);
-    let summary = summary.filter(|sm| {
-        repair.is_none()
-            && links_only(prev, fabric, g, &new_of_old, &comp)
-            && sm.loads.len() == og.num_channels()
-            && (bits.is_empty() || sm.layer_edges.len() == bits.len())
-            && sm.layer_edges.iter().all(|b| b.len() == old_words)
-    });
-    let touched: Vec<crate::graph::Dest>;
-    let odests: &[crate::graph::Dest] = match summary {
-        Some(_) => {
-            let mut hit = vec![false; usize::from(or.lft.max_lid) + 1];
-            for (oc, &c) in chan_new.iter().enumerate() {
-                if c != NO_CHANNEL {
-                    continue;
-                }
-                let (t, port) = (og.chan_tail()[oc], og.chan_port()[oc]);
-                for (lid, &p) in or.lft.table(t).iter().enumerate() {
-                    hit[lid] |= p == port;
-                }
-            }
-            touched = og
-                .dests()
-                .iter()
-                .filter(|d| hit.get(usize::from(d.lid)).copied().unwrap_or(false))
-                .copied()
-                .collect();
-            &touched
-        }
-        None => og.dests(),
-    };
+        .map(|(_, now)| guide::Guide::new(g, now, &m.chan_new));
+    let words = ei.num_edges().div_ceil(64);
     let ctx = survey::Survey {
         prev,
         fabric,
         g,
         comp: &comp,
-        new_of_old: &new_of_old,
-        old_of_new: &old_of_new,
-        chan_new: &chan_new,
+        new_of_old: &m.new_of_old,
+        old_of_new: &m.old_of_new,
+        chan_new: &m.chan_new,
         ei: &ei,
         words: if opts.deadlock_free { words } else { 0 },
         shortest: repair.as_ref().map(|(a, b)| (a, b)),
         guide: guide.as_ref(),
         layers: usize::from(or.num_layers.max(1)),
         layered,
-        subtract: summary.is_some(),
+        subtract: false,
     };
-    let chunks = (rayon::current_num_threads() * 4).clamp(1, odests.len().max(1));
-    let per = odests.len().div_ceil(chunks).max(1);
-    let parts: Vec<survey::Surveyed> = (0..chunks)
-        .into_par_iter()
-        .map(|k| ctx.run(&odests[(k * per).min(odests.len())..((k + 1) * per).min(odests.len())]))
-        .collect();
-    let mut load = vec![0u64; nc];
-    let mut work: Vec<(usize, Vec<u32>)> = Vec::new();
-    let mut seen_new = vec![false; g.dests().len()];
-    if let Some(sm) = summary {
-        // Everything the traversed destinations had, off the summary's loads; the rest is kept.
-        let mut old_load = sm.loads.clone();
-        for part in &parts {
-            for (a, b) in old_load.iter_mut().zip(&part.sub) {
-                *a = a.saturating_sub(*b);
-            }
-        }
-        for (oc, &c) in chan_new.iter().enumerate() {
-            if c != NO_CHANNEL {
-                load[c as usize] += old_load[oc];
-            }
-        }
-        remap_edges(og, g, &chan_new, &sm.layer_edges, &mut bits);
-        let mut traversed = vec![false; g.dests().len()];
-        for part in &parts {
-            for &di in &part.seen {
-                traversed[di] = true;
-            }
-        }
-        let root_comp_size = {
-            let mut size = vec![0u64; ns];
-            for &c in &comp {
-                size[c as usize] += 1;
-            }
-            size
-        };
-        for (di, d) in g.dests().iter().enumerate() {
-            if !traversed[di] && d.switch != NO_SWITCH {
-                seen_new[di] = true;
-                st.paths_kept += root_comp_size[comp[d.switch as usize] as usize];
-            }
-        }
-    }
-    for part in parts {
-        load.iter_mut().zip(&part.load).for_each(|(a, b)| *a += b);
-        for (acc, b) in bits.iter_mut().zip(&part.bits) {
-            acc.iter_mut().zip(b).for_each(|(a, b)| *a |= b);
-        }
-        st.paths_kept += part.paths_kept;
-        for &di in &part.seen {
-            seen_new[di] = true;
-        }
-        work.extend(part.work);
-        for (s, lid) in part.unreachable {
-            lft.set(s, lid, NO_PATH);
-            hops.set(s, lid, NO_PATH);
-        }
-    }
-    // Destinations routed from scratch: new LIDs, moved ones.
-    for (di, d) in g.dests().iter().enumerate() {
-        if seen_new[di] || d.switch == NO_SWITCH {
-            continue;
-        }
-        st.dests_new += 1;
-        let mut dist = vec![u32::MAX; ns];
-        dist[d.switch as usize] = 0;
-        for s in 0..ns {
-            if comp[s] != comp[d.switch as usize] {
-                lft.set(s as u32, d.lid, NO_PATH);
-                hops.set(s as u32, d.lid, NO_PATH);
-            }
-        }
-        lft.set(d.switch, d.lid, d.exit_port);
-        hops.set(d.switch, d.lid, u8::from(d.exit_port != 0));
-        if let Some(l) = layers.as_mut() {
-            l.set(d.switch, d.lid, 0);
-        }
-        work.push((di, dist));
-    }
-    work.sort_unstable_by_key(|w| w.0);
-    st.dests_touched = work.len();
+    let mut kept = keep_survivors(ctx, summary, opts.deadlock_free, &mut tables, &mut st);
+    add_new_dests(g, &comp, &kept.seen, &mut tables, &mut st, &mut kept.work);
+    kept.work.sort_unstable_by_key(|w| w.0);
+    st.dests_touched = kept.work.len();
 
     // Routing again (pass 2, [`place`]), fast ([`LayerChecks::AtEnd`]): every re-routed path in
     // its old layer, then one acyclicity check per layer. Only when that finds a cycle, pass 2
     // again with [`LayerChecks::PerPath`]: each path's edges checked as they go in, trying other
     // next hops and layers.
-    let kept_load = load;
-    let mut tables = place::Tables { lft, hops, layers };
+    let kept_load = kept.load;
     let mut done = None;
     let tries: &[LayerChecks] = if opts.deadlock_free {
         &[LayerChecks::AtEnd, LayerChecks::PerPath]
@@ -412,14 +221,14 @@ pub fn reroute_with(
     };
     for &checks in tries {
         let mut load = kept_load.clone();
-        let mut layering = layering::Layering::new(g, &ei, &bits, checks, opts, layered)?;
+        let mut layering = layering::Layering::new(g, &ei, &kept.bits, checks, opts, layered)?;
         let mut stats = st.clone();
         let num_layers = place::route_again(
             g,
             &comp,
-            &old_of_new,
+            &m.old_of_new,
             or,
-            &work,
+            &kept.work,
             &mut tables,
             &mut load,
             &mut layering,
@@ -444,6 +253,274 @@ pub fn reroute_with(
         st,
         load,
     ))
+}
+
+/// Switches matched by node GUID, channels by (switch, port) with the same far end.
+struct Matching {
+    new_of_old: Vec<u32>,
+    old_of_new: Vec<u32>,
+    /// Old channel -> the same channel in the new graph ([`NO_CHANNEL`] when it vanished).
+    chan_new: Vec<u32>,
+}
+
+impl Matching {
+    fn new(og: &SwitchGraph, g: &SwitchGraph, st: &mut RerouteStats) -> Self {
+        let new_of_old = diff::match_switches(og, g);
+        let mut old_of_new = vec![NO_SWITCH; g.num_switches()];
+        for (o, &n) in new_of_old.iter().enumerate() {
+            if n != NO_SWITCH {
+                old_of_new[n as usize] = o as u32;
+            }
+        }
+        st.switches_gone = new_of_old.iter().filter(|&&n| n == NO_SWITCH).count();
+        st.switches_new = old_of_new.iter().filter(|&&o| o == NO_SWITCH).count();
+        let chan_new: Vec<u32> = (0..og.num_channels())
+            .map(|oc| {
+                let (t, h) = (og.chan_tail()[oc], og.chan_head()[oc]);
+                let (nt, nh) = (new_of_old[t as usize], new_of_old[h as usize]);
+                if nt == NO_SWITCH || nh == NO_SWITCH {
+                    return NO_CHANNEL;
+                }
+                match g.channel_at(nt, og.chan_port()[oc]) {
+                    Some(c)
+                        if g.chan_head()[c as usize] == nh
+                            && g.chan_head_port()[c as usize] == og.chan_head_port()[oc] =>
+                    {
+                        c
+                    }
+                    _ => NO_CHANNEL,
+                }
+            })
+            .collect();
+        st.channels_gone = chan_new.iter().filter(|&&c| c == NO_CHANNEL).count();
+        st.channels_new = g.num_channels() - (og.num_channels() - st.channels_gone);
+        Matching {
+            new_of_old,
+            old_of_new,
+            chan_new,
+        }
+    }
+}
+
+/// The old tables, row by row (same LIDs, same columns), as the start of the new ones; entries
+/// of paths that are not kept are overwritten later. Also whether the result keeps layers.
+fn carry_over(
+    g: &SwitchGraph,
+    or: &Routing,
+    old_of_new: &[u32],
+    opts: &RerouteOptions,
+) -> (place::Tables, bool) {
+    let (ns, max_lid) = (g.num_switches(), g.max_lid());
+    let mut lft = Lft::new(ns, max_lid);
+    let mut hops = SwitchLidTable::new(ns, max_lid, NO_PATH);
+    // A one-layer routing keeps no layer table; with lanes to spare (QoS on, where the one-lane
+    // search measured best) its paths are all in layer 0, and a new path that fits nowhere there
+    // may open another layer instead of forcing a full computation.
+    let layered = or.layers.is_some() || (opts.deadlock_free && opts.budget > 1);
+    let mut layers = layered.then(|| SwitchLidTable::new(ns, max_lid, 0));
+    for s in 0..ns as u32 {
+        let o = old_of_new[s as usize];
+        if o == NO_SWITCH {
+            continue;
+        }
+        let w = lft.stride().min(or.lft.stride());
+        lft.table_mut(s)[..w].copy_from_slice(&or.lft.table(o)[..w]);
+        hops.row_mut(s)[..w].copy_from_slice(&or.hops.row(o)[..w]);
+        if let (Some(l), Some(ol)) = (layers.as_mut(), or.layers.as_ref()) {
+            l.row_mut(s)[..w].copy_from_slice(&ol.row(o)[..w]);
+        }
+    }
+    (place::Tables { lft, hops, layers }, layered)
+}
+
+/// LIDs that are gone: no entries anywhere.
+fn clear_gone_lids(
+    og: &SwitchGraph,
+    g: &SwitchGraph,
+    t: &mut place::Tables,
+    st: &mut RerouteStats,
+) {
+    let max_lid = g.max_lid();
+    let mut is_dest = vec![false; usize::from(max_lid) + 1];
+    for d in g.dests() {
+        is_dest[usize::from(d.lid)] = true;
+    }
+    for od in og.dests() {
+        let l = usize::from(od.lid);
+        if l <= usize::from(max_lid) && !is_dest[l] {
+            st.dests_gone += 1;
+            for s in 0..g.num_switches() as u32 {
+                t.lft.set(s, od.lid, NO_PATH);
+                t.hops.set(s, od.lid, NO_PATH);
+            }
+        } else if l > usize::from(max_lid) {
+            st.dests_gone += 1;
+        }
+    }
+}
+
+/// What the survey keeps: the kept paths' channel loads and per-layer dependency edges, the
+/// destinations to route again, and which new destinations were old ones.
+struct Kept {
+    load: Vec<u64>,
+    bits: Vec<Vec<u64>>,
+    work: Vec<(usize, Vec<u32>)>,
+    seen: Vec<bool>,
+}
+
+/// The survey (pass 1, [`survey`]), destinations in parallel chunks: which paths are kept;
+/// their loads and dependency edges. With a summary and only links lost, only the destinations
+/// whose trees used a vanished channel are traversed: every other path is kept, and its loads
+/// and edges are in the summary.
+fn keep_survivors(
+    mut ctx: survey::Survey<'_>,
+    summary: Option<&RoutingSummary>,
+    deadlock_free: bool,
+    t: &mut place::Tables,
+    st: &mut RerouteStats,
+) -> Kept {
+    let (g, og, or) = (ctx.g, ctx.prev.graph, ctx.prev.routing);
+    // Per layer, the dependency edges of the kept paths, one bit each (as verify keeps them:
+    // small enough to stay in cache while every kept path sets its edges).
+    let words = ctx.ei.num_edges().div_ceil(64);
+    let mut bits: Vec<Vec<u64>> = if deadlock_free {
+        (0..ctx.layers).map(|_| vec![0; words]).collect()
+    } else {
+        Vec::new()
+    };
+    // The survey (pass 1, [`survey`]), destinations in parallel chunks: which paths are kept;
+    // their loads and dependency edges. With a summary and only links lost, only the
+    // destinations whose trees used a vanished channel: every other path is kept, and its loads
+    // and edges are in the summary.
+    let old_words = EdgeIndex::new(og).num_edges().div_ceil(64);
+    let summary = summary.filter(|sm| {
+        ctx.shortest.is_none()
+            && links_only(ctx.prev, ctx.fabric, g, ctx.new_of_old, ctx.comp)
+            && sm.loads.len() == og.num_channels()
+            && (bits.is_empty() || sm.layer_edges.len() == bits.len())
+            && sm.layer_edges.iter().all(|b| b.len() == old_words)
+    });
+    let touched: Vec<crate::graph::Dest>;
+    let odests: &[crate::graph::Dest] = match summary {
+        Some(_) => {
+            let mut hit = vec![false; usize::from(or.lft.max_lid) + 1];
+            for (oc, &c) in ctx.chan_new.iter().enumerate() {
+                if c != NO_CHANNEL {
+                    continue;
+                }
+                let (t, port) = (og.chan_tail()[oc], og.chan_port()[oc]);
+                for (lid, &p) in or.lft.table(t).iter().enumerate() {
+                    hit[lid] |= p == port;
+                }
+            }
+            touched = og
+                .dests()
+                .iter()
+                .filter(|d| hit.get(usize::from(d.lid)).copied().unwrap_or(false))
+                .copied()
+                .collect();
+            &touched
+        }
+        None => og.dests(),
+    };
+    ctx.subtract = summary.is_some();
+    let chunks = (rayon::current_num_threads() * 4).clamp(1, odests.len().max(1));
+    let per = odests.len().div_ceil(chunks).max(1);
+    let parts: Vec<survey::Surveyed> = (0..chunks)
+        .into_par_iter()
+        .map(|k| ctx.run(&odests[(k * per).min(odests.len())..((k + 1) * per).min(odests.len())]))
+        .collect();
+    let mut load = vec![0u64; g.num_channels()];
+    let mut work: Vec<(usize, Vec<u32>)> = Vec::new();
+    let mut seen_new = vec![false; g.dests().len()];
+    if let Some(sm) = summary {
+        // Everything the traversed destinations had, off the summary's loads; the rest is kept.
+        let mut old_load = sm.loads.clone();
+        for part in &parts {
+            for (a, b) in old_load.iter_mut().zip(&part.sub) {
+                *a = a.saturating_sub(*b);
+            }
+        }
+        for (oc, &c) in ctx.chan_new.iter().enumerate() {
+            if c != NO_CHANNEL {
+                load[c as usize] += old_load[oc];
+            }
+        }
+        remap_edges(og, g, ctx.chan_new, &sm.layer_edges, &mut bits);
+        let mut traversed = vec![false; g.dests().len()];
+        for part in &parts {
+            for &di in &part.seen {
+                traversed[di] = true;
+            }
+        }
+        let root_comp_size = {
+            let mut size = vec![0u64; g.num_switches()];
+            for &c in ctx.comp {
+                size[c as usize] += 1;
+            }
+            size
+        };
+        for (di, d) in g.dests().iter().enumerate() {
+            if !traversed[di] && d.switch != NO_SWITCH {
+                seen_new[di] = true;
+                st.paths_kept += root_comp_size[ctx.comp[d.switch as usize] as usize];
+            }
+        }
+    }
+    for part in parts {
+        load.iter_mut().zip(&part.load).for_each(|(a, b)| *a += b);
+        for (acc, b) in bits.iter_mut().zip(&part.bits) {
+            acc.iter_mut().zip(b).for_each(|(a, b)| *a |= b);
+        }
+        st.paths_kept += part.paths_kept;
+        for &di in &part.seen {
+            seen_new[di] = true;
+        }
+        work.extend(part.work);
+        for (s, lid) in part.unreachable {
+            t.lft.set(s, lid, NO_PATH);
+            t.hops.set(s, lid, NO_PATH);
+        }
+    }
+    Kept {
+        load,
+        bits,
+        work,
+        seen: seen_new,
+    }
+}
+
+/// Destinations routed from scratch: new LIDs, and LIDs now held by another port or switch
+/// port.
+fn add_new_dests(
+    g: &SwitchGraph,
+    comp: &[u32],
+    seen: &[bool],
+    t: &mut place::Tables,
+    st: &mut RerouteStats,
+    work: &mut Vec<(usize, Vec<u32>)>,
+) {
+    let ns = g.num_switches();
+    for (di, d) in g.dests().iter().enumerate() {
+        if seen[di] || d.switch == NO_SWITCH {
+            continue;
+        }
+        st.dests_new += 1;
+        let mut dist = vec![u32::MAX; ns];
+        dist[d.switch as usize] = 0;
+        for s in 0..ns {
+            if comp[s] != comp[d.switch as usize] {
+                t.lft.set(s as u32, d.lid, NO_PATH);
+                t.hops.set(s as u32, d.lid, NO_PATH);
+            }
+        }
+        t.lft.set(d.switch, d.lid, d.exit_port);
+        t.hops.set(d.switch, d.lid, u8::from(d.exit_port != 0));
+        if let Some(l) = t.layers.as_mut() {
+            l.set(d.switch, d.lid, 0);
+        }
+        work.push((di, dist));
+    }
 }
 
 /// Whether only links changed: the same switches, the same CA/router ports on each, the same
