@@ -147,7 +147,10 @@ struct Step {
 }
 
 /// Runs `steps` one after the other against a running OpenSM; returns how many were incremental.
-fn run_steps(name: &str, f: &Fabric, steps: &[Step]) -> usize {
+/// Runs the steps; returns how many re-routed incrementally, and Λ of the last step's routing
+/// as a share of the first (fresh) one's, both judged from OpenSM's dumps (meaningful where the
+/// last step gives the whole fabric back).
+fn run_steps(name: &str, f: &Fabric, steps: &[Step]) -> (usize, f64) {
     let mut sim = Sim::start_with_console(name, f);
     let osm = OpenSm::new("dfsssp-rs").qos(true).conf("sweep_interval 1");
     let sm = sim.start_opensm(&osm);
@@ -155,6 +158,7 @@ fn run_steps(name: &str, f: &Fabric, steps: &[Step]) -> usize {
     sm.wait_count(FULL, 1, SWEEP);
     let mut before = Snapshot::take(&sim, f);
     let mut before_dir = keep_dumps(&sim, "step-start");
+    let start_dir = before_dir.clone();
     let mut incremental = 0;
     for (i, step) in steps.iter().enumerate() {
         let (changes, wrote, incr) = (
@@ -236,7 +240,30 @@ fn run_steps(name: &str, f: &Fabric, steps: &[Step]) -> usize {
         );
         before = after;
     }
-    incremental
+    let (now, fresh) = (lambda_of(&before_dir), lambda_of(&start_dir));
+    eprintln!(
+        "Λ after the last step {now:.4}, at the start {fresh:.4} ({:.2}%)",
+        100.0 * now / fresh
+    );
+    (incremental, now / fresh)
+}
+
+/// Λ over 200 bisection patterns of the routing in a dump directory.
+fn lambda_of(dir: &std::path::Path) -> f64 {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dfsssp-rs"))
+        .args(["eval", "--patterns", "200", "--json", "--quiet", "--dumps"])
+        .arg(dir)
+        .output()
+        .expect("dfsssp-rs eval");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("eval JSON");
+    v["metrics"]["bisection"]["lambda"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no Λ in {v}"))
 }
 
 /// Waits until OpenSM has finished sweeping (the dumps are written before "SUBNET UP") and
@@ -336,7 +363,7 @@ fn torus_links_and_a_switch_fail_and_return() {
             gone_switches: vec![],
         },
     ];
-    let incremental = run_steps("reroute-torus", &f, &steps);
+    let (incremental, _) = run_steps("reroute-torus", &f, &steps);
     assert!(
         incremental >= 4,
         "only {incremental} of 6 steps incremental"
@@ -386,7 +413,12 @@ fn fat_tree_link_and_spine_switch_fail_and_return() {
             gone_switches: vec![],
         },
     ];
-    let incremental = run_steps("reroute-ktree", &f, &steps);
+    let (incremental, share) = run_steps("reroute-ktree", &f, &steps);
+    // The returned spine and cable carry their share again (a fresh computation's).
+    assert!(
+        share >= 0.99,
+        "Λ after the repairs: {share:.4} of the start's"
+    );
     assert!(
         incremental >= 3,
         "only {incremental} of 4 steps incremental"
@@ -426,7 +458,11 @@ fn torus_dimension_ring_fails_and_returns() {
             gone_switches: vec![],
         },
     ];
-    let incremental = run_steps("reroute-ring", &f, &steps);
+    let (incremental, share) = run_steps("reroute-ring", &f, &steps);
+    assert!(
+        share >= 0.99,
+        "Λ after the ring returned: {share:.4} of the start's"
+    );
     assert!(incremental >= 1, "no step incremental");
 }
 

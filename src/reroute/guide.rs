@@ -15,13 +15,16 @@ pub(super) struct Guide {
     routing: Routing,
     /// Per channel of the new graph: it had no counterpart before the change.
     returned: Vec<bool>,
+    /// Every path follows the guide, not only those over returned channels.
+    everywhere: bool,
 }
 
 /// Per-destination working space of [`Guide::mark`], reused across destinations.
 pub(super) struct GuideScratch {
     paths: DestPaths,
     column: Vec<u8>,
-    /// Per switch: its guided path to the destination last marked crosses a returned channel.
+    /// Per switch: its path to the destination last marked follows the guide (its guided path
+    /// crosses a returned channel, or the guide is followed everywhere).
     pub(super) follow: Vec<bool>,
 }
 
@@ -47,6 +50,31 @@ impl Guide {
         Guide {
             routing: crate::sssp::route_with_distances(g, dist),
             returned,
+            everywhere: false,
+        }
+    }
+
+    /// The same guide, followed by every path: a path is kept only where it is the guide's.
+    pub(super) fn everywhere(&self) -> Guide {
+        Guide {
+            routing: self.routing.clone(),
+            returned: self.returned.clone(),
+            everywhere: true,
+        }
+    }
+
+    pub(super) fn lft(&self) -> &crate::routing::Lft {
+        &self.routing.lft
+    }
+
+    /// Whether the old path from switch `s` to `lid`, leaving by `port` (`None` where it ends
+    /// at `s`), may be kept (its head's path kept too) as far as the guide is concerned; `sc`
+    /// marked for the destination.
+    pub(super) fn keeps(&self, s: u32, port: Option<u8>, lid: u16, sc: &GuideScratch) -> bool {
+        if self.everywhere {
+            port.is_none_or(|p| p == self.port(s, lid))
+        } else {
+            !sc.follow[s as usize]
         }
     }
 
@@ -60,6 +88,10 @@ impl Guide {
 
     /// Fills `sc.follow` for destination `d` of `g`.
     pub(super) fn mark(&self, g: &SwitchGraph, d: &Dest, sc: &mut GuideScratch) {
+        if self.everywhere {
+            sc.follow.fill(true);
+            return;
+        }
         sc.follow.fill(false);
         for (s, p) in sc.column.iter_mut().enumerate() {
             *p = self.port(s as u32, d.lid);

@@ -85,6 +85,9 @@ pub struct RerouteStats {
     pub layer_moves: u64,
     /// Layers in use afterwards.
     pub layers: u8,
+    /// After a repair: the routes measured below a fresh computation's, so every path follows
+    /// the fresh routing ([`guide`]).
+    pub followed_fresh: bool,
     /// The highest channel load afterwards (routes per channel, every CA/router port a source):
     /// what the balancing minimises, to compare with a full computation's.
     pub max_load: u64,
@@ -108,7 +111,11 @@ impl RerouteStats {
             self.layer_moves,
             self.layers,
             self.max_load
-        )
+        ) + if self.followed_fresh {
+            "; repair: every path follows a fresh computation (the kept routes measured below it)"
+        } else {
+            ""
+        }
     }
 }
 
@@ -173,86 +180,144 @@ pub fn reroute_with(
 
     let mut st = RerouteStats::default();
     let m = Matching::new(og, g, &mut st);
-    let (mut tables, layered) = carry_over(g, or, &m.old_of_new, opts);
-    clear_gone_lids(og, g, &mut tables, &mut st);
-
     let comp = g.components();
     let ei = EdgeIndex::new(g);
     // Cables or switches came back (or new ones appeared): paths that the change made longer
     // than a shortest path are not kept, so that the returned elements are used again.
     let repair = (st.channels_new > 0 || st.switches_new > 0)
         .then(|| (SwitchDistances::new(og), SwitchDistances::new(g)));
-    // And a fresh routing guides what the returned elements carry ([`guide`]).
-    let guide = repair
-        .as_ref()
-        .map(|(_, now)| guide::Guide::new(g, now, &m.chan_new));
-    let words = ei.num_edges().div_ceil(64);
-    let ctx = survey::Survey {
+    let stage = Stage {
         prev,
+        summary,
         fabric,
         g,
+        opts,
+        m: &m,
         comp: &comp,
-        new_of_old: &m.new_of_old,
-        old_of_new: &m.old_of_new,
-        chan_new: &m.chan_new,
         ei: &ei,
-        words: if opts.deadlock_free { words } else { 0 },
         shortest: repair.as_ref().map(|(a, b)| (a, b)),
-        guide: guide.as_ref(),
-        layers: usize::from(or.num_layers.max(1)),
-        layered,
-        subtract: false,
     };
-    let mut kept = keep_survivors(ctx, summary, opts.deadlock_free, &mut tables, &mut st);
-    add_new_dests(g, &comp, &kept.seen, &mut tables, &mut st, &mut kept.work);
-    kept.work.sort_unstable_by_key(|w| w.0);
-    st.dests_touched = kept.work.len();
-
-    // Routing again (pass 2, [`place`]), fast ([`LayerChecks::AtEnd`]): every re-routed path in
-    // its old layer, then one acyclicity check per layer. Only when that finds a cycle, pass 2
-    // again with [`LayerChecks::PerPath`]: each path's edges checked as they go in, trying other
-    // next hops and layers.
-    let kept_load = kept.load;
-    let mut done = None;
-    let tries: &[LayerChecks] = if opts.deadlock_free {
-        &[LayerChecks::AtEnd, LayerChecks::PerPath]
-    } else {
-        &[LayerChecks::Unchecked]
+    // And a fresh routing guides what the returned elements carry ([`guide`]).
+    let Some(guide) = repair
+        .as_ref()
+        .map(|(_, now)| guide::Guide::new(g, now, &m.chan_new))
+    else {
+        return stage.route(None, st);
     };
-    for &checks in tries {
-        let mut load = kept_load.clone();
-        let mut layering = layering::Layering::new(g, &ei, &kept.bits, checks, opts, layered)?;
-        let mut stats = st.clone();
-        let num_layers = place::route_again(
-            g,
-            &comp,
-            &m.old_of_new,
-            or,
-            &kept.work,
-            &mut tables,
-            &mut load,
-            &mut layering,
-            guide.as_ref(),
-            &mut stats,
-        )?;
-        if layering.acyclic() {
-            stats.max_load = load.iter().copied().max().unwrap_or(0);
-            stats.layers = num_layers;
-            done = Some((num_layers, stats, load));
-            break;
-        }
+    let first = stage.route(Some(&guide), st.clone())?;
+    // Faults and repairs in turn leave trees balanced for different fabrics side by side; when
+    // that measures below the fresh routing, every path follows it (the layers still as close to
+    // the old ones as they allow).
+    let spec = crate::metrics::BisectionSpec::new(REPAIR_PATTERNS, 1);
+    let lambda = |lft: &Lft| {
+        crate::metrics::effective_bisection_bandwidth(g, lft, &spec).map_or(0.0, |b| b.lambda)
+    };
+    let (now, fresh) = (lambda(&first.0.lft), lambda(guide.lft()));
+    if now >= fresh * (1.0 - REPAIR_SLACK) {
+        return Ok(first);
     }
-    let (num_layers, st, load) = done.ok_or(FullReason::Internal("no pass 2 result"))?;
-    Ok((
-        Routing {
-            lft: tables.lft,
-            hops: tables.hops,
-            layers: tables.layers,
-            num_layers,
-        },
-        st,
-        load,
-    ))
+    let mut everywhere = stage.route(Some(&guide.everywhere()), st)?;
+    everywhere.1.followed_fresh = true;
+    Ok(everywhere)
+}
+
+/// Bisection patterns that judge a repair's routes against the fresh routing.
+const REPAIR_PATTERNS: u32 = 64;
+/// How far below the fresh routing's Λ a repair's routes may stay.
+const REPAIR_SLACK: f64 = 0.005;
+
+/// What one re-route from the matched fabrics reads.
+struct Stage<'a> {
+    prev: RoutedFabric<'a>,
+    summary: Option<&'a RoutingSummary>,
+    fabric: &'a Fabric,
+    g: &'a SwitchGraph,
+    opts: &'a RerouteOptions,
+    m: &'a Matching,
+    comp: &'a [u32],
+    ei: &'a EdgeIndex,
+    shortest: Option<(&'a SwitchDistances, &'a SwitchDistances)>,
+}
+
+impl Stage<'_> {
+    /// Keeps what survives (pass 1) and routes the rest again (pass 2), guided or not.
+    fn route(
+        &self,
+        guide: Option<&guide::Guide>,
+        mut st: RerouteStats,
+    ) -> Result<(Routing, RerouteStats, Vec<u64>), FullReason> {
+        let (g, opts, m, or) = (self.g, self.opts, self.m, self.prev.routing);
+        let (mut tables, layered) = carry_over(g, or, &m.old_of_new, opts);
+        clear_gone_lids(self.prev.graph, g, &mut tables, &mut st);
+        let words = self.ei.num_edges().div_ceil(64);
+        let ctx = survey::Survey {
+            prev: self.prev,
+            fabric: self.fabric,
+            g,
+            comp: self.comp,
+            new_of_old: &m.new_of_old,
+            old_of_new: &m.old_of_new,
+            chan_new: &m.chan_new,
+            ei: self.ei,
+            words: if opts.deadlock_free { words } else { 0 },
+            shortest: self.shortest,
+            guide,
+            layers: usize::from(or.num_layers.max(1)),
+            layered,
+            subtract: false,
+        };
+        let mut kept = keep_survivors(ctx, self.summary, opts.deadlock_free, &mut tables, &mut st);
+        add_new_dests(
+            g,
+            self.comp,
+            &kept.seen,
+            &mut tables,
+            &mut st,
+            &mut kept.work,
+        );
+        kept.work.sort_unstable_by_key(|w| w.0);
+        st.dests_touched = kept.work.len();
+
+        // Routing again (pass 2, [`place`]), fast ([`LayerChecks::AtEnd`]): every re-routed
+        // path in its old layer, then one acyclicity check per layer. Only when that finds a
+        // cycle, pass 2 again with [`LayerChecks::PerPath`]: each path's edges checked as they
+        // go in, trying other next hops and layers.
+        let tries: &[LayerChecks] = if opts.deadlock_free {
+            &[LayerChecks::AtEnd, LayerChecks::PerPath]
+        } else {
+            &[LayerChecks::Unchecked]
+        };
+        for &checks in tries {
+            let mut load = kept.load.clone();
+            let mut layering =
+                layering::Layering::new(g, self.ei, &kept.bits, checks, opts, layered)?;
+            let mut stats = st.clone();
+            let num_layers = place::route_again(
+                g,
+                self.comp,
+                &m.old_of_new,
+                or,
+                &kept.work,
+                &mut tables,
+                &mut load,
+                &mut layering,
+                guide,
+                &mut stats,
+            )?;
+            if layering.acyclic() {
+                stats.max_load = load.iter().copied().max().unwrap_or(0);
+                stats.layers = num_layers;
+                let routing = Routing {
+                    lft: tables.lft,
+                    hops: tables.hops,
+                    layers: tables.layers,
+                    num_layers,
+                };
+                return Ok((routing, stats, load));
+            }
+        }
+        Err(FullReason::Internal("no pass 2 result"))
+    }
 }
 
 /// Switches matched by node GUID, channels by (switch, port) with the same far end.

@@ -83,9 +83,8 @@ impl Survey<'_> {
             old_paths.resolve_column(og, od, Some(col));
             old_paths.compute_order();
             if let Some(guide) = self.guide {
-                guide.mark(g, &nd, &mut guided);
+                guide.mark(g, nd, &mut guided);
             }
-            let follows_guide = |s: u32| self.guide.is_some() && guided.follow[s as usize];
             // Root first: kept when delivering and the channel and the rest of the path remain.
             kept_old.fill(false);
             for &o in old_paths.order.iter().rev() {
@@ -98,8 +97,13 @@ impl Survey<'_> {
                     let now = now.get(new_of_old[o as usize], nd.switch);
                     now >= was.get(o, od.switch) || old_paths.hops[o as usize] <= u32::from(now)
                 });
+                let guided_port = (c != NO_CHANNEL && chan_new[c as usize] != NO_CHANNEL)
+                    .then(|| g.chan_port()[chan_new[c as usize] as usize]);
+                let guide_keeps = self.guide.is_none_or(|gd| {
+                    gd.keeps(new_of_old[o as usize], guided_port, nd.lid, &guided)
+                });
                 kept_old[o as usize] = shortest
-                    && !follows_guide(new_of_old[o as usize])
+                    && guide_keeps
                     && (c == NO_CHANNEL
                         || chan_new[c as usize] != NO_CHANNEL
                             && kept_old[og.chan_head()[c as usize] as usize]);

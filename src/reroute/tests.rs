@@ -598,3 +598,63 @@ fn a_replaced_switch_counts_as_a_repair() {
         hops(&og, &or)
     );
 }
+
+/// A cable and a spine switch fail one after the other and return in reverse order (as
+/// `e2e_reroute` does inside OpenSM): the trees balanced for three fabrics side by side measured
+/// below a fresh computation, so the last repair follows the fresh routing everywhere. Λ ends
+/// within 1% of a fresh computation's.
+#[test]
+fn faults_and_repairs_in_turn_end_near_a_fresh_computation() {
+    use crate::metrics::{effective_bisection_bandwidth, BisectionSpec};
+    let f = topo::by_name("ktree:4,3").unwrap();
+    let is_sw = |n: u32| f.nodes()[n as usize].kind == NodeKind::Switch;
+    let top = (0..f.nodes().len() as u32)
+        .filter(|&n| is_sw(n))
+        .find(|&n| {
+            f.links()
+                .iter()
+                .filter(|l| l.a.node == n || l.b.node == n)
+                .all(|l| is_sw(l.a.node) && is_sw(l.b.node))
+        })
+        .unwrap();
+    let spine = f.nodes()[top as usize].guid;
+    let link = switch_links(&f)
+        .into_iter()
+        .map(|i| f.links()[i])
+        .find(|l| l.a.node != top && l.b.node != top)
+        .unwrap();
+    let no_link = without_links(&f, &[link]);
+    let neither = no_link.retain(|n| n.guid != spine, |_| true);
+    let o = opts(8, EngineKind::Dfsssp);
+    let (mut g, mut r) = full(&f, 8, EngineKind::Dfsssp);
+    let mut at = &f;
+    let mut followed = Vec::new();
+    for next in [&no_link, &neither, &no_link, &f] {
+        let g2 = SwitchGraph::new(next).unwrap();
+        let (r2, st) = reroute(
+            RoutedFabric {
+                fabric: at,
+                graph: &g,
+                routing: &r,
+            },
+            next,
+            &g2,
+            &o,
+        )
+        .unwrap();
+        verify::verify(&g2, &r2).unwrap();
+        followed.push(st.followed_fresh);
+        (g, r, at) = (g2, r2, next);
+    }
+    let spec = BisectionSpec::new(200, 1);
+    let (_, fresh) = full(&f, 8, EngineKind::Dfsssp);
+    let lambda = |r: &Routing| {
+        effective_bisection_bandwidth(&g, &r.lft, &spec)
+            .unwrap()
+            .lambda
+    };
+    let (now, fresh) = (lambda(&r), lambda(&fresh));
+    eprintln!("Λ {now:.4}, fresh {fresh:.4}; followed the fresh routing: {followed:?}");
+    assert!(now >= 0.99 * fresh, "{now} < 99% of {fresh}");
+    assert!(!followed[0] && !followed[1], "faults never follow a fresh routing");
+}
