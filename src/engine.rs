@@ -203,7 +203,7 @@ pub struct EngineOutput {
 }
 
 /// How a routing was computed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum RouteMode {
     /// From scratch, and why.
     Full(String),

@@ -114,6 +114,8 @@ impl<'a> Layering<'a> {
     /// layer that takes it; failing all, the best candidate in a new layer within the budget.
     /// A switch without CAs (`sa_visible` false: no SA client sees its SL) tries the layer of the
     /// switch the path joins first: all its edges but the first turn are there already.
+    /// `same_path`, the candidate that gives the switch its old path back, goes only into the old
+    /// layer (where it does not fit, the next candidate is tried): an unchanged path keeps its SL.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn place(
         &mut self,
@@ -122,6 +124,7 @@ impl<'a> Layering<'a> {
         root: u32,
         cands: &[Candidate],
         old_layer: Option<u8>,
+        same_path: Option<u32>,
         sa_visible: bool,
         num_layers: &mut u8,
     ) -> Option<(u32, u8)> {
@@ -132,7 +135,7 @@ impl<'a> Layering<'a> {
             LayerChecks::AtEnd => {
                 let (_, _, c, joins) = cands[0];
                 let l = match joins {
-                    Some(j) if !sa_visible && j < *num_layers => j,
+                    Some(j) if !sa_visible && j < *num_layers && same_path != Some(c) => j,
                     _ => first,
                 };
                 self.trace(lft, lid, root, c);
@@ -153,12 +156,16 @@ impl<'a> Layering<'a> {
                 _ => first,
             };
             self.tries.clear();
-            self.tries.push(lead);
-            if first != lead {
+            if same_path == Some(c) {
                 self.tries.push(first);
+            } else {
+                self.tries.push(lead);
+                if first != lead {
+                    self.tries.push(first);
+                }
+                self.tries
+                    .extend((0..*num_layers).filter(|&l| l != lead && l != first));
             }
-            self.tries
-                .extend((0..*num_layers).filter(|&l| l != lead && l != first));
             self.trace(lft, lid, root, c);
             for k in 0..self.tries.len() {
                 let l = self.tries[k];
@@ -174,7 +181,10 @@ impl<'a> Layering<'a> {
                 .push(DynTopo::from_order(&(0..nc).collect::<Vec<_>>()));
             let l = *num_layers;
             *num_layers += 1;
-            let c = cands[0].2;
+            let c = cands
+                .iter()
+                .map(|cand| cand.2)
+                .find(|&c| same_path != Some(c))?;
             self.trace(lft, lid, root, c);
             if self.insert(usize::from(l)) {
                 return Some((c, l));

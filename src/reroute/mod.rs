@@ -62,8 +62,18 @@ pub enum FullReason {
     NoSwitches,
 }
 
+/// A repair's guided routes against the fresh routing of the repaired fabric: Λ over
+/// [`REPAIR_PATTERNS`] bisection patterns and the highest channel load.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RepairMeasure {
+    pub lambda: f64,
+    pub fresh_lambda: f64,
+    pub max_load: u64,
+    pub fresh_max_load: u64,
+}
+
 /// What one incremental re-route did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RerouteStats {
     pub switches_gone: usize,
     pub switches_new: usize,
@@ -85,9 +95,11 @@ pub struct RerouteStats {
     pub layer_moves: u64,
     /// Layers in use afterwards.
     pub layers: u8,
-    /// After a repair: the routes measured below a fresh computation's, so every path follows
-    /// the fresh routing ([`guide`]).
+    /// After a repair: the guided routes measured below a fresh computation's, so every path
+    /// follows the fresh routing ([`guide`]).
     pub followed_fresh: bool,
+    /// After a repair: how the guided routes measured against the fresh routing.
+    pub repair: Option<RepairMeasure>,
     /// The highest channel load afterwards (routes per channel, every CA/router port a source):
     /// what the balancing minimises, to compare with a full computation's.
     pub max_load: u64,
@@ -111,11 +123,24 @@ impl RerouteStats {
             self.layer_moves,
             self.layers,
             self.max_load
-        ) + if self.followed_fresh {
-            "; repair: every path follows a fresh computation (the kept routes measured below it)"
-        } else {
-            ""
-        }
+        ) + &self
+            .repair
+            .map(|m| {
+                format!(
+                    "; repair: Λ {:.4} and max channel load {} guided, a fresh computation's {:.4} \
+                     and {}{}",
+                    m.lambda,
+                    m.max_load,
+                    m.fresh_lambda,
+                    m.fresh_max_load,
+                    if self.followed_fresh {
+                        ": every path follows the fresh computation"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .unwrap_or_default()
     }
 }
 
@@ -205,26 +230,44 @@ pub fn reroute_with(
         return stage.route(None, st);
     };
     let first = stage.route(Some(&guide), st.clone())?;
-    // Faults and repairs in turn leave trees balanced for different fabrics side by side; when
-    // that measures below the fresh routing, every path follows it (the layers still as close to
-    // the old ones as they allow).
+    // Faults and repairs in turn leave trees balanced for different fabrics side by side, and
+    // paths that joined a switch now following the guide pile onto its new next hop; when that
+    // measures below the fresh routing (Λ, or the highest channel load), every path follows it
+    // (the layers still as close to the old ones as they allow).
     let spec = crate::metrics::BisectionSpec::new(REPAIR_PATTERNS, 1);
     let lambda = |lft: &Lft| {
         crate::metrics::effective_bisection_bandwidth(g, lft, &spec).map_or(0.0, |b| b.lambda)
     };
-    let (now, fresh) = (lambda(&first.0.lft), lambda(guide.lft()));
-    if now >= fresh * (1.0 - REPAIR_SLACK) {
+    let measure = RepairMeasure {
+        lambda: lambda(&first.0.lft),
+        fresh_lambda: lambda(guide.lft()),
+        max_load: first.1.max_load,
+        fresh_max_load: crate::balance::channel_loads(g, guide.lft())
+            .into_iter()
+            .max()
+            .unwrap_or(0),
+    };
+    if measure.lambda >= measure.fresh_lambda * (1.0 - REPAIR_LAMBDA_SLACK)
+        && measure.max_load as f64 <= measure.fresh_max_load as f64 * (1.0 + REPAIR_LOAD_SLACK)
+    {
+        let mut first = first;
+        first.1.repair = Some(measure);
         return Ok(first);
     }
     let mut everywhere = stage.route(Some(&guide.everywhere()), st)?;
     everywhere.1.followed_fresh = true;
+    everywhere.1.repair = Some(measure);
     Ok(everywhere)
 }
 
 /// Bisection patterns that judge a repair's routes against the fresh routing.
 const REPAIR_PATTERNS: u32 = 64;
-/// How far below the fresh routing's Λ a repair's routes may stay.
-const REPAIR_SLACK: f64 = 0.005;
+/// How far below the fresh routing's Λ a repair's routes may stay...
+const REPAIR_LAMBDA_SLACK: f64 = 0.005;
+/// ... and how far above its highest channel load (all-to-all; Λ is the measure, this only
+/// catches a hot channel that random bisections miss; the engine's re-balance threshold by
+/// default).
+const REPAIR_LOAD_SLACK: f64 = 0.5;
 
 /// What one re-route from the matched fabrics reads.
 struct Stage<'a> {

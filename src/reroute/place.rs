@@ -4,7 +4,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::guide::{Guide, GuideScratch};
+use super::guide::Guide;
 use super::layering::Layering;
 use super::{FullReason, RerouteStats};
 use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
@@ -42,7 +42,9 @@ pub(super) fn route_again(
     let mut hop = vec![u32::MAX; ns];
     let mut f = vec![0u64; ns];
     let mut cands: Vec<Candidate> = Vec::new();
-    let mut guided = GuideScratch::new(if guide.is_some() { ns } else { 0 });
+    // Per switch: its path to the destination is the one it had before (kept, or re-routed onto
+    // the same switches and ports).
+    let mut same = vec![false; ns];
     st.paths_rerouted = 0;
     st.layer_moves = 0;
     for (di, kept_dist) in work {
@@ -53,6 +55,9 @@ pub(super) fn route_again(
         dist.copy_from_slice(kept_dist);
         hop.copy_from_slice(kept_dist);
         let fixed = |s: usize| kept_dist[s] != u32::MAX;
+        for (s, same) in same.iter_mut().enumerate() {
+            *same = fixed(s);
+        }
         for s in 0..ns as u32 {
             if fixed(s as usize) || comp[s as usize] != root_comp {
                 continue;
@@ -78,9 +83,6 @@ pub(super) fn route_again(
             }
         }
         let last_link = u32::from(d.exit_port != 0);
-        if let Some(guide) = guide {
-            guide.mark(g, &d, &mut guided);
-        }
         for &s in &settled_order {
             // Next hops into switches already routed (kept, or re-routed before `s`): their
             // paths cannot come back through `s`, so no forwarding loop can form.
@@ -92,15 +94,15 @@ pub(super) fn route_again(
                 _ => None,
             };
             // Shortest first; among those, the port the switch used before (its LFT entry
-            // stays: no block to send, Vishnu et al.) or, for a path that a fresh computation
-            // sends over a returned channel, the guide's port; then switches whose own path is in this
-            // path's layer (its edges are already there: only the first turn is new), then the
-            // least loaded.
-            let old_port = match (o, guide) {
-                (_, Some(guide)) if guided.follow[s as usize] => guide.port(s, d.lid),
-                (o, _) if o != NO_SWITCH && d.lid <= or.lft.max_lid => or.lft.port(o, d.lid),
+            // stays: no block to send, Vishnu et al.) or, after a repair, the fresh routing's
+            // port (the paths that ran through a switch now following it do not all pile onto
+            // its new next hop); then switches whose own path is in this path's layer (its edges
+            // are already there: only the first turn is new), then the least loaded.
+            let was = match o {
+                o if o != NO_SWITCH && d.lid <= or.lft.max_lid => or.lft.port(o, d.lid),
                 _ => NO_PATH,
             };
+            let old_port = guide.map_or(was, |guide| guide.port(s, d.lid));
             cands.clear();
             for c in g.out_channels(s) {
                 let v = g.chan_head()[c as usize];
@@ -119,6 +121,15 @@ pub(super) fn route_again(
                 }
             }
             cands.sort_unstable();
+            // The candidate that would give the switch its old path back: it may only go into
+            // the old layer (an unchanged path keeps its SL).
+            let same_path = cands
+                .iter()
+                .map(|cand| cand.2)
+                .find(|&c| {
+                    g.chan_port()[c as usize] == was && same[g.chan_head()[c as usize] as usize]
+                })
+                .filter(|_| old_layer.is_some());
             let sa_visible = g.terminal_count()[s as usize] > 0;
             let (c, l) = layering
                 .place(
@@ -127,6 +138,7 @@ pub(super) fn route_again(
                     d.switch,
                     &cands,
                     old_layer,
+                    same_path,
                     sa_visible,
                     &mut num_layers,
                 )
@@ -137,6 +149,7 @@ pub(super) fn route_again(
             if old_layer.is_some_and(|ol| ol != l) {
                 st.layer_moves += 1;
             }
+            same[s as usize] = same_path == Some(c);
             next[s as usize] = c;
             hop[s as usize] = hop[g.chan_head()[c as usize] as usize] + 1;
             t.lft.set(s, d.lid, g.chan_port()[c as usize]);
