@@ -25,6 +25,8 @@ use crate::sssp::{self};
 use crate::traffic::{self, TrafficClasses};
 use crate::verify::{self, VerifiedBefore, VerifyError, VerifyReport, VerifyScope};
 
+mod candidates;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum EngineKind {
     Sssp,
@@ -88,6 +90,10 @@ pub struct EngineConfig {
     /// With QoS on and lanes to spare, also run the one-lane search and keep its routing when it
     /// measures a higher Λ than the layers' minimal routes (off: always the layers).
     pub one_lane_candidate: bool,
+    /// With QoS on and a torus or mesh recognised in the switch graph ([`crate::dor`]), also
+    /// route it in dimension order, layered within the budget, and keep that routing when it
+    /// measures a higher Λ than the others.
+    pub dor_candidate: bool,
 }
 
 /// When dfsssp-rs leaves a lane (SL 0 / VL 0) to multicast ([`EngineConfig::mcast_lane`]).
@@ -142,6 +148,7 @@ impl EngineConfig {
             mcast_lane: McastLane::Off,
             classes: None,
             one_lane_candidate: true,
+            dor_candidate: true,
         }
     }
 
@@ -524,6 +531,19 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
                 log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
             }
         }
+        if cfg.qos && cfg.dor_candidate && budget >= 2 && sssp_efi.is_some() {
+            match candidates::dor_if_better(&graph, &dist, &routing, budget, &opts) {
+                Some(candidates::DorVerdict::Better(dor, dor_report, line)) => {
+                    routing = dor;
+                    report = dor_report;
+                    log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
+                }
+                Some(candidates::DorVerdict::Kept(line)) => {
+                    log.push((LogLevel::Verbose, format!("{}: {line}", cfg.kind)));
+                }
+                None => {}
+            }
+        }
         for line in report.log_lines() {
             log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
         }
@@ -859,6 +879,7 @@ mod tests {
         let f = crate::topo::by_name("torus:4x4x4,2").unwrap();
         let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
         cfg.one_lane_candidate = false;
+        cfg.dor_candidate = false;
         let first = run(&f, &cfg).unwrap();
         assert!(!first.summary.edges_upper_bound);
         let after = first_cable_cut(&f);
@@ -938,6 +959,7 @@ mod tests {
         let f = crate::topo::by_name("torus:4x4x4,2").unwrap();
         let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
         cfg.one_lane_candidate = false;
+        cfg.dor_candidate = false;
         cfg.mcast_lane = McastLane::WhenFree;
         let when_free = run(&f, &cfg).unwrap();
         assert_eq!(when_free.sl_offset, 0);
