@@ -522,17 +522,21 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         };
         let mut report =
             dfsssp::make_deadlock_free_with(&graph, &mut routing, budget, &opts, Some(&dist))?;
+        // Λ of the routing so far, once measured.
+        let mut lambda = None;
         if let Some(mut one) = one_lane_candidate {
-            if let Some((one_report, line)) =
-                one_lane_if_better(&graph, &dist, &routing, &mut one, &opts)
-            {
+            let (better, l) =
+                candidates::one_lane_if_better(&graph, &dist, &routing, &mut one, &opts);
+            lambda = l;
+            if let Some((one_report, line)) = better {
                 routing = one;
                 report = one_report;
                 log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
             }
         }
+        // Dimension-order routes on tori (and meshes), where the coordinates can be inferred.
         if cfg.qos && cfg.dor_candidate && budget >= 2 && sssp_efi.is_some() {
-            match candidates::dor_if_better(&graph, &dist, &routing, budget, &opts) {
+            match candidates::dor_if_better(&graph, &dist, &routing, lambda, budget, &opts) {
                 Some(candidates::DorVerdict::Better(dor, dor_report, line)) => {
                     routing = dor;
                     report = dor_report;
@@ -613,47 +617,6 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         summary,
         sl_offset,
     })
-}
-
-/// Bisection patterns that decide between the multi-lane routing and the one-lane candidate.
-const CANDIDATE_PATTERNS: u32 = 64;
-
-/// The one-lane routing of `one` (the SSSP routes before deadlock removal), and the line saying
-/// why, when it measures a higher Λ than `multi` over [`CANDIDATE_PATTERNS`] patterns; `None`
-/// keeps `multi`. A one-layer routing leaves the other lanes free: with a spare lane asked for,
-/// multicast gets one.
-fn one_lane_if_better(
-    g: &SwitchGraph,
-    dist: &SwitchDistances,
-    multi: &Routing,
-    one: &mut Routing,
-    opts: &DfssspOptions,
-) -> Option<(LayerReport, String)> {
-    let one_opts = DfssspOptions {
-        spare_lane: false,
-        ..opts.clone()
-    };
-    // A candidate that cannot be made deadlock-free in one lane leaves the layers as they are.
-    let mut report = dfsssp::make_deadlock_free_with(g, one, 1, &one_opts, Some(dist)).ok()?;
-    let spec = metrics::BisectionSpec::new(CANDIDATE_PATTERNS, 1);
-    let lambda = |r: &Routing| {
-        metrics::effective_bisection_bandwidth(g, &r.lft, &spec)
-            .map(|b| b.lambda)
-            .unwrap_or(0.0)
-    };
-    let (l_multi, l_one) = (lambda(multi), lambda(one));
-    if l_one <= l_multi {
-        return None;
-    }
-    report.spare_lane = opts.spare_lane;
-    Some((
-        report,
-        format!(
-            "the one-lane routing measures better than {} layers of minimal routes (Λ {l_one:.4} \
-             vs {l_multi:.4} over {CANDIDATE_PATTERNS} patterns): routing in one lane",
-            multi.num_layers
-        ),
-    ))
 }
 
 /// The metrics of a routing `cfg` asked for and deferred ([`EngineConfig::defer_metrics`]):
@@ -847,7 +810,7 @@ mod tests {
             cfg.qos = qos;
             cfg.lanes = 8;
             let out = run(&f, &cfg).unwrap();
-            let spec = metrics::BisectionSpec::new(CANDIDATE_PATTERNS, 1);
+            let spec = metrics::BisectionSpec::new(candidates::CANDIDATE_PATTERNS, 1);
             let l = metrics::effective_bisection_bandwidth(&out.graph, &out.routing.lft, &spec)
                 .unwrap()
                 .lambda;
