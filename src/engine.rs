@@ -2,7 +2,9 @@
 //! benchmarks all call [`run`] on a [`Fabric`] and get a verified [`Routing`] plus log lines.
 //!
 //! - `sssp-rs`: balanced minimal SSSP routes, one layer; not deadlock-free by design.
-//! - `dfsssp-rs`: the same routes made deadlock-free with virtual layers, within a lane budget.
+//! - `dfsssp-rs`: the same routes made deadlock-free with virtual layers, within a lane budget;
+//!   with QoS on, the one-lane search's routing or (tori, meshes) dimension-order routes instead
+//!   where they measure a higher Λ ([`candidates`]).
 
 use std::fmt;
 use std::str::FromStr;
@@ -537,9 +539,8 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         // Dimension-order routes on tori (and meshes), where the coordinates can be inferred.
         if cfg.qos && cfg.dor_candidate && budget >= 2 && sssp_efi.is_some() {
             match candidates::dor_if_better(&graph, &dist, &routing, lambda, budget, &opts) {
-                Some(candidates::DorVerdict::Better(dor, dor_report, line)) => {
-                    routing = dor;
-                    report = dor_report;
+                Some(candidates::DorVerdict::Better(better, line)) => {
+                    (routing, report) = *better;
                     log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
                 }
                 Some(candidates::DorVerdict::Kept(line)) => {

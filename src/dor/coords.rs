@@ -124,12 +124,11 @@ pub fn recognise(g: &SwitchGraph) -> Option<TorusCoords> {
         adj.push(nb.into_iter().map(|v| (v, u32::MAX)).collect());
     }
     let mut edges: Vec<(u32, u32)> = Vec::new();
-    for u in 0..ns {
-        for k in 0..adj[u].len() {
-            let v = adj[u][k].0;
-            if (u as u32) < v {
-                adj[u][k].1 = edges.len() as u32;
-                edges.push((u as u32, v));
+    for (u, nb) in adj.iter_mut().enumerate() {
+        for (v, e) in nb.iter_mut() {
+            if (u as u32) < *v {
+                *e = edges.len() as u32;
+                edges.push((u as u32, *v));
             }
         }
     }
@@ -253,7 +252,7 @@ fn positions(
         plane[s as usize] = plane_of_root[r];
     }
     let k = planes as usize;
-    if k < 2 || ns % k != 0 {
+    if k < 2 || !ns.is_multiple_of(k) {
         return None;
     }
     let mut members = vec![0usize; k];

@@ -177,10 +177,10 @@ fn ties_and_parallel_links_spread_the_load_evenly() {
         }
         // Per dimension: every channel along it carries the same load.
         let mut per_dim: Vec<Vec<u64>> = vec![Vec::new(); t.dims()];
-        for c in 0..g.num_channels() {
+        for (c, &l) in load.iter().enumerate() {
             let (a, b) = (g.chan_tail()[c], g.chan_head()[c]);
             let i = (0..t.dims()).find(|&i| t.of(a)[i] != t.of(b)[i]).unwrap();
-            per_dim[i].push(load[c]);
+            per_dim[i].push(l);
         }
         for (i, l) in per_dim.iter().enumerate() {
             let (lo, hi) = (l.iter().min().unwrap(), l.iter().max().unwrap());

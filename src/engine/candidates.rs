@@ -51,7 +51,7 @@ pub(super) fn candidate_lambda(g: &SwitchGraph, r: &Routing) -> f64 {
 /// What came of the dimension-order candidate on a torus or mesh.
 pub(super) enum DorVerdict {
     /// Its layered routing measures better than `current`: take it.
-    Better(Routing, LayerReport, String),
+    Better(Box<(Routing, LayerReport)>, String),
     /// It was not taken, and why.
     Kept(String),
 }
@@ -90,8 +90,7 @@ pub(super) fn dor_if_better(
     let layers = report.dfsssp_layers_needed.unwrap_or(budget);
     Some(if l_dor > l_cur {
         DorVerdict::Better(
-            dor,
-            report,
+            Box::new((dor, report)),
             format!(
                 "dimension-order routes on the {shape} torus ({layers} layer(s) before balancing) \
                  measure better than the routing so far (Λ {l_dor:.4} vs {l_cur:.4} over \
