@@ -55,6 +55,24 @@ impl TorusCoords {
         self.at[idx]
     }
 
+    /// What it is, for the log: `6x6x6 torus`, `5x4 mesh`, `6x4m torus` (a mesh dimension marked).
+    pub fn describe(&self) -> String {
+        // A grid of 2-rings (the 4x4x4 torus as read here) is a torus too.
+        let ring = self.wrap.iter().any(|&w| w) || self.sizes.iter().all(|&k| k == 2);
+        if ring {
+            format!("{} torus", self.shape())
+        } else {
+            format!(
+                "{} mesh",
+                self.sizes
+                    .iter()
+                    .map(|k| k.to_string())
+                    .collect::<Vec<_>>()
+                    .join("x")
+            )
+        }
+    }
+
     /// The sizes as `6x6x6` (rings) with mesh dimensions marked `6m`.
     pub fn shape(&self) -> String {
         let dims: Vec<String> = self

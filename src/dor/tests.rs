@@ -62,6 +62,11 @@ fn tori_are_recognised_with_the_generators_coordinates() {
         want.sort_unstable();
         assert_eq!(got, want, "{spec}");
         assert_matches_generator(spec, &t, &f, &g);
+        assert_eq!(
+            t.describe().ends_with(" mesh"),
+            spec.starts_with("mesh"),
+            "{spec}"
+        );
         for s in 0..g.num_switches() as u32 {
             assert_eq!(t.switch_at(t.of(s)), s);
         }
@@ -75,6 +80,7 @@ fn four_rings_are_read_as_two_two_rings() {
         let (_, g) = graph(spec);
         let t = recognise(&g).unwrap_or_else(|| panic!("{spec}: not recognised"));
         assert_eq!(t.shape(), "2x2x2x2x2x2", "{spec}");
+        assert_eq!(t.describe(), "2x2x2x2x2x2 torus", "{spec}");
     }
     let (_, g) = graph("torus:4x6,1");
     assert_eq!(recognise(&g).unwrap().shape().len(), "6x2x2".len());

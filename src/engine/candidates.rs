@@ -69,19 +69,19 @@ pub(super) fn dor_if_better(
     opts: &DfssspOptions,
 ) -> Option<DorVerdict> {
     let torus = dor::recognise(g)?;
-    let shape = torus.shape();
+    let shape = torus.describe();
     let mut dor = dor::route(g, &torus);
     let report = match dfsssp::make_deadlock_free_with(g, &mut dor, budget, opts, Some(dist)) {
         Ok(r) if r.escape_layer.is_none() => r,
         Ok(_) => {
             return Some(DorVerdict::Kept(format!(
-                "dimension-order routes on the {shape} torus need more than {budget} layers: \
+                "dimension-order routes on the {shape} need more than {budget} layers: \
                  not a candidate"
             )))
         }
         Err(e) => {
             return Some(DorVerdict::Kept(format!(
-                "dimension-order routes on the {shape} torus: {e}"
+                "dimension-order routes on the {shape}: {e}"
             )))
         }
     };
@@ -92,14 +92,14 @@ pub(super) fn dor_if_better(
         DorVerdict::Better(
             Box::new((dor, report)),
             format!(
-                "dimension-order routes on the {shape} torus ({layers} layer(s) before balancing) \
+                "dimension-order routes on the {shape} ({layers} layer(s) before balancing) \
                  measure better than the routing so far (Λ {l_dor:.4} vs {l_cur:.4} over \
                  {CANDIDATE_PATTERNS} patterns): routing in dimension order"
             ),
         )
     } else {
         DorVerdict::Kept(format!(
-            "dimension-order routes on the {shape} torus ({layers} layer(s)) measure no better \
+            "dimension-order routes on the {shape} ({layers} layer(s)) measure no better \
              than the routing so far (Λ {l_dor:.4} vs {l_cur:.4} over {CANDIDATE_PATTERNS} \
              patterns): kept"
         ))
