@@ -9,7 +9,9 @@
 //! coordinate fixed), and the class's edges join them into a ring or a line: a switch's
 //! position along it is its coordinate. Nothing is trusted: the coordinates found are checked to
 //! map the switches one to one onto the grid, with every edge one step in one dimension and every
-//! grid neighbour linked. A faulty torus (a whole neighbour pair cut) is then no torus.
+//! grid neighbour linked. A faulty torus (a whole neighbour pair cut) is then no torus. Other
+//! fabrics fail early: at a switch of more than 2 × [`MAX_DIMS`] neighbours, or at two neighbours
+//! with more than one other neighbour in common (a square has one).
 //!
 //! A 4-ring is also two 2-rings (C4 = K2 × K2) and no inference can tell them apart; the rules
 //! above read it as two 2-rings (the hypercube reading): `torus:4x4x4` is recognised as six
@@ -168,6 +170,11 @@ pub fn recognise(g: &SwitchGraph) -> Option<TorusCoords> {
                 let ((a, ea), (b, eb)) = (nb[x], nb[y]);
                 common.clear();
                 intersect(&adj[a as usize], &adj[b as usize], u, &mut common);
+                // Two neighbours of a torus switch share at most one other neighbour (the corner
+                // of their square); fat trees fail here at their first pair of leaves.
+                if common.len() > 1 {
+                    return None;
+                }
                 if common.is_empty() {
                     // No 4-cycle through both edges: one ring (or line) goes straight through u.
                     sets.union(ea, eb);
