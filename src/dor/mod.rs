@@ -10,8 +10,9 @@
 //! two neighbours are shared out over the destinations by their rank too.
 //!
 //! Over several dimensions DOR's channel dependencies only lead from a dimension to later ones,
-//! so credit loops can only close around a ring (size 3 or more); deadlock freedom is left to
-//! the layers ([`crate::dfsssp`]) like any other routing's.
+//! so credit loops can only close around a ring of 5 or more switches (a 3-ring's routes along
+//! it are one hop; a 4-ring is read as two 2-rings); deadlock freedom is left to the layers
+//! ([`crate::dfsssp`]) like any other routing's.
 
 pub mod coords;
 
