@@ -7,6 +7,8 @@
 //! - [`balance`]: load balancing over minimal routes, shared by every balanced routing
 //! - [`sssp`]: balanced SSSP routing (Hoefler et al.)
 //! - [`dfsssp`]: channel dependency graphs, cycle breaking over virtual layers (Domke et al.)
+//! - [`dor`]: torus and mesh coordinates recognised from the switch graph, and dimension-order
+//!   routes over them
 //! - [`updown`]: Up*/Down* routes, the deadlock-free escape when layers run out
 //! - [`verify`]: an independent check of completeness and deadlock freedom, and the every-lane
 //!   deadlock check that judges any routing
@@ -47,6 +49,7 @@ compile_error!(
 pub mod balance;
 pub(crate) mod bits;
 pub mod dfsssp;
+pub mod dor;
 pub mod engine;
 pub mod fabric;
 pub mod graph;

@@ -152,6 +152,9 @@ pub const ENV_MCAST_LANE: &str = "DFSSSP_RS_MCAST_LANE";
 /// `one_lane_candidate` (0 or 1, default 1): with QoS on, whether the one-lane search's routing
 /// may replace the layers' when it measures a higher Λ.
 pub const ENV_ONE_LANE_CANDIDATE: &str = "DFSSSP_RS_ONE_LANE_CANDIDATE";
+/// `dor_candidate` (0 or 1, default 1): with QoS on, on a torus or mesh, whether dimension-order
+/// routes may replace the routing when they measure a higher Λ.
+pub const ENV_DOR_CANDIDATE: &str = "DFSSSP_RS_DOR_CANDIDATE";
 /// `A-B`: the SLs (and VLs) the layers may use; QoS policy keeps the others.
 pub const ENV_LAYER_SLS: &str = "DFSSSP_RS_LAYER_SLS";
 /// Where the routing state is kept across restarts (an absolute path, or `none`).

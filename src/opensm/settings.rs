@@ -28,7 +28,7 @@ struct Key {
     max: u64,
 }
 
-const KEYS: [Key; 9] = [
+const KEYS: [Key; 10] = [
     Key {
         name: "max_lanes",
         env: super::ENV_MAX_LANES,
@@ -71,6 +71,12 @@ const KEYS: [Key; 9] = [
         min: 0,
         max: 1,
     },
+    Key {
+        name: "dor_candidate",
+        env: super::ENV_DOR_CANDIDATE,
+        min: 0,
+        max: 1,
+    },
     // A range `A-B` of SLs (and the VLs of the same numbers), both within min..=max.
     Key {
         name: "layer_sls",
@@ -97,6 +103,7 @@ pub(crate) struct Settings {
     pub bisection_patterns: Option<u64>,
     pub seed: Option<u64>,
     pub one_lane_candidate: Option<u64>,
+    pub dor_candidate: Option<u64>,
     /// The SLs (and VLs of the same numbers) the layers may use, first and last; the admin's QoS
     /// policy keeps every SL outside them.
     pub layer_sls: Option<(u8, u8)>,
@@ -125,6 +132,7 @@ impl Settings {
             "bisection_patterns" => &mut self.bisection_patterns,
             "seed" => &mut self.seed,
             "one_lane_candidate" => &mut self.one_lane_candidate,
+            "dor_candidate" => &mut self.dor_candidate,
             _ => return None,
         })
     }
@@ -442,6 +450,7 @@ impl EngineCtx {
             cfg.seed = n;
         }
         cfg.one_lane_candidate = set.one_lane_candidate != Some(0);
+        cfg.dor_candidate = set.dor_candidate != Some(0);
         cfg.mcast_lane = set.mcast_lane.unwrap_or(McastLane::Always);
         cfg.lanes = match subnet.min_data_vls {
             Some(v) => v,

@@ -12,6 +12,7 @@ fn full(f: &Fabric, lanes: u8, kind: EngineKind) -> (SwitchGraph, Routing) {
     cfg.lanes = lanes;
     // the layers' routing, whichever measures better (the tests re-route layered routings)
     cfg.one_lane_candidate = false;
+    cfg.dor_candidate = false;
     let out = engine::run(f, &cfg).expect("full routing");
     (out.graph, out.routing)
 }

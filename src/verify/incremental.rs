@@ -278,6 +278,7 @@ mod tests {
             let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
             cfg.lanes = lanes;
             cfg.one_lane_candidate = false;
+            cfg.dor_candidate = false;
             let out = engine::run(f, &cfg).expect("full routing");
             let report = verify(&out.graph, &out.routing).expect("verified");
             Before {
