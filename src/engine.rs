@@ -325,8 +325,11 @@ fn incremental(
         graph: p.graph,
         routing: p.routing,
     };
-    let (routing, st, loads) = reroute::reroute_with(prev, p.summary, fabric, &graph, &opts)
-        .map_err(|e: FullReason| format!("not incremental: {e}"))?;
+    // After a repair the re-route is guided by what a full computation gives now.
+    let fresh = || run(fabric, cfg).ok().map(|out| out.routing);
+    let (routing, st, loads) =
+        reroute::reroute_guided(prev, p.summary, fabric, &graph, &opts, &fresh)
+            .map_err(|e: FullReason| format!("not incremental: {e}"))?;
     // What a full computation would reach on the changed fabric: the last one's load, scaled by
     // how much the fabric's lower bound moved (a leaf that lost one of two uplinks doubles it).
     let (was, now) = (load_bound(p.graph), load_bound(&graph));

@@ -363,7 +363,11 @@ fn torus_links_and_a_switch_fail_and_return() {
             gone_switches: vec![],
         },
     ];
-    let (incremental, _) = run_steps("reroute-torus", &f, &steps);
+    let (incremental, share) = run_steps("reroute-torus", &f, &steps);
+    assert!(
+        share >= 0.99,
+        "Λ after the repairs: {share:.4} of the start's"
+    );
     assert!(
         incremental >= 4,
         "only {incremental} of 6 steps incremental"

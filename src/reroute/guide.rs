@@ -1,5 +1,6 @@
 //! After a repair: where a fresh computation would send paths over the cables and switches that
-//! came back. A fresh balanced SSSP routing of the repaired fabric is the guide: a switch whose
+//! came back. A fresh computation of the repaired fabric (the engine's, or balanced SSSP routes)
+//! is the guide: a switch whose
 //! guided path to a destination crosses a returned channel is not kept and takes the guide's
 //! next hop, so the returned elements carry the share a fresh computation gives them. Paths whose
 //! guided route avoids them stay as they are (no churn), and so do their layers.
@@ -7,7 +8,7 @@
 //! Without it a returned fat-tree spine stayed idle: no path is shorter through it than through
 //! the surviving spines, so nothing had a reason to move.
 
-use crate::graph::{Dest, SwitchDistances, SwitchGraph, NO_CHANNEL};
+use crate::graph::{Dest, SwitchGraph, NO_CHANNEL};
 use crate::routing::{DestPaths, Routing, NO_PATH};
 
 /// The fresh routing of the repaired fabric and which of its channels are new.
@@ -39,8 +40,9 @@ impl GuideScratch {
 }
 
 impl Guide {
-    /// `chan_new[old channel]`: the same channel in `g` ([`NO_CHANNEL`] when it vanished).
-    pub(super) fn new(g: &SwitchGraph, dist: &SwitchDistances, chan_new: &[u32]) -> Self {
+    /// `routing`: a fresh computation of `g`'s fabric; `chan_new[old channel]`: the same channel
+    /// in `g` ([`NO_CHANNEL`] when it vanished).
+    pub(super) fn new(g: &SwitchGraph, routing: Routing, chan_new: &[u32]) -> Self {
         let mut returned = vec![true; g.num_channels()];
         for &c in chan_new {
             if c != NO_CHANNEL {
@@ -48,7 +50,7 @@ impl Guide {
             }
         }
         Guide {
-            routing: crate::sssp::route_with_distances(g, dist),
+            routing,
             returned,
             everywhere: false,
         }

@@ -191,6 +191,19 @@ pub fn reroute_with(
     g: &SwitchGraph,
     opts: &RerouteOptions,
 ) -> Result<(Routing, RerouteStats, Vec<u64>), FullReason> {
+    reroute_guided(prev, summary, fabric, g, opts, &|| None)
+}
+
+/// [`reroute_with`]; after a repair, `fresh` computes the routing a full computation of `fabric`
+/// would give (the engine's), called only then; `None` guides by balanced SSSP routes.
+pub fn reroute_guided(
+    prev: RoutedFabric<'_>,
+    summary: Option<&RoutingSummary>,
+    fabric: &Fabric,
+    g: &SwitchGraph,
+    opts: &RerouteOptions,
+    fresh: &dyn Fn() -> Option<Routing>,
+) -> Result<(Routing, RerouteStats, Vec<u64>), FullReason> {
     if g.num_switches() == 0 {
         return Err(FullReason::NoSwitches);
     }
@@ -223,10 +236,12 @@ pub fn reroute_with(
         shortest: repair.as_ref().map(|(a, b)| (a, b)),
     };
     // And a fresh routing guides what the returned elements carry ([`guide`]).
-    let Some(guide) = repair
-        .as_ref()
-        .map(|(_, now)| guide::Guide::new(g, now, &m.chan_new))
-    else {
+    let Some(guide) = repair.as_ref().map(|(_, now)| {
+        let routing = fresh()
+            .filter(|r| r.lft.num_switches() == g.num_switches() && r.lft.max_lid == g.max_lid())
+            .unwrap_or_else(|| crate::sssp::route_with_distances(g, now));
+        guide::Guide::new(g, routing, &m.chan_new)
+    }) else {
         return stage.route(None, st);
     };
     let first = stage.route(Some(&guide), st.clone())?;
