@@ -205,19 +205,14 @@ fn run_steps(name: &str, f: &Fabric, steps: &[Step]) -> (usize, f64) {
         }
         // The offline judge sees the same from the two dump directories.
         let after_dir = keep_dumps(&sim, &format!("step-{i}"));
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_dfsssp-rs"))
-            .args(["eval", "--patterns", "0", "--json", "--quiet", "--dumps"])
-            .arg(&after_dir)
-            .arg("--before")
-            .arg(&before_dir)
-            .output()
-            .expect("dfsssp-rs eval");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("eval JSON");
+        let v = eval_json(&[
+            "--patterns",
+            "0",
+            "--dumps",
+            &after_dir.to_string_lossy(),
+            "--before",
+            &before_dir.to_string_lossy(),
+        ]);
         let diff = &v["changes"]["diff"];
         assert!(diff["ca_pairs"].as_u64().unwrap() > 0, "{diff}");
         if was_incremental {
@@ -240,7 +235,7 @@ fn run_steps(name: &str, f: &Fabric, steps: &[Step]) -> (usize, f64) {
         );
         before = after;
     }
-    let (now, fresh) = (lambda_of(&before_dir), lambda_of(&start_dir));
+    let (now, fresh) = (lambda_in(&before_dir), lambda_in(&start_dir));
     eprintln!(
         "Λ after the last step {now:.4}, at the start {fresh:.4} ({:.2}%)",
         100.0 * now / fresh
@@ -249,21 +244,13 @@ fn run_steps(name: &str, f: &Fabric, steps: &[Step]) -> (usize, f64) {
 }
 
 /// Λ over 200 bisection patterns of the routing in a dump directory.
-fn lambda_of(dir: &std::path::Path) -> f64 {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dfsssp-rs"))
-        .args(["eval", "--patterns", "200", "--json", "--quiet", "--dumps"])
-        .arg(dir)
-        .output()
-        .expect("dfsssp-rs eval");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("eval JSON");
-    v["metrics"]["bisection"]["lambda"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no Λ in {v}"))
+fn lambda_in(dir: &std::path::Path) -> f64 {
+    lambda_of(&eval_json(&[
+        "--patterns",
+        "200",
+        "--dumps",
+        &dir.to_string_lossy(),
+    ]))
 }
 
 /// Waits until OpenSM has finished sweeping (the dumps are written before "SUBNET UP") and

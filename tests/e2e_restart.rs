@@ -170,23 +170,19 @@ fn uses_port(t: &Tables, guid: u64, port: u8) -> usize {
 /// Λ (effective bisection bandwidth, 200 patterns) of OpenSM's dumps in `dir`, or of a fresh
 /// in-process computation of `spec` (`dir` None), through the CLI.
 fn lambda(dir: Option<&Path>, spec: &str) -> f64 {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dfsssp-rs"));
-    cmd.args(["eval", "--patterns", "200", "--json", "--quiet"]);
-    match dir {
-        Some(d) => cmd.arg("--dumps").arg(d),
+    let report = match dir {
+        Some(d) => eval_json(&["--patterns", "200", "--dumps", &d.to_string_lossy()]),
         // As the plug-in routes with QoS on: a lane left to multicast.
-        None => cmd.args(["--topo", spec, "--mcast-lane", "always"]),
+        None => eval_json(&[
+            "--patterns",
+            "200",
+            "--topo",
+            spec,
+            "--mcast-lane",
+            "always",
+        ]),
     };
-    let out = cmd.output().expect("dfsssp-rs eval");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("eval JSON");
-    v["metrics"]["bisection"]["lambda"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no Λ in {v}"))
+    lambda_of(&report)
 }
 
 /// Restarts (SIGKILL, as a crash or a host reboot would) the SM as the `k`-th run and waits

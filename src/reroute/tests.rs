@@ -36,6 +36,20 @@ fn without_links(f: &Fabric, gone: &[Link]) -> Fabric {
     f.retain(|_| true, |l| !gone.contains(l))
 }
 
+/// A switch with only switches on its ports (a fat tree's top level), by node index.
+fn top_switch(f: &Fabric) -> u32 {
+    let is_sw = |n: u32| f.nodes()[n as usize].kind == NodeKind::Switch;
+    (0..f.nodes().len() as u32)
+        .filter(|&n| is_sw(n))
+        .find(|&n| {
+            f.links()
+                .iter()
+                .filter(|l| l.a.node == n || l.b.node == n)
+                .all(|l| is_sw(l.a.node) && is_sw(l.b.node))
+        })
+        .expect("a switch with only switches on its ports")
+}
+
 /// Re-routes `after` from the full routing of `before`, checks the result with the independent
 /// verification, and checks stability: no kept path moved or changed SL.
 fn check(
@@ -181,22 +195,7 @@ fn a_torus_cable_moves_few_lft_blocks() {
 fn a_failed_switch_and_its_return() {
     let f = topo::by_name("ktree:4,3").unwrap();
     // A top-level switch (no CAs) disappears, then comes back.
-    let sw = f
-        .nodes()
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| n.kind == NodeKind::Switch)
-        .map(|(i, _)| i as u32)
-        .find(|&i| {
-            f.links()
-                .iter()
-                .filter(|l| l.a.node == i || l.b.node == i)
-                .all(|l| {
-                    f.nodes()[l.a.node as usize].kind == NodeKind::Switch
-                        && f.nodes()[l.b.node as usize].kind == NodeKind::Switch
-                })
-        })
-        .unwrap();
+    let sw = top_switch(&f);
     let guid = f.nodes()[sw as usize].guid;
     let after = f.retain(|n| n.guid != guid, |_| true);
     let (st, _) = check(&f, &after, 8, EngineKind::Dfsssp);
@@ -433,16 +432,7 @@ fn lambda_after_a_repair() {
     for (name, spine) in [("torus:4x4x4,2", false), ("ktree:4,3", true)] {
         let f = topo::by_name(name).unwrap();
         let cut = if spine {
-            let is_sw = |n: u32| f.nodes()[n as usize].kind == NodeKind::Switch;
-            let top = (0..f.nodes().len() as u32)
-                .filter(|&n| is_sw(n))
-                .find(|&n| {
-                    f.links()
-                        .iter()
-                        .filter(|l| l.a.node == n || l.b.node == n)
-                        .all(|l| is_sw(l.a.node) && is_sw(l.b.node))
-                })
-                .unwrap();
+            let top = top_switch(&f);
             let guid = f.nodes()[top as usize].guid;
             f.retain(|n| n.guid != guid, |_| true)
         } else {
@@ -606,16 +596,7 @@ fn a_replaced_switch_counts_as_a_repair() {
 fn faults_and_repairs_in_turn_end_near_a_fresh_computation() {
     use crate::metrics::{effective_bisection_bandwidth, BisectionSpec};
     let f = topo::by_name("ktree:4,3").unwrap();
-    let is_sw = |n: u32| f.nodes()[n as usize].kind == NodeKind::Switch;
-    let top = (0..f.nodes().len() as u32)
-        .filter(|&n| is_sw(n))
-        .find(|&n| {
-            f.links()
-                .iter()
-                .filter(|l| l.a.node == n || l.b.node == n)
-                .all(|l| is_sw(l.a.node) && is_sw(l.b.node))
-        })
-        .unwrap();
+    let top = top_switch(&f);
     let spine = f.nodes()[top as usize].guid;
     let link = switch_links(&f)
         .into_iter()

@@ -89,6 +89,22 @@ pub fn cli(args: &[&str]) -> (bool, String, String) {
     (code == Some(0), so, se)
 }
 
+/// `dfsssp-rs eval --json --quiet ARGS`: its JSON report; fails the test if the command fails.
+pub fn eval_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["eval", "--json", "--quiet"];
+    all.extend_from_slice(args);
+    let (ok, so, se) = cli(&all);
+    assert!(ok, "dfsssp-rs {all:?}: {se}");
+    serde_json::from_str(&so).expect("eval JSON")
+}
+
+/// Λ of an `eval` report.
+pub fn lambda_of(report: &serde_json::Value) -> f64 {
+    report["metrics"]["bisection"]["lambda"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no Λ in {report}"))
+}
+
 /// Fails the test with what to install when a tool is missing (CI installs them all; see
 /// scripts/setup.sh).
 pub fn require_tools() {
