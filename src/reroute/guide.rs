@@ -57,11 +57,10 @@ impl Guide {
     }
 
     /// The same guide, followed by every path: a path is kept only where it is the guide's.
-    pub(super) fn everywhere(&self) -> Guide {
+    pub(super) fn everywhere(self) -> Guide {
         Guide {
-            routing: self.routing.clone(),
-            returned: self.returned.clone(),
             everywhere: true,
+            ..self
         }
     }
 
