@@ -69,5 +69,6 @@ pub mod state;
 pub(crate) mod testkit;
 pub mod topo;
 pub mod traffic;
+pub(crate) mod union_find;
 pub mod updown;
 pub mod verify;

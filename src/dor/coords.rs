@@ -19,6 +19,7 @@
 //! half-way tie split by the source's position, and need no dateline.
 
 use crate::graph::SwitchGraph;
+use crate::union_find::UnionFind;
 
 /// At most this many dimensions (a switch with more distinct neighbours is no torus switch here).
 pub const MAX_DIMS: usize = 12;
@@ -93,31 +94,6 @@ impl TorusCoords {
     }
 }
 
-/// Union-find with path halving.
-struct Sets(Vec<u32>);
-
-impl Sets {
-    fn new(n: usize) -> Self {
-        Sets((0..n as u32).collect())
-    }
-    fn find(&mut self, mut x: u32) -> u32 {
-        while self.0[x as usize] != x {
-            let up = self.0[self.0[x as usize] as usize];
-            self.0[x as usize] = up;
-            x = up;
-        }
-        x
-    }
-    fn union(&mut self, a: u32, b: u32) {
-        let (a, b) = (self.find(a), self.find(b));
-        if a != b {
-            // The smaller root wins: classes come out in a fixed order.
-            let (lo, hi) = (a.min(b), a.max(b));
-            self.0[hi as usize] = lo;
-        }
-    }
-}
-
 /// Recognises a torus or mesh of at least two switches; `None` for anything else (also for a
 /// disconnected graph, a torus missing a link between two neighbours, or more than [`MAX_DIMS`]
 /// dimensions). Deterministic: switch ids are in GUID order, and dimensions are numbered by their
@@ -161,7 +137,7 @@ pub fn recognise(g: &SwitchGraph) -> Option<TorusCoords> {
         }
     }
 
-    let mut sets = Sets::new(edges.len());
+    let mut sets = UnionFind::new(edges.len());
     let mut common = Vec::new();
     for u in 0..ns as u32 {
         let nb = &adj[u as usize];
@@ -258,7 +234,7 @@ fn positions(
     class: &[u32],
     i: u32,
 ) -> Option<(u32, bool, Vec<u32>)> {
-    let mut sets = Sets::new(ns);
+    let mut sets = UnionFind::new(ns);
     for (e, &(u, v)) in edges.iter().enumerate() {
         if class[e] != i {
             sets.union(u, v);

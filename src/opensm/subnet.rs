@@ -3,6 +3,7 @@
 //! directory), through the wrappers of [`super::raw`]. Everything is copied into Rust values; no
 //! OpenSM object survives the call.
 
+use crate::union_find::UnionFind;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -94,34 +95,6 @@ pub(crate) fn option_verdicts(opts: &[(&'static str, String)]) -> String {
         format!("; set but not used: {}", unused.join(", "))
     };
     format!("honoured: {}{unused}{warn}", honoured.join(", "))
-}
-
-/// Connected components by union-find over node indices.
-struct Components(Vec<u32>);
-
-impl Components {
-    fn new(n: usize) -> Self {
-        Components((0..n as u32).collect())
-    }
-
-    fn find(&mut self, mut x: u32) -> u32 {
-        while self.0[x as usize] != x {
-            let up = self.0[self.0[x as usize] as usize];
-            self.0[x as usize] = up;
-            x = up;
-        }
-        x
-    }
-
-    /// Joins the components of `a` and `b`; false if they were one already.
-    fn union(&mut self, a: u32, b: u32) -> bool {
-        let (ra, rb) = (self.find(a), self.find(b));
-        if ra == rb {
-            return false;
-        }
-        self.0[ra.max(rb) as usize] = ra.min(rb);
-        true
-    }
 }
 
 /// Data VLs for a PortInfo OperationalVLs code (IBA 14.2.5.6): 1 => VL0, 2 => VL0-1, 3 => VL0-3,
@@ -216,7 +189,7 @@ pub(crate) fn read(api: &ffi::Api, osm: &LockedSubnet<'_>) -> Result<Subnet, Fab
 
     // Stock dfsssp drops throttled links outright, which can split the fabric; keep those that
     // join what the other links leave apart.
-    let mut joined = Components::new(nodes.len());
+    let mut joined = UnionFind::new(nodes.len());
     for l in b.links() {
         joined.union(l.a.node, l.b.node);
     }
