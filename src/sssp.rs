@@ -95,10 +95,7 @@ fn route_with_passes_efi(
         Balancer::for_tree(g, levels, false),
         true,
     );
-    let spec = crate::metrics::BisectionSpec::new(TREE_CANDIDATE_PATTERNS, 1);
-    let lambda = |r: &Routing| {
-        crate::metrics::effective_bisection_bandwidth(g, &r.lft, &spec).map_or(0.0, |b| b.lambda)
-    };
+    let lambda = |r: &Routing| crate::metrics::judging_lambda(g, &r.lft, TREE_CANDIDATE_PATTERNS);
     if lambda(&second.0) > lambda(&first.0) {
         second
     } else {

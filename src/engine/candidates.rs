@@ -44,8 +44,7 @@ pub(super) fn one_lane_if_better(
 
 /// Λ of `r` over [`CANDIDATE_PATTERNS`] patterns (seed 1).
 pub(super) fn candidate_lambda(g: &SwitchGraph, r: &Routing) -> f64 {
-    let spec = metrics::BisectionSpec::new(CANDIDATE_PATTERNS, 1);
-    metrics::effective_bisection_bandwidth(g, &r.lft, &spec).map_or(0.0, |b| b.lambda)
+    metrics::judging_lambda(g, &r.lft, CANDIDATE_PATTERNS)
 }
 
 /// What came of the dimension-order candidate on a torus or mesh.

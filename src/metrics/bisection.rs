@@ -171,6 +171,13 @@ impl BisectionSpec {
     }
 }
 
+/// Λ of `lft` over `patterns` random bisections with seed 1, 0 where it cannot be measured: how
+/// the engines judge one routing of a fabric against another (candidates, repairs).
+pub fn judging_lambda(g: &SwitchGraph, lft: &Lft, patterns: u32) -> f64 {
+    effective_bisection_bandwidth(g, lft, &BisectionSpec::new(patterns, 1))
+        .map_or(0.0, |b| b.lambda)
+}
+
 /// Effective bisection bandwidth Λ over `spec.patterns` random bisections (see the module doc).
 /// Deterministic for a given seed, whatever the thread count.
 pub fn effective_bisection_bandwidth(

@@ -56,7 +56,8 @@ mod tests;
 
 use all_pairs::all_pairs;
 pub use bisection::{
-    effective_bisection_bandwidth, group_bandwidth, pattern_bandwidth, BisectionSpec,
+    effective_bisection_bandwidth, group_bandwidth, judging_lambda, pattern_bandwidth,
+    BisectionSpec,
 };
 
 /// `term_of_endpoint` of an endpoint that is not a traffic source (a switch port, an unattached CA).

@@ -24,9 +24,8 @@ pub(super) struct Guide {
 pub(super) struct GuideScratch {
     paths: DestPaths,
     column: Vec<u8>,
-    /// Per switch: its path to the destination last marked follows the guide (its guided path
-    /// crosses a returned channel, or the guide is followed everywhere).
-    pub(super) follow: Vec<bool>,
+    /// Per switch: its guided path to the destination last marked crosses a returned channel.
+    follow: Vec<bool>,
 }
 
 impl GuideScratch {
@@ -90,7 +89,7 @@ impl Guide {
     /// Fills `sc.follow` for destination `d` of `g`.
     pub(super) fn mark(&self, g: &SwitchGraph, d: &Dest, sc: &mut GuideScratch) {
         if self.everywhere {
-            sc.follow.fill(true);
+            // Followed everywhere, [`Guide::keeps`] compares ports instead.
             return;
         }
         sc.follow.fill(false);

@@ -249,10 +249,7 @@ pub fn reroute_guided(
     // paths that joined a switch now following the guide pile onto its new next hop; when that
     // measures below the fresh routing (Λ, or the highest channel load), every path follows it
     // (the layers still as close to the old ones as they allow).
-    let spec = crate::metrics::BisectionSpec::new(REPAIR_PATTERNS, 1);
-    let lambda = |lft: &Lft| {
-        crate::metrics::effective_bisection_bandwidth(g, lft, &spec).map_or(0.0, |b| b.lambda)
-    };
+    let lambda = |lft: &Lft| crate::metrics::judging_lambda(g, lft, REPAIR_PATTERNS);
     let measure = RepairMeasure {
         lambda: lambda(&first.0.lft),
         fresh_lambda: lambda(guide.lft()),
