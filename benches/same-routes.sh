@@ -46,6 +46,9 @@ CASES=(
     "ktree:4,3,lmc=1" "random:32,16,4,64,lmc=2" "torus:4x4x4,2,lmc=1 --no-qos"
     "dragonfly:4,2,2,9" "hypercube:5,2 --lanes 2"
     "torus:4x4x4,2 --engine sssp-rs" "ktree:4,3,lmc=1 --engine sssp-rs"
+    "ktree:8,3,shuffle=1" "director:16,9,2,16-18,shuffle=1 --no-qos"
+    "fattree2:36,2:1,bundle=2,uneven=14,shuffle=1" "fattree3:12,uneven=4,shuffle=1 --no-qos"
+    "ktree:8,3,aggr,shuffle=1" "ktree:8,3,aggr,shuffle=1 --no-qos"
 )
 [ -n "$QUICK" ] || CASES+=("ktree:18,3" "ktree:18,3 --no-qos")
 

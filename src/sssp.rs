@@ -168,7 +168,10 @@ fn route_once(
         }
         bal.clear_penalties();
     }
-    for _ in 0..reroute_passes {
+    // On a fat tree whose CA routes already meet the leaf bound no rip-up can lower the edge
+    // forwarding index, and the pass would only reshuffle switch-LID routes.
+    let at_bound = tree && ca_load.iter().copied().max().unwrap_or(0) <= leaf_bound(g);
+    for _ in 0..if at_bound { 0 } else { reroute_passes } {
         let before = (
             bal.max_load(),
             bal.load.clone(),
