@@ -465,6 +465,8 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     let dist = SwitchDistances::new(&graph);
     // The SSSP routes' edge forwarding index (CA to CA), when they are plain SSSP routes.
     let mut sssp_efi = None;
+    // Their layer-0 dependency graph, where it was gathered while they were computed.
+    let mut layer0 = None;
     let mut routing = if cfg.multipath && fabric.endpoints().iter().any(|e| e.lmc > 0) {
         let opts = multipath::MultipathOptions::default();
         let (r, mp) = multipath::route_with_distances(&graph, &dist, &opts)?;
@@ -492,6 +494,11 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
             ),
         ));
         traffic::route(&graph, &dist, classes)
+    } else if cfg.kind == EngineKind::Dfsssp {
+        let (r, efi, l0) = sssp_with_layer0(&graph, &dist, &dfsssp_options(cfg));
+        sssp_efi = Some(efi);
+        layer0 = l0;
+        r
     } else {
         let (r, efi) = sssp::route_with_efi(&graph, &dist);
         sssp_efi = Some(efi);
@@ -521,12 +528,15 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
             && budget >= 2
             && sssp_efi.is_some_and(|efi| efi > crate::balance::leaf_bound(&graph)))
         .then(|| routing.clone());
-        let opts = DfssspOptions {
-            spare_lane: cfg.mcast_lane == McastLane::WhenFree && cfg.qos,
-            ..DfssspOptions::default()
-        };
-        let mut report =
-            dfsssp::make_deadlock_free_with(&graph, &mut routing, budget, &opts, Some(&dist))?;
+        let opts = dfsssp_options(cfg);
+        let mut report = dfsssp::make_deadlock_free_fed(
+            &graph,
+            &mut routing,
+            layer0,
+            budget,
+            &opts,
+            Some(&dist),
+        )?;
         // Λ of the routing so far, once measured.
         let mut lambda = None;
         if let Some(mut one) = one_lane_candidate {
@@ -620,6 +630,55 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         max_load: full_max_load,
         summary,
         sl_offset,
+    })
+}
+
+/// The deadlock removal's options for `cfg`.
+fn dfsssp_options(cfg: &EngineConfig) -> DfssspOptions {
+    DfssspOptions {
+        spare_lane: cfg.mcast_lane == McastLane::WhenFree && cfg.qos,
+        ..DfssspOptions::default()
+    }
+}
+
+/// Balanced SSSP routes, and their layer-0 channel dependency graph gathered on a second thread
+/// while the balancing (sequential) runs on this one; `None` where the routes fed were replaced
+/// afterwards ([`sssp::route_with_efi_feeding`]) or the gathering failed (then deadlock removal
+/// builds it from the routes, and reports any fault).
+fn sssp_with_layer0(
+    g: &SwitchGraph,
+    dist: &SwitchDistances,
+    opts: &DfssspOptions,
+) -> (Routing, u64, Option<dfsssp::Layer0>) {
+    // Rows go over in batches: a wake-up per destination would cost the balancing thread.
+    const BATCH: usize = 64;
+    let ns = g.num_switches();
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel::<(Vec<usize>, Vec<u8>)>();
+        let collector = scope.spawn(move || {
+            let mut c = dfsssp::Layer0Collector::new(g, opts, Some(dist));
+            for (dests, rows) in rx {
+                for (&di, row) in dests.iter().zip(rows.chunks(ns.max(1))) {
+                    c.add(di, row);
+                }
+            }
+            c.finish()
+        });
+        let (mut dests, mut rows) = (Vec::new(), Vec::new());
+        let (r, efi, fed) = sssp::route_with_efi_feeding(g, dist, &mut |di, row| {
+            dests.push(di);
+            rows.extend_from_slice(row);
+            if dests.len() == BATCH {
+                // A collector gone (it panicked) only means no Layer0.
+                let _ = tx.send((std::mem::take(&mut dests), std::mem::take(&mut rows)));
+            }
+        });
+        if !dests.is_empty() {
+            let _ = tx.send((dests, rows));
+        }
+        drop(tx);
+        let layer0 = collector.join().ok().flatten();
+        (r, efi, layer0.filter(|_| fed))
     })
 }
 

@@ -58,21 +58,44 @@ pub fn route_with_distances(g: &SwitchGraph, dist: &SwitchDistances) -> Routing 
 /// [`route_with_distances`], with the edge forwarding index of its CA-to-CA routes (the most
 /// routes between CA ports on any channel).
 pub fn route_with_efi(g: &SwitchGraph, dist: &SwitchDistances) -> (Routing, u64) {
-    route_with_passes_efi(g, dist, REROUTE_PASSES)
+    let (r, efi, _) = route_with_passes_efi(g, dist, REROUTE_PASSES, &mut |_, _| {});
+    (r, efi)
+}
+
+/// Takes one destination's routes: its index in `g.dests()` and its ports, one per switch.
+pub type RowFeed<'a> = dyn FnMut(usize, &[u8]) + 'a;
+
+/// [`route_with_efi`], handing each destination's routes to `feed` as soon as they are chosen:
+/// the index of the destination in `g.dests()` and its row of ports, one per switch
+/// ([`NO_PATH`] where it has none). So a caller can work on the routes on another core while
+/// the (sequential) balancing goes on. The last flag tells whether the rows fed are the routes
+/// returned; they are not where a later pass or candidate replaced them, and then the caller
+/// must read the returned routing instead. Only fat trees whose first routing meets the load
+/// bound are fed: elsewhere the rows would be replaced anyway.
+pub fn route_with_efi_feeding(
+    g: &SwitchGraph,
+    dist: &SwitchDistances,
+    feed: &mut RowFeed,
+) -> (Routing, u64, bool) {
+    route_with_passes_efi(g, dist, REROUTE_PASSES, feed)
 }
 
 /// [`route_with_distances`] with `reroute_passes` rip-up-and-reroute passes after the first.
 fn route_with_passes(g: &SwitchGraph, dist: &SwitchDistances, reroute_passes: usize) -> Routing {
-    route_with_passes_efi(g, dist, reroute_passes).0
+    route_with_passes_efi(g, dist, reroute_passes, &mut |_, _| {}).0
 }
 
+/// The routing, its CA-to-CA edge forwarding index, and whether the rows given to `feed` are
+/// its routes ([`route_with_efi_feeding`]).
 fn route_with_passes_efi(
     g: &SwitchGraph,
     dist: &SwitchDistances,
     reroute_passes: usize,
-) -> (Routing, u64) {
+    feed: &mut RowFeed,
+) -> (Routing, u64, bool) {
     let Some(levels) = g.tree_levels() else {
-        return route_once(g, dist, reroute_passes, Balancer::new(g), false);
+        let (r, efi, _) = route_once(g, dist, reroute_passes, Balancer::new(g), false, None);
+        return (r, efi, false);
     };
     // Fat trees: down parts first, ranked ties and leaves subtree by subtree (see
     // `nearest_sweep`), so the balance does not depend on how ports, GUIDs and LIDs happen to be
@@ -84,6 +107,7 @@ fn route_with_passes_efi(
         reroute_passes,
         Balancer::for_tree(g, levels.clone(), true),
         true,
+        Some(feed),
     );
     if first.1 <= leaf_bound(g) {
         return first;
@@ -94,10 +118,11 @@ fn route_with_passes_efi(
         reroute_passes,
         Balancer::for_tree(g, levels, false),
         true,
+        None,
     );
     let lambda = |r: &Routing| crate::metrics::judging_lambda(g, &r.lft, TREE_CANDIDATE_PATTERNS);
     if lambda(&second.0) > lambda(&first.0) {
-        second
+        (second.0, second.1, false)
     } else {
         first
     }
@@ -107,14 +132,16 @@ fn route_with_passes_efi(
 const TREE_CANDIDATE_PATTERNS: u32 = 64;
 
 /// One balanced SSSP routing with balancer `bal`; on fat trees (`tree`) leaves subtree by
-/// subtree.
+/// subtree. The first pass's rows go to `feed`; the flag tells whether no later pass changed
+/// them.
 fn route_once(
     g: &SwitchGraph,
     dist: &SwitchDistances,
     reroute_passes: usize,
     mut bal: Balancer,
     tree: bool,
-) -> (Routing, u64) {
+    mut feed: Option<&mut RowFeed>,
+) -> (Routing, u64, bool) {
     let ns = g.num_switches();
     let mut dag = MinimalDag {
         to: NO_SWITCH,
@@ -160,8 +187,11 @@ fn route_once(
             next,
             to,
             &mut rows_port[row.clone()],
-            &mut rows_hops[row],
+            &mut rows_hops[row.clone()],
         );
+        if let Some(feed) = feed.as_mut() {
+            feed(di as usize, &rows_port[row]);
+        }
         bal.add_tree_load(g, &dag.order);
         if is_ca_base(&d) {
             bal.mirror_added(&dag.order, &mut ca_load);
@@ -171,7 +201,8 @@ fn route_once(
     // On a fat tree whose CA routes already meet the leaf bound no rip-up can lower the edge
     // forwarding index, and the pass would only reshuffle switch-LID routes.
     let at_bound = tree && ca_load.iter().copied().max().unwrap_or(0) <= leaf_bound(g);
-    for _ in 0..if at_bound { 0 } else { reroute_passes } {
+    let passes = if at_bound { 0 } else { reroute_passes };
+    for _ in 0..passes {
         let before = (
             bal.max_load(),
             bal.load.clone(),
@@ -247,6 +278,7 @@ fn route_once(
             num_layers: 1,
         },
         efi,
+        feed.is_some() && passes == 0,
     )
 }
 
@@ -465,8 +497,15 @@ mod tests {
                 let levels = g.tree_levels().expect("a tree");
                 let dist = SwitchDistances::new(&g);
                 let bal = || Balancer::for_tree(&g, levels.clone(), rank_first);
-                let grouped = route_once(&g, &dist, REROUTE_PASSES, bal(), true);
-                let full = route_once(&g, &dist, REROUTE_PASSES, bal().without_head_groups(), true);
+                let grouped = route_once(&g, &dist, REROUTE_PASSES, bal(), true, None);
+                let full = route_once(
+                    &g,
+                    &dist,
+                    REROUTE_PASSES,
+                    bal().without_head_groups(),
+                    true,
+                    None,
+                );
                 prop_assert!(grouped.0.lft == full.0.lft, "{}", spec);
                 prop_assert_eq!(grouped.1, full.1);
             }

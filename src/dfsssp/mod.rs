@@ -65,6 +65,7 @@ use crate::metrics::{effective_bisection_bandwidth, BisectionSpec};
 use crate::routing::{RouteFault, Routing, SwitchLidTable, NO_PATH};
 
 use breaking::Breaker;
+pub use prepared::{Layer0, Layer0Collector};
 use prepared::{Prepared, WorkingRoutes};
 pub use report::{LayerReport, OneLaneReport};
 
@@ -218,6 +219,19 @@ pub fn make_deadlock_free_with(
     opts: &DfssspOptions,
     dist: Option<&SwitchDistances>,
 ) -> Result<LayerReport, DfssspError> {
+    make_deadlock_free_fed(g, routing, None, budget, opts, dist)
+}
+
+/// [`make_deadlock_free_with`], starting from the routes' layer-0 CDG where it was gathered
+/// while they were computed (`layer0`, from a [`Layer0Collector`] fed exactly these routes).
+pub fn make_deadlock_free_fed(
+    g: &SwitchGraph,
+    routing: &mut Routing,
+    layer0: Option<Layer0>,
+    budget: u8,
+    opts: &DfssspOptions,
+    dist: Option<&SwitchDistances>,
+) -> Result<LayerReport, DfssspError> {
     let t0 = Instant::now();
     check_input(g, routing, budget)?;
     let mut report = LayerReport {
@@ -225,7 +239,10 @@ pub fn make_deadlock_free_with(
         ..Default::default()
     };
     let prep = Prepared::new(g, opts, dist);
-    let mut routes = WorkingRoutes::new(&prep, routing)?;
+    let mut routes = match layer0 {
+        Some(layer0) => WorkingRoutes::from_layer0(routing, layer0),
+        None => WorkingRoutes::new(&prep, routing)?,
+    };
     let updown_fit = if opts.fit_switch_dests && !routes.acyclic(&prep) {
         fit_switch_dests(&prep, &mut routes, budget, opts, &mut report)?
     } else {

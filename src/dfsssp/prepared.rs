@@ -112,9 +112,100 @@ impl<'r> WorkingRoutes<'r> {
         })
     }
 
+    /// The views of `routing` from a [`Layer0`] gathered while its routes were computed: the
+    /// same as [`WorkingRoutes::new`] on those routes, without walking them again.
+    pub fn from_layer0(routing: &'r mut Routing, layer0: Layer0) -> Self {
+        WorkingRoutes {
+            routing,
+            cols: layer0.cols,
+            counts0: layer0.counts0,
+        }
+    }
+
     /// Whether all routes fit one layer.
     pub fn acyclic(&self, prep: &Prepared) -> bool {
         prep.acyclic(&self.counts0)
+    }
+}
+
+/// The destination-major ports and the layer-0 CDG of a routing ([`WorkingRoutes`]'s `cols`
+/// and `counts0`), gathered by a [`Layer0Collector`] while the routes were being computed.
+pub struct Layer0 {
+    cols: Vec<u8>,
+    counts0: Vec<u32>,
+}
+
+/// Gathers a [`Layer0`] destination by destination, in any order, as a router hands over each
+/// destination's row of ports (`crate::sssp::route_with_efi_feeding`): the CDG is built on one
+/// core while the balancing, which cannot be split, goes on on the other.
+pub struct Layer0Collector<'a> {
+    prep: Prepared<'a>,
+    tree: DestTree,
+    cols: Vec<u8>,
+    counts: Vec<u32>,
+    seen: Vec<bool>,
+    /// Destinations (attached to a switch) fed so far.
+    fed: usize,
+    /// A destination fed twice, or a row that is no tree (the usual path reports that).
+    broken: bool,
+}
+
+impl<'a> Layer0Collector<'a> {
+    pub fn new(
+        g: &'a SwitchGraph,
+        opts: &DfssspOptions,
+        dist: Option<&'a SwitchDistances>,
+    ) -> Self {
+        // The tables are allocated with the first row: a router that feeds nothing costs nothing.
+        Layer0Collector {
+            prep: Prepared::new(g, opts, dist),
+            tree: DestTree::new(0),
+            cols: Vec::new(),
+            counts: Vec::new(),
+            seen: Vec::new(),
+            fed: 0,
+            broken: false,
+        }
+    }
+
+    /// The routes to destination `di` (index into `g.dests()`): one port per switch.
+    pub fn add(&mut self, di: usize, row: &[u8]) {
+        let (g, ns) = (self.prep.g, self.prep.g.num_switches());
+        if self.seen.is_empty() {
+            self.tree = DestTree::new(ns);
+            self.cols = vec![NO_PATH; g.dests().len() * ns];
+            self.counts = vec![0; self.prep.ei.num_edges()];
+            self.seen = vec![false; g.dests().len()];
+        }
+        let attached = self
+            .prep
+            .g
+            .dests()
+            .get(di)
+            .is_some_and(|d| d.switch != NO_SWITCH);
+        if self.broken
+            || !attached
+            || row.len() != ns
+            || std::mem::replace(&mut self.seen[di], true)
+        {
+            self.broken = true;
+            return;
+        }
+        self.cols[di * ns..(di + 1) * ns].copy_from_slice(row);
+        self.fed += 1;
+        let (prep, tree, cols, counts) = (&self.prep, &mut self.tree, &self.cols, &mut self.counts);
+        self.broken = prep.count_dest(tree, cols, di, counts, true).is_err();
+    }
+
+    /// The [`Layer0`], when every destination attached to a switch was fed once and each
+    /// row was a valid tree; `None` otherwise (then build it from the routing).
+    pub fn finish(self) -> Option<Layer0> {
+        let g = self.prep.g;
+        let attached = g.dests().iter().filter(|d| d.switch != NO_SWITCH).count();
+        (!self.broken && self.fed == attached).then_some(Layer0 {
+            cols: self.cols,
+            counts0: self.counts,
+        })
     }
 }
 

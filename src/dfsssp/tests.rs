@@ -951,3 +951,93 @@ fn cutting_probe_then_cuts_as_chosen() {
         "{chosen:?}"
     );
 }
+
+fn g_of(spec: &str) -> SwitchGraph {
+    SwitchGraph::new(&crate::topo::by_name(spec).unwrap()).unwrap()
+}
+
+fn dist_of(spec: &str) -> SwitchDistances {
+    SwitchDistances::new(&g_of(spec))
+}
+
+/// The layer-0 CDG gathered destination by destination while SSSP routes (the engine does it on
+/// a second thread) gives deadlock removal exactly what building it from the tables gives; a
+/// feed that misses a destination, repeats one or hands over a looping row gives none.
+#[test]
+fn a_layer0_gathered_while_routing_changes_nothing() {
+    // Aggregation nodes keep SSSP off the load bound: a second pass replaces the rows fed.
+    let (_, _, fed) = crate::sssp::route_with_efi_feeding(
+        &g_of("ktree:3,3,aggr"),
+        &dist_of("ktree:3,3,aggr"),
+        &mut |_, _| {},
+    );
+    assert!(!fed, "rows replaced after they were fed");
+    for spec in ["ktree:4,3,shuffle=3", "fattree3:8", "ktree:3,2,shuffle=5"] {
+        let g = g_of(spec);
+        let dist = SwitchDistances::new(&g);
+        let opts = DfssspOptions::default();
+        let mut collector = Layer0Collector::new(&g, &opts, Some(&dist));
+        let mut rows = Vec::new();
+        let (routing, _, fed) = crate::sssp::route_with_efi_feeding(&g, &dist, &mut |di, row| {
+            collector.add(di, row);
+            rows.push((di, row.to_vec()));
+        });
+        assert!(
+            fed,
+            "{spec}: a fat tree at the load bound feeds its final rows"
+        );
+        assert!(
+            collector.finish().is_some(),
+            "{spec}: every destination fed once"
+        );
+        for budget in [1, 8] {
+            let (mut plain, mut gathered) = (routing.clone(), routing.clone());
+            let a = make_deadlock_free_with(&g, &mut plain, budget, &opts, Some(&dist)).unwrap();
+            let mut c = Layer0Collector::new(&g, &opts, Some(&dist));
+            rows.iter().for_each(|(di, row)| c.add(*di, row));
+            let l0 = c.finish();
+            assert!(l0.is_some(), "{spec}");
+            let b =
+                make_deadlock_free_fed(&g, &mut gathered, l0, budget, &opts, Some(&dist)).unwrap();
+            assert_eq!(plain.lft, gathered.lft, "{spec}, {budget} lanes");
+            assert_eq!(plain.hops, gathered.hops, "{spec}, {budget} lanes");
+            assert_eq!(plain.layers, gathered.layers, "{spec}, {budget} lanes");
+            assert_eq!(
+                (a.cuts, a.moved_paths, a.routes_per_layer.clone()),
+                (b.cuts, b.moved_paths, b.routes_per_layer.clone()),
+                "{spec}, {budget} lanes"
+            );
+        }
+        let feed = |skip: Option<usize>, twice: bool, looping: bool| {
+            let mut c = Layer0Collector::new(&g, &opts, Some(&dist));
+            for (k, (di, row)) in rows.iter().enumerate() {
+                if Some(k) == skip {
+                    continue;
+                }
+                let mut row = row.clone();
+                if looping && k == 0 {
+                    // Every switch forwards back where the destination's switch would send it.
+                    let s = (0..g.num_switches() as u32)
+                        .find(|&s| s != g.dests()[*di].switch && row[s as usize] != NO_PATH)
+                        .unwrap();
+                    let c1 = g.channel_at(s, row[s as usize]).unwrap();
+                    let h = g.chan_head()[c1 as usize];
+                    let back = g.out_channels(h).find(|&c| g.chan_head()[c as usize] == s);
+                    row[h as usize] = g.chan_port()[back.unwrap() as usize];
+                }
+                c.add(*di, &row);
+                if twice && k == 0 {
+                    c.add(*di, &row);
+                }
+            }
+            c.finish().is_some()
+        };
+        assert!(feed(None, false, false), "{spec}");
+        assert!(
+            !feed(Some(rows.len() / 2), false, false),
+            "{spec}: one missing"
+        );
+        assert!(!feed(None, true, false), "{spec}: one twice");
+        assert!(!feed(None, false, true), "{spec}: a loop");
+    }
+}
