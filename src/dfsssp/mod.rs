@@ -319,14 +319,16 @@ fn fit_switch_dests(
     opts: &DfssspOptions,
     report: &mut LayerReport,
 ) -> Result<Option<switch_dests::SwitchDestUpDown>, DfssspError> {
-    let Some(fit) = switch_dests::fit(prep, routes)? else {
+    // The CA routes' CDG, where it came with the routes: neither stage changes a CA route.
+    let ca_counts = routes.ca_counts.take();
+    let Some(fit) = switch_dests::fit(prep, routes, ca_counts.as_deref())? else {
         return Ok(None);
     };
     report.switch_dests_fitted = fit.fitted;
     report.switch_dests_changed = fit.changed;
     report.switch_dests_unfitted = fit.unfitted;
     if budget == 1 && opts.measure_up_to <= budget && fit.unfitted > 0 && !routes.acyclic(prep) {
-        return switch_dests::fit_updown(prep, routes);
+        return switch_dests::fit_updown(prep, routes, ca_counts.as_deref());
     }
     Ok(None)
 }

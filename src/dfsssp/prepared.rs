@@ -98,6 +98,10 @@ pub(crate) struct WorkingRoutes<'r> {
     pub routing: &'r mut Routing,
     pub cols: Vec<u8>,
     pub counts0: Vec<u32>,
+    /// The layer-0 CDG of the routes to CA and router LIDs alone, where it came with the routes
+    /// ([`Layer0`]); only the stage that re-routes switch LIDs (which leaves CA routes alone)
+    /// takes it.
+    pub ca_counts: Option<Vec<u32>>,
 }
 
 impl<'r> WorkingRoutes<'r> {
@@ -109,6 +113,7 @@ impl<'r> WorkingRoutes<'r> {
             routing,
             cols,
             counts0,
+            ca_counts: None,
         })
     }
 
@@ -119,6 +124,7 @@ impl<'r> WorkingRoutes<'r> {
             routing,
             cols: layer0.cols,
             counts0: layer0.counts0,
+            ca_counts: Some(layer0.ca_counts),
         }
     }
 
@@ -133,6 +139,8 @@ impl<'r> WorkingRoutes<'r> {
 pub struct Layer0 {
     cols: Vec<u8>,
     counts0: Vec<u32>,
+    /// The part of `counts0` from routes to CA and router LIDs.
+    ca_counts: Vec<u32>,
 }
 
 /// Gathers a [`Layer0`] destination by destination, in any order, as a router hands over each
@@ -142,7 +150,9 @@ pub struct Layer0Collector<'a> {
     prep: Prepared<'a>,
     tree: DestTree,
     cols: Vec<u8>,
-    counts: Vec<u32>,
+    /// The CDG of the routes to CA (and router) LIDs, and of those to switch LIDs.
+    ca_counts: Vec<u32>,
+    switch_counts: Vec<u32>,
     seen: Vec<bool>,
     /// Destinations (attached to a switch) fed so far.
     fed: usize,
@@ -161,7 +171,8 @@ impl<'a> Layer0Collector<'a> {
             prep: Prepared::new(g, opts, dist),
             tree: DestTree::new(0),
             cols: Vec::new(),
-            counts: Vec::new(),
+            ca_counts: Vec::new(),
+            switch_counts: Vec::new(),
             seen: Vec::new(),
             fed: 0,
             broken: false,
@@ -174,7 +185,8 @@ impl<'a> Layer0Collector<'a> {
         if self.seen.is_empty() {
             self.tree = DestTree::new(ns);
             self.cols = vec![NO_PATH; g.dests().len() * ns];
-            self.counts = vec![0; self.prep.ei.num_edges()];
+            self.ca_counts = vec![0; self.prep.ei.num_edges()];
+            self.switch_counts = vec![0; self.prep.ei.num_edges()];
             self.seen = vec![false; g.dests().len()];
         }
         let attached = self
@@ -193,8 +205,14 @@ impl<'a> Layer0Collector<'a> {
         }
         self.cols[di * ns..(di + 1) * ns].copy_from_slice(row);
         self.fed += 1;
-        let (prep, tree, cols, counts) = (&self.prep, &mut self.tree, &self.cols, &mut self.counts);
-        self.broken = prep.count_dest(tree, cols, di, counts, true).is_err();
+        let counts = if g.dests()[di].exit_port != 0 {
+            &mut self.ca_counts
+        } else {
+            &mut self.switch_counts
+        };
+        self.broken = (self.prep)
+            .count_dest(&mut self.tree, &self.cols, di, counts, true)
+            .is_err();
     }
 
     /// The [`Layer0`], when every destination attached to a switch was fed once and each
@@ -202,9 +220,18 @@ impl<'a> Layer0Collector<'a> {
     pub fn finish(self) -> Option<Layer0> {
         let g = self.prep.g;
         let attached = g.dests().iter().filter(|d| d.switch != NO_SWITCH).count();
-        (!self.broken && self.fed == attached).then_some(Layer0 {
+        if self.broken || self.fed != attached {
+            return None;
+        }
+        let mut counts0 = self.switch_counts;
+        counts0
+            .par_iter_mut()
+            .zip(&self.ca_counts)
+            .for_each(|(a, b)| *a += b);
+        Some(Layer0 {
             cols: self.cols,
-            counts0: self.counts,
+            counts0,
+            ca_counts: self.ca_counts,
         })
     }
 }

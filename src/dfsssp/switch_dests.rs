@@ -45,11 +45,13 @@ pub(crate) struct SwitchDestFit {
 type CaRouteCounts = (Vec<usize>, Vec<u32>);
 
 /// The switch-LID destinations, and the layer-0 CDG `counts` without their routes (the CA
-/// routes' dependencies); `None` when there are no switch LIDs.
+/// routes' dependencies: `known` where the caller has them); `None` when there are no switch
+/// LIDs.
 fn ca_route_counts(
     prep: &Prepared,
     cols: &[u8],
     counts: &[u32],
+    known: Option<&[u32]>,
 ) -> Result<Option<CaRouteCounts>, DfssspError> {
     let g = prep.g;
     let ns = g.num_switches();
@@ -59,6 +61,9 @@ fn ca_route_counts(
     if switch_dests.is_empty() {
         return Ok(None);
     }
+    if let Some(known) = known {
+        return Ok(Some((switch_dests, known.to_vec())));
+    }
     let mut tree = DestTree::new(ns);
     let mut ca_counts = counts.to_vec();
     for &di in &switch_dests {
@@ -67,28 +72,61 @@ fn ca_route_counts(
     Ok(Some((switch_dests, ca_counts)))
 }
 
+/// `ca_counts` (the layer-0 CDG of the CA routes) with the routes to the switch LIDs
+/// `switch_dests` added, their trees read from `cols` and validated: layer 0's CDG once the
+/// switch LIDs are re-routed. In two halves on two threads (one more CDG-sized array, not one
+/// per thread).
+fn with_switch_routes(
+    prep: &Prepared,
+    cols: &[u8],
+    mut ca_counts: Vec<u32>,
+    switch_dests: &[usize],
+) -> Result<Vec<u32>, DfssspError> {
+    let ns = prep.g.num_switches();
+    let count = |dests: &[usize], counts: &mut [u32]| -> Result<(), DfssspError> {
+        let mut tree = DestTree::new(ns);
+        for &di in dests {
+            prep.count_dest(&mut tree, cols, di, counts, true)?;
+        }
+        Ok(())
+    };
+    let (first, second) = switch_dests.split_at(switch_dests.len() / 2);
+    let mut other = vec![0u32; ca_counts.len()];
+    let (a, b) = rayon::join(
+        || count(first, &mut ca_counts),
+        || count(second, &mut other),
+    );
+    a?;
+    b?;
+    for (x, y) in ca_counts.iter_mut().zip(other) {
+        *x += y;
+    }
+    Ok(ca_counts)
+}
+
 /// Re-routes the switch-LID destinations of the layer-0 CDG (`routes.counts0`, all routes),
 /// rewriting the LFT and the destination-major `cols` where routes change and the counts to
 /// match. Returns `None`, changing nothing, when the CA routes alone already have a cycle (switch
-/// routes are not what needs the layers then) or when there are no switch LIDs.
+/// routes are not what needs the layers then) or when there are no switch LIDs. `ca_counts`:
+/// the CA routes' CDG, where the caller has it.
 pub(crate) fn fit(
     prep: &Prepared,
     routes: &mut WorkingRoutes,
+    ca_counts: Option<&[u32]>,
 ) -> Result<Option<SwitchDestFit>, DfssspError> {
-    let (g, ei, comp, weight) = (prep.g, &prep.ei, &prep.comp[..], &prep.weight[..]);
+    let (g, ei) = (prep.g, &prep.ei);
     let lft = &mut routes.routing.lft;
     let cols = &mut routes.cols[..];
-    let counts = &mut routes.counts0[..];
+    let counts = &mut routes.counts0;
     let ns = g.num_switches();
-    let Some((switch_dests, mut exact)) = ca_route_counts(prep, cols, counts)? else {
+    let Some((switch_dests, ca)) = ca_route_counts(prep, cols, counts, ca_counts)? else {
         return Ok(None);
     };
-    let mut tree = DestTree::new(ns);
-    let Some(order) = topological_order(g, ei, &exact) else {
+    let Some(order) = topological_order(g, ei, &ca) else {
         return Ok(None);
     };
-    // `live` marks which dependencies layer 0 has (counts are only exact in `exact`).
-    let mut live = exact.clone();
+    // `live` marks which dependencies layer 0 has; the exact counts are taken again at the end.
+    let mut live = ca.clone();
     let mut topo = DynTopo::from_order(&order);
     let mut scratch = TopoScratch::default();
     let mut out = SwitchDestFit::default();
@@ -157,9 +195,6 @@ pub(crate) fn fit(
                 live[e] -= 1;
             }
             out.unfitted += 1;
-            tree.build_from_ports(g, &d, |s| cols[di * ns + s as usize], comp)
-                .map_err(|f| fault_error(g, d.lid, f))?;
-            tree.apply(g, ei, &mut exact, |s| weight[s as usize], true);
             continue;
         }
         out.fitted += 1;
@@ -171,12 +206,8 @@ pub(crate) fn fit(
                 lft.set(s, d.lid, port);
             }
         }
-        tree.next.copy_from_slice(&next);
-        tree.link(g, d.switch)
-            .map_err(|f| fault_error(g, d.lid, f))?;
-        tree.apply(g, ei, &mut exact, |s| weight[s as usize], true);
     }
-    counts.copy_from_slice(&exact);
+    *counts = with_switch_routes(prep, cols, ca, &switch_dests)?;
     Ok(Some(out))
 }
 
@@ -218,14 +249,15 @@ pub(crate) struct SwitchDestUpDown {
 pub(crate) fn fit_updown(
     prep: &Prepared,
     routes: &mut WorkingRoutes,
+    ca_counts: Option<&[u32]>,
 ) -> Result<Option<SwitchDestUpDown>, DfssspError> {
-    let (g, ei, comp, weight) = (prep.g, &prep.ei, &prep.comp[..], &prep.weight[..]);
+    let (g, ei, comp) = (prep.g, &prep.ei, &prep.comp[..]);
     let dist = prep.dist();
     let routing = &mut *routes.routing;
     let cols = &mut routes.cols[..];
-    let counts = &mut routes.counts0[..];
+    let counts = &mut routes.counts0;
     let ns = g.num_switches();
-    let Some((switch_dests, ca_counts)) = ca_route_counts(prep, cols, counts)? else {
+    let Some((switch_dests, ca_counts)) = ca_route_counts(prep, cols, counts, ca_counts)? else {
         return Ok(None);
     };
     let mut tree = DestTree::new(ns);
@@ -255,7 +287,6 @@ pub(crate) fn fit_updown(
             continue;
         }
         out.illegal += 1;
-        tree.apply(g, ei, counts, |s| weight[s as usize], false);
         // Legal minimal routes, switch by switch outwards, the current choice first.
         let to = dist.to(d.switch);
         order_by_distance(to, &mut by_dist, &mut counting);
@@ -295,10 +326,7 @@ pub(crate) fn fit_updown(
                 }
             }
         }
-        tree.next.copy_from_slice(&next);
-        tree.link(g, d.switch)
-            .map_err(|f| fault_error(g, d.lid, f))?;
-        tree.apply(g, ei, counts, |s| weight[s as usize], true);
     }
+    *counts = with_switch_routes(prep, cols, ca_counts, &switch_dests)?;
     Ok(Some(out))
 }
