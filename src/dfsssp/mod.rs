@@ -592,9 +592,9 @@ fn finish(
     } else {
         (report.kept_routes + report.escape_routes_minimal) as f64 / report.routes as f64
     };
-    // Layer numbers stay below the highest used one + 1 (dense after balancing or an escape).
-    let top = highest_layer(g, routing, &layers);
-    routing.num_layers = top + 1;
+    // Layer numbers stay below the highest used one + 1 (dense after balancing or an escape):
+    // the last layer with routes.
+    routing.num_layers = report.routes_per_layer.len() as u8;
     routing.layers = layer_table(layers, budget);
 }
 
@@ -637,27 +637,45 @@ pub(crate) fn layers_from_dest_major(
 }
 
 /// Calls `f(switch, lid, layer)` for every routed (switch, LID) path.
-fn for_each_routed(
+/// Per layer, the routed (switch, LID) paths in it, each counted with its switch's `weight`;
+/// switches in parallel.
+fn layer_sums(
     g: &SwitchGraph,
     routing: &Routing,
     layers: &SwitchLidTable,
-    mut f: impl FnMut(u32, u16, u8),
-) {
-    for s in 0..g.num_switches() as u32 {
-        let row = routing.lft.table(s);
-        let lrow = layers.row(s);
-        for d in g.dests() {
-            let lid = usize::from(d.lid);
-            if d.switch != NO_SWITCH && row[lid] != NO_PATH {
-                f(s, d.lid, lrow[lid]);
-            }
-        }
-    }
+    weight: impl Fn(u32) -> u64 + Sync,
+) -> Vec<u64> {
+    let nl = usize::from(MAX_LAYERS);
+    (0..g.num_switches() as u32)
+        .into_par_iter()
+        .fold(
+            || vec![0u64; nl],
+            |mut v, s| {
+                let (row, lrow) = (routing.lft.table(s), layers.row(s));
+                let mut here = [0u64; MAX_LAYERS as usize];
+                for d in g.dests() {
+                    let lid = usize::from(d.lid);
+                    if d.switch != NO_SWITCH && row[lid] != NO_PATH {
+                        here[usize::from(lrow[lid])] += 1;
+                    }
+                }
+                let w = weight(s);
+                v.iter_mut().zip(here).for_each(|(a, n)| *a += n * w);
+                v
+            },
+        )
+        .reduce(
+            || vec![0u64; nl],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                a
+            },
+        )
 }
 
+/// Routed paths per layer, up to the last layer with any (at least one entry).
 fn routes_per_layer(g: &SwitchGraph, routing: &Routing, layers: &SwitchLidTable) -> Vec<u64> {
-    let mut v = vec![0u64; usize::from(MAX_LAYERS)];
-    for_each_routed(g, routing, layers, |_, _, l| v[usize::from(l)] += 1);
+    let mut v = layer_sums(g, routing, layers, |_| 1);
     let used = v.iter().rposition(|&n| n > 0).map_or(1, |i| i + 1);
     v.truncate(used);
     v
@@ -671,12 +689,6 @@ fn count_used(g: &SwitchGraph, routing: &Routing, layers: &SwitchLidTable, budge
         .count() as u8
 }
 
-fn highest_layer(g: &SwitchGraph, routing: &Routing, layers: &SwitchLidTable) -> u8 {
-    let mut top = 0u8;
-    for_each_routed(g, routing, layers, |_, _, l| top = top.max(l));
-    top
-}
-
 /// Shares the empty layers among the used ones (each time to the layer with the most path weight
 /// per share, as stock dfsssp does) and spreads every used layer's paths evenly over its share.
 /// Used layers are renumbered so each share is contiguous. Paths whose layer is empty stay put.
@@ -688,10 +700,11 @@ fn balance(
     budget: u8,
 ) {
     let nl = usize::from(MAX_LAYERS);
-    let mut w = vec![0u64; nl];
-    for_each_routed(g, routing, layers, |s, _, l| {
-        w[usize::from(l)] += u64::from(weight[s as usize])
-    });
+    if budget <= 1 {
+        // No room to share: nothing moves.
+        return;
+    }
+    let w = layer_sums(g, routing, layers, |s| u64::from(weight[s as usize]));
     let used: Vec<usize> = (0..nl).filter(|&l| w[l] > 0).collect();
     if used.is_empty() || used.len() >= usize::from(budget) {
         return;
@@ -722,22 +735,30 @@ fn balance(
         base[l] = acc;
         acc += share[l] as u8;
     }
-    for (s, lrow) in layers.rows_mut().enumerate() {
-        let row = routing.lft.table(s as u32);
-        for (di, d) in g.dests().iter().enumerate() {
-            let lid = usize::from(d.lid);
-            if d.switch == NO_SWITCH || row[lid] == NO_PATH {
-                continue;
-            }
-            let l = usize::from(lrow[lid]);
-            let k = share[l];
-            if k > 1 {
-                lrow[lid] = base[l] + ((s + di) as u64 % k) as u8;
-            } else {
-                lrow[lid] = base[l];
-            }
-        }
+    let (_, stride) = layers.shape();
+    if stride == 0 {
+        return;
     }
+    layers
+        .values_mut()
+        .par_chunks_mut(stride)
+        .enumerate()
+        .for_each(|(s, lrow)| {
+            let row = routing.lft.table(s as u32);
+            for (di, d) in g.dests().iter().enumerate() {
+                let lid = usize::from(d.lid);
+                if d.switch == NO_SWITCH || row[lid] == NO_PATH {
+                    continue;
+                }
+                let l = usize::from(lrow[lid]);
+                let k = share[l];
+                if k > 1 {
+                    lrow[lid] = base[l] + ((s + di) as u64 % k) as u8;
+                } else {
+                    lrow[lid] = base[l];
+                }
+            }
+        });
 }
 
 #[cfg(test)]
