@@ -495,7 +495,12 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         ));
         traffic::route(&graph, &dist, classes)
     } else if cfg.kind == EngineKind::Dfsssp {
-        let (r, efi, l0) = sssp_with_layer0(&graph, &dist, &dfsssp_options(cfg));
+        let (r, efi, l0) = sssp_with_layer0(
+            &graph,
+            &dist,
+            &dfsssp_options(cfg),
+            cfg.qos && cfg.layer_budget() >= 2,
+        );
         sssp_efi = Some(efi);
         layer0 = l0;
         r
@@ -649,6 +654,7 @@ fn sssp_with_layer0(
     g: &SwitchGraph,
     dist: &SwitchDistances,
     opts: &DfssspOptions,
+    layers: bool,
 ) -> (Routing, u64, Option<dfsssp::Layer0>) {
     // Rows go over in batches: a wake-up per destination would cost the balancing thread.
     const BATCH: usize = 64;
@@ -656,7 +662,7 @@ fn sssp_with_layer0(
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::channel::<(Vec<usize>, Vec<u8>)>();
         let collector = scope.spawn(move || {
-            let mut c = dfsssp::Layer0Collector::new(g, opts, Some(dist));
+            let mut c = dfsssp::Layer0Collector::new(g, opts, Some(dist), layers);
             for (dests, rows) in rx {
                 for (&di, row) in dests.iter().zip(rows.chunks(ns.max(1))) {
                     c.add(di, row);

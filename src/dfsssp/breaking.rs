@@ -110,6 +110,7 @@ impl<'a> Breaker<'a> {
         cols: &'a [u8],
         weight: &'a [u32],
         counts0: Vec<u32>,
+        trees: TreeIndex,
     ) -> Self {
         let nc = g.num_channels();
         Breaker {
@@ -117,7 +118,7 @@ impl<'a> Breaker<'a> {
             ei,
             lft,
             cols,
-            trees: TreeIndex::build(g, cols),
+            trees,
             weight,
             counts: vec![counts0],
             cuts: 0,

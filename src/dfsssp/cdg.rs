@@ -409,17 +409,35 @@ pub struct TreeIndex {
 }
 
 /// Scratch for building one row of a [`TreeIndex`].
-struct EulerScratch {
+pub struct EulerScratch {
     next: Vec<u32>,
     child_start: Vec<u32>,
     children: Vec<u32>,
     stack: Vec<u32>,
 }
 
+impl EulerScratch {
+    pub fn new(ns: usize) -> Self {
+        EulerScratch {
+            next: vec![NO_CHANNEL; ns],
+            child_start: vec![0; ns + 1],
+            children: vec![0; ns],
+            stack: Vec::with_capacity(2 * ns),
+        }
+    }
+}
+
 impl TreeIndex {
     /// Builds the rows of all destinations from the destination-major LFT copy `cols`; every
     /// path in layer 0.
     pub fn build(g: &SwitchGraph, cols: &[u8]) -> Self {
+        let mut ti = Self::empty(g);
+        ti.fill(g, cols, |_| true, false);
+        ti
+    }
+
+    /// Room for every destination's row, all empty.
+    pub fn empty(g: &SwitchGraph) -> Self {
         use rayon::prelude::*;
         let ns = g.num_switches();
         let nd = g.dests().len();
@@ -433,34 +451,43 @@ impl TreeIndex {
             .par_extend(rayon::iter::repeat_n(NOT_IN_TREE, ns * nd));
         ti.nodes
             .par_extend(rayon::iter::repeat_n(TreeNode::default(), ns * nd));
-        if ns == 0 {
-            return ti;
-        }
-        ti.pos
-            .par_chunks_mut(ns)
-            .zip(ti.nodes.par_chunks_mut(ns))
-            .enumerate()
-            .for_each_init(
-                || EulerScratch {
-                    next: vec![NO_CHANNEL; ns],
-                    child_start: vec![0; ns + 1],
-                    children: vec![0; ns],
-                    stack: Vec::with_capacity(2 * ns),
-                },
-                |sc, (di, (pos, nodes))| {
-                    let d = &g.dests()[di];
-                    if d.switch == NO_SWITCH {
-                        return;
-                    }
-                    let col = &cols[di * ns..(di + 1) * ns];
-                    for (s, (n, &p)) in sc.next.iter_mut().zip(col).enumerate() {
-                        *n = g.channel_at(s as u32, p).unwrap_or(NO_CHANNEL);
-                    }
-                    sc.next[d.switch as usize] = NO_CHANNEL;
-                    euler_row(g, d.switch, sc, pos, nodes);
-                },
-            );
         ti
+    }
+
+    /// Builds the rows of the destinations `which` picks (by index) from `cols`, in parallel;
+    /// their paths in layer 0. `built`: rows built before are cleared first.
+    pub fn fill(
+        &mut self,
+        g: &SwitchGraph,
+        cols: &[u8],
+        which: impl Fn(usize) -> bool + Sync,
+        built: bool,
+    ) {
+        use rayon::prelude::*;
+        let ns = self.ns;
+        if ns == 0 {
+            return;
+        }
+        self.pos
+            .par_chunks_mut(ns)
+            .zip(self.nodes.par_chunks_mut(ns))
+            .enumerate()
+            .filter(|(di, _)| which(*di))
+            .for_each_init(
+                || EulerScratch::new(ns),
+                |sc, (di, (pos, nodes))| fill_row(g, cols, di, sc, pos, nodes, built),
+            );
+    }
+
+    /// Builds the (empty) row of destination `di` from `cols`: for a caller that is handed the
+    /// destinations one at a time.
+    pub fn fill_one(&mut self, g: &SwitchGraph, cols: &[u8], di: usize, sc: &mut EulerScratch) {
+        let ns = self.ns;
+        let (pos, nodes) = (
+            &mut self.pos[di * ns..(di + 1) * ns],
+            &mut self.nodes[di * ns..(di + 1) * ns],
+        );
+        fill_row(g, cols, di, sc, pos, nodes, false);
     }
 
     /// Pre-order position of switch `s` in destination `di`'s tree ([`NOT_IN_TREE`] if unrouted).
@@ -503,6 +530,33 @@ impl TreeIndex {
         use rayon::prelude::*;
         self.nodes.par_chunks_exact_mut(self.ns.max(1))
     }
+}
+
+/// Destination `di`'s row from its column of `cols`; `built`: the row held an earlier tree.
+fn fill_row(
+    g: &SwitchGraph,
+    cols: &[u8],
+    di: usize,
+    sc: &mut EulerScratch,
+    pos: &mut [u16],
+    nodes: &mut [TreeNode],
+    built: bool,
+) {
+    let ns = pos.len();
+    if built {
+        pos.fill(NOT_IN_TREE);
+        nodes.fill(TreeNode::default());
+    }
+    let d = &g.dests()[di];
+    if d.switch == NO_SWITCH {
+        return;
+    }
+    let col = &cols[di * ns..(di + 1) * ns];
+    for (s, (n, &p)) in sc.next.iter_mut().zip(col).enumerate() {
+        *n = g.channel_at(s as u32, p).unwrap_or(NO_CHANNEL);
+    }
+    sc.next[d.switch as usize] = NO_CHANNEL;
+    euler_row(g, d.switch, sc, pos, nodes);
 }
 
 /// One destination's pre-order numbering (children CSR, then an iterative DFS whose stack holds

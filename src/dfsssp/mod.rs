@@ -65,6 +65,7 @@ use crate::metrics::{effective_bisection_bandwidth, BisectionSpec};
 use crate::routing::{RouteFault, Routing, SwitchLidTable, NO_PATH};
 
 use breaking::Breaker;
+use cdg::TreeIndex;
 pub use prepared::{Layer0, Layer0Collector};
 use prepared::{Prepared, WorkingRoutes};
 pub use report::{LayerReport, OneLaneReport};
@@ -436,6 +437,7 @@ fn break_cycles(
     let g = prep.g;
     let cap = opts.measure_up_to.clamp(budget.max(2), MAX_LAYERS);
     report.measured_up_to = cap;
+    let gathered = routes.trees.take();
     if routes.acyclic(prep) {
         // Acyclic already (fat trees without switch-to-switch valleys): one layer, nothing to do.
         return CycleBreaking {
@@ -447,6 +449,15 @@ fn break_cycles(
             escape_ahead: None,
         };
     }
+    // Trees gathered with the routes hold the CA destinations' routes as they still are; the
+    // switch LIDs may have been re-routed since, so their rows are built again.
+    let trees = match gathered {
+        Some(mut trees) => {
+            trees.fill(g, &routes.cols, |di| g.dests()[di].exit_port == 0, true);
+            trees
+        }
+        None => TreeIndex::build(g, &routes.cols),
+    };
     let mut br = Breaker::new(
         g,
         &prep.ei,
@@ -454,6 +465,7 @@ fn break_cycles(
         &routes.cols,
         &prep.weight,
         std::mem::take(&mut routes.counts0),
+        trees,
     );
     br.cutting = match opts.cutting {
         Cutting::Auto if g.num_switches() * g.dests().len() < BATCHED_CUTTING_MIN_PATHS => {

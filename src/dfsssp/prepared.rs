@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use crate::graph::{SwitchDistances, SwitchGraph, NO_SWITCH};
 use crate::routing::{Lft, Routing, NO_PATH};
 
-use super::cdg::{topological_order, DestTree, EdgeIndex};
+use super::cdg::{topological_order, DestTree, EdgeIndex, EulerScratch, TreeIndex};
 use super::{fault_error, DfssspError, DfssspOptions, PathWeight};
 
 /// The read-only context every stage works in: the switch graph, its dependency-edge ids, the
@@ -102,6 +102,9 @@ pub(crate) struct WorkingRoutes<'r> {
     /// ([`Layer0`]); only the stage that re-routes switch LIDs (which leaves CA routes alone)
     /// takes it.
     pub ca_counts: Option<Vec<u32>>,
+    /// Every destination's tree as the routes came, where gathered with them ([`Layer0`]): the
+    /// stages before cycle breaking, which takes it, re-route switch LIDs only.
+    pub trees: Option<TreeIndex>,
 }
 
 impl<'r> WorkingRoutes<'r> {
@@ -114,6 +117,7 @@ impl<'r> WorkingRoutes<'r> {
             cols,
             counts0,
             ca_counts: None,
+            trees: None,
         })
     }
 
@@ -125,6 +129,7 @@ impl<'r> WorkingRoutes<'r> {
             cols: layer0.cols,
             counts0: layer0.counts0,
             ca_counts: Some(layer0.ca_counts),
+            trees: layer0.trees,
         }
     }
 
@@ -141,6 +146,7 @@ pub struct Layer0 {
     counts0: Vec<u32>,
     /// The part of `counts0` from routes to CA and router LIDs.
     ca_counts: Vec<u32>,
+    trees: Option<TreeIndex>,
 }
 
 /// Gathers a [`Layer0`] destination by destination, in any order, as a router hands over each
@@ -153,6 +159,10 @@ pub struct Layer0Collector<'a> {
     /// The CDG of the routes to CA (and router) LIDs, and of those to switch LIDs.
     ca_counts: Vec<u32>,
     switch_counts: Vec<u32>,
+    /// Every destination's tree for cycle breaking, where it will likely follow; built here on
+    /// the core the balancing leaves idle.
+    trees_ahead: bool,
+    trees: Option<(TreeIndex, EulerScratch)>,
     seen: Vec<bool>,
     /// Destinations (attached to a switch) fed so far.
     fed: usize,
@@ -161,10 +171,14 @@ pub struct Layer0Collector<'a> {
 }
 
 impl<'a> Layer0Collector<'a> {
+    /// `layers`: more than one layer to route in. Then, on fat trees of three levels or more
+    /// (where routes to switch LIDs close cycles with the CA routes that no re-routing removes,
+    /// so cycle breaking follows), every destination's tree for cycle breaking is built too.
     pub fn new(
         g: &'a SwitchGraph,
         opts: &DfssspOptions,
         dist: Option<&'a SwitchDistances>,
+        layers: bool,
     ) -> Self {
         // The tables are allocated with the first row: a router that feeds nothing costs nothing.
         Layer0Collector {
@@ -173,6 +187,8 @@ impl<'a> Layer0Collector<'a> {
             cols: Vec::new(),
             ca_counts: Vec::new(),
             switch_counts: Vec::new(),
+            trees_ahead: layers,
+            trees: None,
             seen: Vec::new(),
             fed: 0,
             broken: false,
@@ -188,6 +204,10 @@ impl<'a> Layer0Collector<'a> {
             self.ca_counts = vec![0; self.prep.ei.num_edges()];
             self.switch_counts = vec![0; self.prep.ei.num_edges()];
             self.seen = vec![false; g.dests().len()];
+            let three_levels = || g.tree_levels().is_some_and(|l| l.iter().any(|&v| v >= 2));
+            if self.trees_ahead && three_levels() {
+                self.trees = Some((TreeIndex::empty(g), EulerScratch::new(ns)));
+            }
         }
         let attached = self
             .prep
@@ -213,6 +233,9 @@ impl<'a> Layer0Collector<'a> {
         self.broken = (self.prep)
             .count_dest(&mut self.tree, &self.cols, di, counts, true)
             .is_err();
+        if let Some((trees, scratch)) = self.trees.as_mut() {
+            trees.fill_one(g, &self.cols, di, scratch);
+        }
     }
 
     /// The [`Layer0`], when every destination attached to a switch was fed once and each
@@ -232,6 +255,7 @@ impl<'a> Layer0Collector<'a> {
             cols: self.cols,
             counts0,
             ca_counts: self.ca_counts,
+            trees: self.trees.map(|(t, _)| t),
         })
     }
 }

@@ -464,6 +464,7 @@ impl BreakFixture {
             &self.cols,
             &self.weight,
             self.c0.clone(),
+            TreeIndex::build(g, &self.cols),
         );
         setup(&mut br);
         let mut i = 0;
@@ -976,7 +977,7 @@ fn a_layer0_gathered_while_routing_changes_nothing() {
         let g = g_of(spec);
         let dist = SwitchDistances::new(&g);
         let opts = DfssspOptions::default();
-        let mut collector = Layer0Collector::new(&g, &opts, Some(&dist));
+        let mut collector = Layer0Collector::new(&g, &opts, Some(&dist), true);
         let mut rows = Vec::new();
         let (routing, _, fed) = crate::sssp::route_with_efi_feeding(&g, &dist, &mut |di, row| {
             collector.add(di, row);
@@ -993,7 +994,7 @@ fn a_layer0_gathered_while_routing_changes_nothing() {
         for budget in [1, 8] {
             let (mut plain, mut gathered) = (routing.clone(), routing.clone());
             let a = make_deadlock_free_with(&g, &mut plain, budget, &opts, Some(&dist)).unwrap();
-            let mut c = Layer0Collector::new(&g, &opts, Some(&dist));
+            let mut c = Layer0Collector::new(&g, &opts, Some(&dist), budget > 1);
             rows.iter().for_each(|(di, row)| c.add(*di, row));
             let l0 = c.finish();
             assert!(l0.is_some(), "{spec}");
@@ -1009,7 +1010,7 @@ fn a_layer0_gathered_while_routing_changes_nothing() {
             );
         }
         let feed = |skip: Option<usize>, twice: bool, looping: bool| {
-            let mut c = Layer0Collector::new(&g, &opts, Some(&dist));
+            let mut c = Layer0Collector::new(&g, &opts, Some(&dist), false);
             for (k, (di, row)) in rows.iter().enumerate() {
                 if Some(k) == skip {
                     continue;
