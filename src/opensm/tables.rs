@@ -25,7 +25,7 @@ use super::error::{PlanError, SwitchFault, WriteError};
 use super::ffi;
 use super::raw::{LockedSubnet, SwitchLimits, SwitchLookupError};
 use super::subnet::Subnet;
-use crate::graph::{SwitchGraph, NO_SWITCH};
+use crate::graph::{SwitchDistances, SwitchGraph, NO_SWITCH};
 use crate::routing::{Routing, NO_PATH};
 
 /// One switch to write: core switch id, node GUID, and the table sizes it was planned against.
@@ -147,14 +147,16 @@ pub(crate) fn plan(subnet: &Subnet, g: &SwitchGraph, routing: &Routing) -> Resul
         .collect();
     let switches = checked.into_iter().collect::<Result<Vec<_>, _>>()?;
 
-    // Switch-to-switch distances for the LID matrix, one BFS per switch.
+    // Switch-to-switch distances for the LID matrix (the batched all-pairs search routing
+    // uses), narrowed to OpenSM's hop counts.
     let n = g.num_switches();
+    let all = SwitchDistances::new(g);
     let mut dist = vec![NO_PATH; n * n];
     dist.par_chunks_mut(n.max(1))
         .enumerate()
         .for_each(|(t, out)| {
-            for (o, d) in out.iter_mut().zip(g.bfs_distances_to(t as u32)) {
-                *o = if d < u32::from(NO_PATH) - 1 {
+            for (o, &d) in out.iter_mut().zip(all.to(t as u32)) {
+                *o = if d < u16::from(NO_PATH) - 1 {
                     d as u8
                 } else {
                     NO_PATH
