@@ -677,6 +677,11 @@ fn check_dest(
 /// channels of one cycle in order (`c0 -> c1 -> ... -> c0`), a shortest one through the node the
 /// sort tripped over, or `None` when the graph is acyclic.
 pub fn find_cdg_cycle(num_channels: usize, edges: &[(u32, u32)]) -> Option<Vec<u32>> {
+    // Acyclic, the common answer, is settled by peeling sources off (Kahn) over arrays; only a
+    // graph that keeps a core goes to petgraph for the cycle to report.
+    if peels_to_nothing(num_channels, edges) {
+        return None;
+    }
     let mut graph: DiGraph<(), (), u32> = DiGraph::with_capacity(num_channels, edges.len());
     for _ in 0..num_channels {
         graph.add_node(());
@@ -714,6 +719,40 @@ pub fn find_cdg_cycle(num_channels: usize, edges: &[(u32, u32)]) -> Option<Vec<u
     }
     // Unreachable if petgraph's node is on a cycle; report the node alone rather than nothing.
     Some(vec![start.index() as u32])
+}
+
+/// Whether repeatedly removing channels without incoming edges removes them all (Kahn's
+/// algorithm): true exactly when the graph is acyclic. Edges out of range are ignored.
+fn peels_to_nothing(num_channels: usize, edges: &[(u32, u32)]) -> bool {
+    let n = num_channels;
+    let inside = |&&(a, b): &&(u32, u32)| (a as usize) < n && (b as usize) < n;
+    let mut start = vec![0u32; n + 1];
+    let mut indeg = vec![0u32; n];
+    for &(a, b) in edges.iter().filter(inside) {
+        start[a as usize + 1] += 1;
+        indeg[b as usize] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut to = vec![0u32; start[n] as usize];
+    for &(a, b) in edges.iter().filter(inside) {
+        to[fill[a as usize] as usize] = b;
+        fill[a as usize] += 1;
+    }
+    let mut ready: Vec<u32> = (0..n as u32).filter(|&c| indeg[c as usize] == 0).collect();
+    let mut peeled = 0;
+    while let Some(c) = ready.pop() {
+        peeled += 1;
+        for &t in &to[start[c as usize] as usize..start[c as usize + 1] as usize] {
+            indeg[t as usize] -= 1;
+            if indeg[t as usize] == 0 {
+                ready.push(t);
+            }
+        }
+    }
+    peeled == n
 }
 
 #[cfg(test)]

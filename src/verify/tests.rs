@@ -378,3 +378,32 @@ fn trees_agree_with_walks_on_corrupted_tables() {
         assert!(outcomes.iter().any(|o| o.starts_with(want)), "{outcomes:?}");
     }
 }
+
+/// The peeling check agrees with petgraph's cycle test on random graphs, self-loops, repeated
+/// and out-of-range edges included.
+#[test]
+fn peeling_agrees_with_petgraph() {
+    use petgraph::algo::is_cyclic_directed;
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let mut cyclic = 0;
+    for _ in 0..2000 {
+        let n = rng.gen_range(0..12usize);
+        let m = rng.gen_range(0..20usize);
+        let edges: Vec<(u32, u32)> = (0..m)
+            .map(|_| (rng.gen_range(0..14u32), rng.gen_range(0..14u32)))
+            .collect();
+        let mut graph = petgraph::graph::DiGraph::<(), ()>::new();
+        let nodes: Vec<_> = (0..n).map(|_| graph.add_node(())).collect();
+        for &(a, b) in &edges {
+            if (a as usize) < n && (b as usize) < n {
+                graph.add_edge(nodes[a as usize], nodes[b as usize], ());
+            }
+        }
+        let expect = !is_cyclic_directed(&graph);
+        assert_eq!(peels_to_nothing(n, &edges), expect, "{n} {edges:?}");
+        assert_eq!(find_cdg_cycle(n, &edges).is_none(), expect, "{n} {edges:?}");
+        cyclic += usize::from(!expect);
+    }
+    assert!(cyclic > 200, "both answers tried ({cyclic} cyclic)");
+}
