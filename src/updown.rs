@@ -203,54 +203,46 @@ impl UpDown {
     }
 }
 
-/// Builds balanced Up*/Down* destination trees, reusing buffers across destinations.
-pub struct UpDownRouter<'a> {
-    g: &'a SwitchGraph,
-    ud: &'a UpDown,
-    /// Down-only distance to the current destination.
-    dd: Vec<u16>,
-    /// Tree distance `T` to the current destination.
+/// The candidate channels of the Up*/Down* routes towards one switch: its tree distances `T`,
+/// the switches by `T`, and per switch the channels one step closer. Depends on the orientation
+/// and the switch only (not on loads), so the DAGs of coming destinations can be built on
+/// another core while balanced trees are chosen ([`UpDownRouter::route_dests_tree`]).
+#[derive(Default)]
+pub struct UpDownDag {
+    /// The switch it leads to ([`NO_SWITCH`]: none yet).
+    to: u32,
+    /// Tree distance `T` to `to`.
     t: Vec<u16>,
-    queue: Vec<u32>,
     order: Vec<u32>,
-    counts: Vec<u32>,
-    next: Vec<u32>,
     /// Candidate next channels of `order[i]` (`i >= 1`): `cands[cand_start[i - 1]..cand_start[i]]`
-    /// (ascending channel ids), with their head switches; found once per destination switch.
+    /// (ascending channel ids), with their head switches.
     cand_start: Vec<u32>,
     cands: Vec<u32>,
     heads: Vec<u32>,
-    /// The switch `dd`, `t`, `order` and the candidates are for ([`NO_SWITCH`]: none yet); a switch's LIDs come one
-    /// after another in routing order, so they share one search.
-    dist_to: u32,
+    // Scratch.
+    /// Down-only distance to `to`.
+    dd: Vec<u16>,
+    queue: Vec<u32>,
+    counts: Vec<u32>,
 }
 
-impl<'a> UpDownRouter<'a> {
-    pub fn new(g: &'a SwitchGraph, ud: &'a UpDown) -> Self {
-        let ns = g.num_switches();
-        UpDownRouter {
-            g,
-            ud,
-            dd: vec![u16::MAX; ns],
+impl UpDownDag {
+    fn empty(ns: usize) -> Self {
+        UpDownDag {
+            to: NO_SWITCH,
             t: vec![u16::MAX; ns],
+            dd: vec![u16::MAX; ns],
             queue: Vec::with_capacity(ns),
             order: Vec::with_capacity(ns),
-            counts: Vec::new(),
-            next: Vec::with_capacity(ns),
             cand_start: Vec::with_capacity(ns),
-            cands: Vec::new(),
-            heads: Vec::new(),
-            dist_to: NO_SWITCH,
+            ..Default::default()
         }
     }
 
-    /// Computes `dd` and `T` towards switch `to` and the switches ordered by `T`.
-    fn distances(&mut self, to: u32) {
-        if self.dist_to == to {
-            return;
-        }
-        self.dist_to = to;
-        let (g, ud) = (self.g, self.ud);
+    /// Computes `dd` and `T` towards switch `to`, the switches ordered by `T` and their
+    /// candidates.
+    fn build(&mut self, g: &SwitchGraph, ud: &UpDown, to: u32) {
+        self.to = to;
         self.dd.fill(u16::MAX);
         self.dd[to as usize] = 0;
         self.queue.clear();
@@ -310,6 +302,31 @@ impl<'a> UpDownRouter<'a> {
             self.cand_start.push(self.cands.len() as u32);
         }
     }
+}
+
+/// Builds balanced Up*/Down* destination trees, reusing buffers across destinations.
+pub struct UpDownRouter<'a> {
+    g: &'a SwitchGraph,
+    ud: &'a UpDown,
+    /// The DAG towards the last destination's switch; a switch's LIDs come one after another in
+    /// routing order, so they share it.
+    dag: UpDownDag,
+    next: Vec<u32>,
+}
+
+/// Destinations per batch whose DAGs are built ahead ([`UpDownRouter::route_dests_tree`]).
+const DAG_BATCH: usize = 16;
+
+impl<'a> UpDownRouter<'a> {
+    pub fn new(g: &'a SwitchGraph, ud: &'a UpDown) -> Self {
+        let ns = g.num_switches();
+        UpDownRouter {
+            g,
+            ud,
+            dag: UpDownDag::empty(ns),
+            next: Vec::with_capacity(ns),
+        }
+    }
 
     /// Chooses the balanced Up*/Down* tree towards `d` with `bal`'s channel loads, writes its LFT
     /// and hop entries, and adds its routes to the loads. Returns the next channel per switch
@@ -322,20 +339,90 @@ impl<'a> UpDownRouter<'a> {
         hops: &mut SwitchLidTable,
     ) -> &[u32] {
         self.route_dest_tree(bal, d);
-        let t = &self.t;
+        let t = &self.dag.t;
         write_dest(self.g, d, &self.next, |s| t[s as usize], lft, hops);
         &self.next
     }
 
     /// [`Self::route_dest`] without writing the tree into the tables: its next channels only.
     pub fn route_dest_tree(&mut self, bal: &mut Balancer, d: &Dest) -> &[u32] {
-        self.distances(d.switch);
-        let next = bal.choose_tree_cands(&self.order, &self.cand_start, &self.cands, &self.heads);
-        self.next.clear();
-        self.next.extend_from_slice(next);
-        bal.add_tree_load(self.g, &self.order);
+        if self.dag.to != d.switch {
+            self.dag.build(self.g, self.ud, d.switch);
+        }
+        choose_on(self.g, bal, &self.dag, &mut self.next);
         &self.next
     }
+
+    /// [`Self::route_dest_tree`] for each of `dests` in turn (the same trees), handing each to
+    /// `each` with its tree distances (the hop counts); the DAGs of the next few destinations
+    /// are built on the other core meanwhile. Stops at the first error of `each`.
+    pub fn route_dests_tree<E: Send>(
+        &mut self,
+        bal: &mut Balancer,
+        dests: &[Dest],
+        mut each: impl FnMut(&Dest, &[u32], &[u16]) -> Result<(), E> + Send,
+    ) -> Result<(), E> {
+        let (g, ud) = (self.g, self.ud);
+        let ns = g.num_switches();
+        let build = |dags: &mut Vec<UpDownDag>, batch: &[Dest]| {
+            dags.resize_with(batch.len(), || UpDownDag::empty(ns));
+            let mut last = NO_SWITCH;
+            for (k, d) in batch.iter().enumerate() {
+                // A switch's LIDs in a row share the first one's DAG.
+                if d.switch != last {
+                    dags[k].build(g, ud, d.switch);
+                    last = d.switch;
+                } else {
+                    dags[k].to = NO_SWITCH;
+                }
+            }
+        };
+        let mut batches = dests.chunks(DAG_BATCH);
+        let (mut ready, mut ahead) = (Vec::new(), Vec::new());
+        let Some(first) = batches.next() else {
+            return Ok(());
+        };
+        build(&mut ready, first);
+        let next = &mut self.next;
+        let mut current = first;
+        loop {
+            let coming = batches.next();
+            let (done, ()) = rayon::join(
+                || -> Result<(), E> {
+                    let mut dag = 0;
+                    for (k, d) in current.iter().enumerate() {
+                        if ready[k].to != NO_SWITCH {
+                            dag = k;
+                        }
+                        choose_on(g, bal, &ready[dag], next);
+                        each(d, next, &ready[dag].t)?;
+                    }
+                    Ok(())
+                },
+                || {
+                    if let Some(batch) = coming {
+                        build(&mut ahead, batch);
+                    }
+                },
+            );
+            done?;
+            match coming {
+                Some(batch) => {
+                    std::mem::swap(&mut ready, &mut ahead);
+                    current = batch;
+                }
+                None => return Ok(()),
+            }
+        }
+    }
+}
+
+/// The balanced tree within `dag` by `bal`'s loads, into `next`, its routes added to the loads.
+fn choose_on(g: &SwitchGraph, bal: &mut Balancer, dag: &UpDownDag, next: &mut Vec<u32>) {
+    let chosen = bal.choose_tree_cands(&dag.order, &dag.cand_start, &dag.cands, &dag.heads);
+    next.clear();
+    next.extend_from_slice(chosen);
+    bal.add_tree_load(g, &dag.order);
 }
 
 /// Routes every LID with balanced Up*/Down* (one layer, deadlock-free by construction).

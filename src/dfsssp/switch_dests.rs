@@ -15,9 +15,9 @@
 //! is left to cycle breaking. CA routes never change; switch-LID routes stay minimal (hops are
 //! unchanged), only their balance may suffer, which matters little for management traffic.
 
-use crate::balance::Balancer;
+use crate::balance::{write_dest, Balancer};
 use crate::graph::order_by_distance;
-use crate::graph::{NO_CHANNEL, NO_SWITCH};
+use crate::graph::{Dest, NO_CHANNEL, NO_SWITCH};
 use crate::updown::{UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, DestTree};
@@ -274,6 +274,7 @@ pub(crate) fn fit_updown(
     let mut router = UpDownRouter::new(g, &ud);
     let (mut by_dist, mut counting) = (Vec::new(), Vec::new());
     let mut next = vec![NO_CHANNEL; ns];
+    let mut updown = Vec::new();
     for &di in &switch_dests {
         let d = g.dests()[di];
         let col = &cols[di * ns..(di + 1) * ns];
@@ -314,19 +315,27 @@ pub(crate) fn fit_updown(
                 routing.lft.set(s, d.lid, port);
             }
         } else {
-            out.updown += 1;
-            let ud_next = router.route_dest(&mut bal, &d, &mut routing.lft, &mut routing.hops);
-            next.copy_from_slice(ud_next);
-            for (s, &c) in next.iter().enumerate() {
-                if c != NO_CHANNEL {
-                    cols[di * ns + s] = g.chan_port()[c as usize];
-                    let hops = routing.hops.get(s as u32, d.lid);
-                    out.updown_routes += 1;
-                    out.updown_minimal += u64::from(u16::from(hops) == to[s]);
-                }
-            }
+            // Routed below, in this order (the loads they are balanced by are theirs alone).
+            updown.push((di, d));
         }
     }
+    out.updown = updown.len();
+    let (lft, hops) = (&mut routing.lft, &mut routing.hops);
+    let dests: Vec<Dest> = updown.iter().map(|&(_, d)| d).collect();
+    let mut index = updown.iter().map(|&(di, _)| di);
+    router.route_dests_tree(&mut bal, &dests, |d, next, t| {
+        let di = index.next().expect("one index per destination");
+        write_dest(g, d, next, |s| t[s as usize], lft, hops);
+        let to = dist.to(d.switch);
+        for (s, &c) in next.iter().enumerate() {
+            if c != NO_CHANNEL {
+                cols[di * ns + s] = g.chan_port()[c as usize];
+                out.updown_routes += 1;
+                out.updown_minimal += u64::from(u16::from(hops.get(s as u32, d.lid)) == to[s]);
+            }
+        }
+        Ok::<(), DfssspError>(())
+    })?;
     *counts = with_switch_routes(prep, cols, ca_counts, &switch_dests)?;
     Ok(Some(out))
 }
