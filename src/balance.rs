@@ -665,6 +665,68 @@ impl MinimalDag {
     }
 }
 
+/// The minimal DAGs towards the destination switches of a routing order, one per run of
+/// destinations behind the same switch, built on another thread a few ahead of the balancing
+/// that reads them (which is sequential, and would otherwise build each itself, on one core).
+pub(crate) struct DagsAhead {
+    current: MinimalDag,
+    ready: std::sync::mpsc::Receiver<MinimalDag>,
+    /// Used DAGs go back to be built again, so their buffers are reused.
+    spent: std::sync::mpsc::Sender<MinimalDag>,
+}
+
+impl DagsAhead {
+    /// DAGs built ahead in this many.
+    const AHEAD: usize = 4;
+
+    /// Runs `f` with the DAGs towards the switches of the destinations `order` (indices into
+    /// `g.dests()`), built on a thread of `scope`.
+    pub(crate) fn spawn<'s, 'e: 's>(
+        scope: &'s std::thread::Scope<'s, 'e>,
+        g: &'e SwitchGraph,
+        dist: &'e crate::graph::SwitchDistances,
+        order: &'e [u32],
+    ) -> Self {
+        let (to_main, ready) = std::sync::mpsc::sync_channel(Self::AHEAD);
+        let (spent, from_main) = std::sync::mpsc::channel::<MinimalDag>();
+        scope.spawn(move || {
+            let mut counts = Vec::new();
+            let mut last = NO_SWITCH;
+            for &di in order {
+                let s = g.dests()[di as usize].switch;
+                if s == last {
+                    continue;
+                }
+                last = s;
+                let mut dag = from_main.try_recv().unwrap_or_default();
+                dag.build(g, s, dist.to(s), &mut counts);
+                if to_main.send(dag).is_err() {
+                    return; // the balancing stopped early
+                }
+            }
+        });
+        DagsAhead {
+            current: MinimalDag {
+                to: NO_SWITCH,
+                ..Default::default()
+            },
+            ready,
+            spent,
+        }
+    }
+
+    /// The DAG towards `switch`, the destination switch of the next destination in order.
+    pub(crate) fn towards(&mut self, switch: u32) -> &MinimalDag {
+        if self.current.to != switch {
+            let next = self.ready.recv().expect("a DAG for every run of the order");
+            let used = std::mem::replace(&mut self.current, next);
+            let _ = self.spent.send(used);
+            debug_assert_eq!(self.current.to, switch);
+        }
+        &self.current
+    }
+}
+
 /// The order in which destinations are routed: the LIDs of CAs and routers first (they carry the
 /// traffic that balancing is for), base LIDs of all ports before their second LIDs and so on, then
 /// the switches' own LIDs; within each group, the LIDs behind one switch together (so the minimal

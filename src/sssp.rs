@@ -34,7 +34,8 @@
 use rayon::prelude::*;
 
 use crate::balance::{
-    fill_row, leaf_bound, nearest_sweep, routing_order, routing_order_by, Balancer, MinimalDag,
+    fill_row, leaf_bound, nearest_sweep, routing_order, routing_order_by, Balancer, DagsAhead,
+    MinimalDag,
 };
 use crate::graph::{Dest, SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
@@ -143,11 +144,6 @@ fn route_once(
     mut feed: Option<&mut RowFeed>,
 ) -> (Routing, u64, bool) {
     let ns = g.num_switches();
-    let mut dag = MinimalDag {
-        to: NO_SWITCH,
-        ..Default::default()
-    };
-    let mut counts = Vec::new();
     // Chosen ports and hops per destination, destination-major: each LID's row is written in one
     // sweep, and the switch-major tables are filled by one parallel transpose at the end.
     let stride = usize::from(g.max_lid()) + 1;
@@ -164,44 +160,50 @@ fn route_once(
     } else {
         routing_order(g)
     };
-    for &di in &order {
-        let d = g.dests()[di as usize];
-        let to = dist.to(d.switch);
-        if dag.to != d.switch {
-            dag.build(g, d.switch, to, &mut counts);
-        }
-        if d.lid_offset > 0 {
-            // Siblings' routes are already in the destination-major rows.
-            let base = d.lid - u16::from(d.lid_offset);
-            bal.penalize_rows(
+    std::thread::scope(|scope| {
+        let mut dags = DagsAhead::spawn(scope, g, dist, &order);
+        for &di in &order {
+            let d = g.dests()[di as usize];
+            let to = dist.to(d.switch);
+            let dag = dags.towards(d.switch);
+            if d.lid_offset > 0 {
+                // Siblings' routes are already in the destination-major rows.
+                let base = d.lid - u16::from(d.lid_offset);
+                bal.penalize_rows(
+                    g,
+                    &rows_port[usize::from(base) * ns..usize::from(d.lid) * ns],
+                );
+            }
+            bal.compare_down_parts(d.exit_port != 0);
+            let next = bal.choose_tree_dag(dag);
+            let row = usize::from(d.lid) * ns..(usize::from(d.lid) + 1) * ns;
+            fill_row(
                 g,
-                &rows_port[usize::from(base) * ns..usize::from(d.lid) * ns],
+                &d,
+                next,
+                to,
+                &mut rows_port[row.clone()],
+                &mut rows_hops[row.clone()],
             );
+            if let Some(feed) = feed.as_mut() {
+                feed(di as usize, &rows_port[row]);
+            }
+            bal.add_tree_load(g, &dag.order);
+            if is_ca_base(&d) {
+                bal.mirror_added(&dag.order, &mut ca_load);
+            }
+            bal.clear_penalties();
         }
-        bal.compare_down_parts(d.exit_port != 0);
-        let next = bal.choose_tree_dag(&dag);
-        let row = usize::from(d.lid) * ns..(usize::from(d.lid) + 1) * ns;
-        fill_row(
-            g,
-            &d,
-            next,
-            to,
-            &mut rows_port[row.clone()],
-            &mut rows_hops[row.clone()],
-        );
-        if let Some(feed) = feed.as_mut() {
-            feed(di as usize, &rows_port[row]);
-        }
-        bal.add_tree_load(g, &dag.order);
-        if is_ca_base(&d) {
-            bal.mirror_added(&dag.order, &mut ca_load);
-        }
-        bal.clear_penalties();
-    }
+    });
     // On a fat tree whose CA routes already meet the leaf bound no rip-up can lower the edge
     // forwarding index, and the pass would only reshuffle switch-LID routes.
     let at_bound = tree && ca_load.iter().copied().max().unwrap_or(0) <= leaf_bound(g);
     let passes = if at_bound { 0 } else { reroute_passes };
+    let mut dag = MinimalDag {
+        to: NO_SWITCH,
+        ..Default::default()
+    };
+    let mut counts = Vec::new();
     for _ in 0..passes {
         let before = (
             bal.max_load(),
