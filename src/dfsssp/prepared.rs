@@ -153,7 +153,12 @@ pub struct Layer0 {
 /// destination's row of ports (`crate::sssp::route_with_efi_feeding`): the CDG is built on one
 /// core while the balancing, which cannot be split, goes on on the other.
 pub struct Layer0Collector<'a> {
-    prep: Prepared<'a>,
+    /// Prepared with the first row (a router that feeds nothing costs nothing), from `g`,
+    /// `opts` and `dist`.
+    prep: Option<Prepared<'a>>,
+    g: &'a SwitchGraph,
+    opts: DfssspOptions,
+    dist: Option<&'a SwitchDistances>,
     tree: DestTree,
     cols: Vec<u8>,
     /// The CDG of the routes to CA (and router) LIDs, and of those to switch LIDs.
@@ -180,9 +185,11 @@ impl<'a> Layer0Collector<'a> {
         dist: Option<&'a SwitchDistances>,
         layers: bool,
     ) -> Self {
-        // The tables are allocated with the first row: a router that feeds nothing costs nothing.
         Layer0Collector {
-            prep: Prepared::new(g, opts, dist),
+            prep: None,
+            g,
+            opts: opts.clone(),
+            dist,
             tree: DestTree::new(0),
             cols: Vec::new(),
             ca_counts: Vec::new(),
@@ -197,24 +204,20 @@ impl<'a> Layer0Collector<'a> {
 
     /// The routes to destination `di` (index into `g.dests()`): one port per switch.
     pub fn add(&mut self, di: usize, row: &[u8]) {
-        let (g, ns) = (self.prep.g, self.prep.g.num_switches());
-        if self.seen.is_empty() {
+        let (g, ns) = (self.g, self.g.num_switches());
+        if self.prep.is_none() {
+            let prep = self.prep.insert(Prepared::new(g, &self.opts, self.dist));
             self.tree = DestTree::new(ns);
             self.cols = vec![NO_PATH; g.dests().len() * ns];
-            self.ca_counts = vec![0; self.prep.ei.num_edges()];
-            self.switch_counts = vec![0; self.prep.ei.num_edges()];
+            self.ca_counts = vec![0; prep.ei.num_edges()];
+            self.switch_counts = vec![0; prep.ei.num_edges()];
             self.seen = vec![false; g.dests().len()];
             let three_levels = || g.tree_levels().is_some_and(|l| l.iter().any(|&v| v >= 2));
             if self.trees_ahead && three_levels() {
                 self.trees = Some((TreeIndex::empty(g), EulerScratch::new(ns)));
             }
         }
-        let attached = self
-            .prep
-            .g
-            .dests()
-            .get(di)
-            .is_some_and(|d| d.switch != NO_SWITCH);
+        let attached = g.dests().get(di).is_some_and(|d| d.switch != NO_SWITCH);
         if self.broken
             || !attached
             || row.len() != ns
@@ -230,7 +233,10 @@ impl<'a> Layer0Collector<'a> {
         } else {
             &mut self.switch_counts
         };
-        self.broken = (self.prep)
+        let Some(prep) = self.prep.as_ref() else {
+            return; // prepared above
+        };
+        self.broken = prep
             .count_dest(&mut self.tree, &self.cols, di, counts, true)
             .is_err();
         if let Some((trees, scratch)) = self.trees.as_mut() {
@@ -241,7 +247,7 @@ impl<'a> Layer0Collector<'a> {
     /// The [`Layer0`], when every destination attached to a switch was fed once and each
     /// row was a valid tree; `None` otherwise (then build it from the routing).
     pub fn finish(self) -> Option<Layer0> {
-        let g = self.prep.g;
+        let g = self.g;
         let attached = g.dests().iter().filter(|d| d.switch != NO_SWITCH).count();
         if self.broken || self.fed != attached {
             return None;
