@@ -410,7 +410,7 @@ fn check_dests(
     loads: bool,
 ) -> Vec<ChunkResult> {
     let (ns, nl, nd) = (g.num_switches(), usize::from(r.num_layers), dests.len());
-    let chunks = (rayon::current_num_threads() * 8).clamp(1, nd.max(1));
+    let chunks = (rayon::current_num_threads() * 2).clamp(1, nd.max(1));
     let per = nd.div_ceil(chunks).max(1);
     (0..chunks)
         .into_par_iter()
