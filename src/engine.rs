@@ -499,7 +499,7 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
             &graph,
             &dist,
             &dfsssp_options(cfg),
-            cfg.qos && cfg.layer_budget() >= 2,
+            layers_for_deadlock_removal(cfg).0 >= 2,
         );
         sssp_efi = Some(efi);
         layer0 = l0;
@@ -512,9 +512,7 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     let mut layer_report = None;
     let mut sl_offset = 0;
     if cfg.kind == EngineKind::Dfsssp {
-        // A lane kept for multicast whatever the layers need.
-        let always = cfg.mcast_lane == McastLane::Always && cfg.qos && cfg.layer_budget() >= 2;
-        let budget = cfg.layer_budget().min(dfsssp::MAX_LAYERS) - u8::from(always);
+        let (budget, always) = layers_for_deadlock_removal(cfg);
         if !cfg.qos {
             log.push((
                 LogLevel::Info,
@@ -636,6 +634,16 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         summary,
         sl_offset,
     })
+}
+
+/// The layers deadlock removal may use under `cfg`, and whether a lane is kept for multicast
+/// whatever the layers need (then not among them).
+fn layers_for_deadlock_removal(cfg: &EngineConfig) -> (u8, bool) {
+    let always = cfg.mcast_lane == McastLane::Always && cfg.qos && cfg.layer_budget() >= 2;
+    (
+        cfg.layer_budget().min(dfsssp::MAX_LAYERS) - u8::from(always),
+        always,
+    )
 }
 
 /// The deadlock removal's options for `cfg`.

@@ -249,6 +249,8 @@ pub fn make_deadlock_free_fed(
     } else {
         None
     };
+    // Only re-routing switch LIDs reads the CA routes' CDG.
+    routes.ca_counts = None;
     report.seconds_cdg = t0.elapsed().as_secs_f64();
 
     if budget == 1 && opts.one_lane && !routes.acyclic(&prep) {
