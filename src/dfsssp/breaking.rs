@@ -84,9 +84,12 @@ pub(crate) struct Breaker<'a> {
     scanned_cuts: usize,
     /// How to cut: exact, in batches ([`Self::break_layer`]), or decided by [`Self::probe`].
     pub(crate) cutting: Cutting,
-    /// Marks found by [`Self::probe`] on layer 0 when it chose batches (in `cut_mark` too): the
-    /// first batched move of layer 0 uses them instead of searching again.
+    /// Marks found by [`Self::probe`] on the first layer when it chose batches (in `cut_mark`
+    /// too): the first batched move of that layer uses them instead of searching again.
     probed: Option<Vec<u32>>,
+    /// The first layer that may have a cycle: 0, or 1 once [`Self::lift`] put the paths that
+    /// close layer 0's cycles above it.
+    first: usize,
     /// Batched cutting: per tree position (as `trees`), the first dependency edge of its path
     /// and its parent's position ([`PassNode`]), and the edges marked for cutting (one more
     /// than there are edges: [`PassNode::edge`]'s stand-in for none, never marked).
@@ -137,11 +140,41 @@ impl<'a> Breaker<'a> {
             list_ratio: 32,
             cutting: Cutting::Exact,
             probed: None,
+            first: 0,
             pass_nodes: Vec::new(),
             cut_mark: Vec::new(),
             behind: Vec::new(),
             zeroed: Vec::new(),
         }
+    }
+
+    /// Starts every path to the destinations `dests` in layer 1, above the rest of layer 0,
+    /// which must then be acyclic: cycle breaking starts at layer 1 ([`Self::first_layer`]).
+    /// `counts`: those routes' dependency edges (weighted as in layer 0), taken out of layer 0.
+    pub fn lift(&mut self, dests: &[usize], counts: Vec<u32>) {
+        assert!(
+            self.counts.len() == 1 && counts.len() == self.counts[0].len(),
+            "lift before any cut, with one count per dependency edge"
+        );
+        for (c0, &c) in self.counts[0].iter_mut().zip(&counts) {
+            *c0 -= c;
+        }
+        self.counts.push(counts);
+        for &di in dests {
+            let row = self.trees.row_mut(di);
+            let size = usize::from(row[0].end);
+            for n in &mut row[..size] {
+                n.layer = 1;
+            }
+            self.moved_paths += size as u64;
+            self.touched[di] = true;
+        }
+        self.first = 1;
+    }
+
+    /// The first layer cycle breaking searches ([`Self::lift`]).
+    pub fn first_layer(&self) -> usize {
+        self.first
     }
 
     fn ensure_layer(&mut self, l: usize) {
@@ -183,12 +216,12 @@ impl<'a> Breaker<'a> {
             }
         }
         let (cut, marked, cuts) = match self.probed.take() {
-            Some(marked) if i == 0 => {
+            Some(marked) if i == self.first => {
                 let cuts = marked.len() as u64;
                 (std::mem::take(&mut self.cut_mark), marked, cuts)
             }
             probed => {
-                // (Marks of a probe are for layer 0 only.)
+                // (Marks of a probe are for the first layer only.)
                 for &e in probed.iter().flatten() {
                     self.cut_mark[e as usize] = false;
                 }
@@ -198,15 +231,16 @@ impl<'a> Breaker<'a> {
         self.finish_layer(i, cut, &marked, cuts)
     }
 
-    /// Decides [`Cutting::Auto`]: one search of layer 0 that marks the weakest edge of each
-    /// cycle (as batches do). Many marks for the edges in the layer mean many cuts, each of
+    /// Decides [`Cutting::Auto`]: one search of the first layer that marks the weakest edge of
+    /// each cycle (as batches do). Many marks for the edges in the layer mean many cuts, each of
     /// which the exact search pays with a scattered read per destination behind it, while a
     /// batch streams every tree once per layer whatever the cuts (random 20k CAs: 173 k marks
     /// for 309 k edges, batches 3x faster); few mean the exact search is cheap and cuts best
-    /// (fat trees: 29 k marks for 3.3 M edges). With batches the marks are kept for layer 0.
+    /// (fat trees: 29 k marks for 3.3 M edges). With batches the marks are kept for that layer.
     pub fn probe(&mut self) {
-        let (cut, marked, _) = self.search(0, true);
-        let used = self.counts[0].iter().filter(|&&c| c > 0).count();
+        let first = self.first;
+        let (cut, marked, _) = self.search(first, true);
+        let used = self.counts[first].iter().filter(|&&c| c > 0).count();
         if marked.len() * 100 >= used * BATCH_MARKS_PER_100_EDGES {
             self.cutting = Cutting::Batched;
             self.cut_mark = cut;

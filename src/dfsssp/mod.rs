@@ -12,6 +12,9 @@
 //! 2. **Offline cycle breaking** (Algorithm 2, [`breaking`]): per layer one resumable DFS; each
 //!    cycle's weakest edge (fewest paths) is cut by moving its paths to the next layer, up to the
 //!    budget (or further, [`DfssspOptions::measure_up_to`], to report what pure DFSSSP needs).
+//!    Where the CA routes are acyclic and re-routing switch LIDs ([`switch_dests`]) left some
+//!    closing cycles, those start in layer 1 and cycles are broken among them alone
+//!    ([`DfssspOptions::lift_unfitted`]); all start in layer 0 again if that overflows the budget.
 //!    On large fabrics whose layer 0 has cycles on most of its edges (random ones), the search
 //!    marks the weakest edges and one parallel pass over all trees per layer moves their paths
 //!    ([`Cutting::Batched`], chosen by a probe of layer 0); the escape is then prepared on the
@@ -67,7 +70,7 @@ use crate::routing::{RouteFault, Routing, SwitchLidTable, NO_PATH};
 use breaking::Breaker;
 use cdg::TreeIndex;
 pub use prepared::{Layer0, Layer0Collector};
-use prepared::{Prepared, WorkingRoutes};
+use prepared::{Prepared, UnfittedDests, WorkingRoutes};
 pub use report::{LayerReport, OneLaneReport};
 
 /// InfiniBand has at most 15 data virtual lanes.
@@ -101,6 +104,11 @@ pub struct DfssspOptions {
     /// Re-route switch-LID destinations among their minimal routes so they fit layer 0 with the
     /// CA routes ([`switch_dests`]); off to judge a given routing as it is.
     pub fit_switch_dests: bool,
+    /// Start the paths of the switch LIDs that re-routing left with a cycle in layer 1, above
+    /// the rest of layer 0, and break cycles among them alone (every path starts in layer 0
+    /// again when they do not fit the budget that way); off: every path starts in layer 0, as
+    /// Domke et al. write it.
+    pub lift_unfitted: bool,
     /// Leave one lane of the budget free (for multicast) when cycle breaking needs fewer layers
     /// than the budget: balancing then spreads over one layer less ([`LayerReport::spare_lane`]).
     pub spare_lane: bool,
@@ -147,6 +155,7 @@ impl Default for DfssspOptions {
             balance: true,
             reclaim: true,
             fit_switch_dests: true,
+            lift_unfitted: true,
             spare_lane: false,
             one_lane: true,
             cutting: Cutting::Auto,
@@ -429,6 +438,12 @@ struct CycleBreaking {
 /// destination-major (one destination's paths contiguous) while cycle breaking and the escape
 /// work on them. Cycle breaking takes the layer-0 counts over (they become its layer 0): no later
 /// stage reads `routes.counts0`.
+///
+/// Where re-routing switch LIDs left some with a cycle in layer 0 ([`WorkingRoutes::unfitted`]),
+/// their paths start in layer 1, above the rest of layer 0 (acyclic without them): cycles are
+/// searched among their paths alone and no CA route leaves layer 0 for them (18-ary 3-tree:
+/// 3 layers instead of 5, a tenth of the cuts). If they do not fit the budget that way, cycle
+/// breaking starts again with every path in layer 0, as without them.
 fn break_cycles(
     prep: &Prepared,
     routes: &mut WorkingRoutes,
@@ -440,6 +455,10 @@ fn break_cycles(
     let cap = opts.measure_up_to.clamp(budget.max(2), MAX_LAYERS);
     report.measured_up_to = cap;
     let gathered = routes.trees.take();
+    let unfitted = routes
+        .unfitted
+        .take()
+        .filter(|_| budget >= 2 && opts.lift_unfitted);
     if routes.acyclic(prep) {
         // Acyclic already (fat trees without switch-to-switch valleys): one layer, nothing to do.
         return CycleBreaking {
@@ -460,15 +479,72 @@ fn break_cycles(
         }
         None => TreeIndex::build(g, &routes.cols),
     };
+    let counts0 = std::mem::take(&mut routes.counts0);
+    let Some(unfitted) = unfitted else {
+        return breaking_run(
+            prep, routes, trees, counts0, None, cap, budget, opts, report,
+        );
+    };
+    let lifted = breaking_run(
+        prep,
+        routes,
+        trees,
+        counts0,
+        Some(unfitted),
+        cap,
+        budget,
+        opts,
+        report,
+    );
+    if lifted.needed.is_some_and(|n| n <= budget) {
+        return lifted;
+    }
+    // Moving paths between layers keeps every edge's total: the sum is layer 0 as it was.
+    let mut counts0 = vec![0u32; prep.ei.num_edges()];
+    for layer in &lifted.counts {
+        for (t, &c) in counts0.iter_mut().zip(layer) {
+            *t += c;
+        }
+    }
+    report.escape_prepared_ahead = false;
+    let trees = TreeIndex::build(g, &routes.cols);
+    breaking_run(
+        prep, routes, trees, counts0, None, cap, budget, opts, report,
+    )
+}
+
+/// One run of cycle breaking from `counts0` (the layer-0 CDG of every route) and the routes'
+/// `trees`, the paths to `lift`'s destinations started in layer 1 ([`Breaker::lift`]).
+#[allow(clippy::too_many_arguments)]
+fn breaking_run(
+    prep: &Prepared,
+    routes: &WorkingRoutes,
+    trees: TreeIndex,
+    counts0: Vec<u32>,
+    lift: Option<UnfittedDests>,
+    cap: u8,
+    budget: u8,
+    opts: &DfssspOptions,
+    report: &mut LayerReport,
+) -> CycleBreaking {
+    let g = prep.g;
     let mut br = Breaker::new(
         g,
         &prep.ei,
         &routes.routing.lft,
         &routes.cols,
         &prep.weight,
-        std::mem::take(&mut routes.counts0),
+        counts0,
         trees,
     );
+    if let Some(unfitted) = lift {
+        br.lift(&unfitted.dests, unfitted.counts);
+        debug_assert!(
+            prep.acyclic(&br.counts[0]),
+            "layer 0 without the unfitted routes"
+        );
+    }
+    let first = br.first_layer();
     br.cutting = match opts.cutting {
         Cutting::Auto if g.num_switches() * g.dests().len() < BATCHED_CUTTING_MIN_PATHS => {
             Cutting::Exact
@@ -487,7 +563,7 @@ fn break_cycles(
     let speculate =
         batched && opts.prepare_escape_ahead && prep.reclaim && opts.measure_up_to <= budget;
     let breaking = |br: &mut Breaker| {
-        for i in 0..usize::from(cap) - 1 {
+        for i in first..usize::from(cap) - 1 {
             if br.break_layer(i) == 0 {
                 return Some(i as u8 + 1);
             }
@@ -497,7 +573,12 @@ fn break_cycles(
     let mut escape_ahead = None;
     let mut needed = if speculate {
         // (Every path is still counted: the probe only marks.)
-        let total: Vec<u64> = br.counts[0].iter().map(|&c| u64::from(c)).collect();
+        let mut total = vec![0u64; br.counts[0].len()];
+        for layer in &br.counts {
+            for (t, &c) in total.iter_mut().zip(layer) {
+                *t += u64::from(c);
+            }
+        }
         let (needed, pre) = rayon::join(
             || breaking(&mut br),
             || {
@@ -799,6 +880,7 @@ pub fn layers_needed(g: &SwitchGraph, r: &Routing) -> Result<LayersNeeded, Strin
             balance: false,
             reclaim: false,
             fit_switch_dests: false,
+            lift_unfitted: false,
             spare_lane: false,
             one_lane: false,
             // A measure of Domke et al.'s algorithm as written.

@@ -105,6 +105,15 @@ pub(crate) struct WorkingRoutes<'r> {
     /// Every destination's tree as the routes came, where gathered with them ([`Layer0`]): the
     /// stages before cycle breaking, which takes it, re-route switch LIDs only.
     pub trees: Option<TreeIndex>,
+    /// The switch-LID destinations re-routing left with a cycle in layer 0, and their routes'
+    /// CDG (part of `counts0`): cycle breaking starts them in layer 1, above an acyclic layer 0.
+    pub unfitted: Option<UnfittedDests>,
+}
+
+/// Destinations whose routes close a cycle with the rest of layer 0, with their routes' CDG.
+pub(crate) struct UnfittedDests {
+    pub dests: Vec<usize>,
+    pub counts: Vec<u32>,
 }
 
 impl<'r> WorkingRoutes<'r> {
@@ -118,6 +127,7 @@ impl<'r> WorkingRoutes<'r> {
             counts0,
             ca_counts: None,
             trees: None,
+            unfitted: None,
         })
     }
 
@@ -130,6 +140,7 @@ impl<'r> WorkingRoutes<'r> {
             counts0: layer0.counts0,
             ca_counts: Some(layer0.ca_counts),
             trees: layer0.trees,
+            unfitted: None,
         }
     }
 

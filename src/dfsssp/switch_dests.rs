@@ -22,7 +22,7 @@ use crate::updown::{UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, DestTree};
 use super::dyntopo::{DynTopo, TopoScratch};
-use super::prepared::{Prepared, WorkingRoutes};
+use super::prepared::{Prepared, UnfittedDests, WorkingRoutes};
 use super::{fault_error, DfssspError};
 
 /// How many channels one incremental cycle check may visit before it refuses the dependency.
@@ -72,29 +72,34 @@ fn ca_route_counts(
     Ok(Some((switch_dests, ca_counts)))
 }
 
+/// `counts` with the routes to `dests` added, their trees read from `cols` and validated.
+fn add_routes(
+    prep: &Prepared,
+    cols: &[u8],
+    dests: &[usize],
+    counts: &mut [u32],
+) -> Result<(), DfssspError> {
+    let mut tree = DestTree::new(prep.g.num_switches());
+    for &di in dests {
+        prep.count_dest(&mut tree, cols, di, counts, true)?;
+    }
+    Ok(())
+}
+
 /// `ca_counts` (the layer-0 CDG of the CA routes) with the routes to the switch LIDs
-/// `switch_dests` added, their trees read from `cols` and validated: layer 0's CDG once the
-/// switch LIDs are re-routed. In two halves on two threads (one more CDG-sized array, not one
-/// per thread).
+/// `switch_dests` added: layer 0's CDG once the switch LIDs are re-routed. In two halves on two
+/// threads (one more CDG-sized array, not one per thread).
 fn with_switch_routes(
     prep: &Prepared,
     cols: &[u8],
     mut ca_counts: Vec<u32>,
     switch_dests: &[usize],
 ) -> Result<Vec<u32>, DfssspError> {
-    let ns = prep.g.num_switches();
-    let count = |dests: &[usize], counts: &mut [u32]| -> Result<(), DfssspError> {
-        let mut tree = DestTree::new(ns);
-        for &di in dests {
-            prep.count_dest(&mut tree, cols, di, counts, true)?;
-        }
-        Ok(())
-    };
     let (first, second) = switch_dests.split_at(switch_dests.len() / 2);
     let mut other = vec![0u32; ca_counts.len()];
     let (a, b) = rayon::join(
-        || count(first, &mut ca_counts),
-        || count(second, &mut other),
+        || add_routes(prep, cols, first, &mut ca_counts),
+        || add_routes(prep, cols, second, &mut other),
     );
     a?;
     b?;
@@ -106,7 +111,7 @@ fn with_switch_routes(
 
 /// Re-routes the switch-LID destinations of the layer-0 CDG (`routes.counts0`, all routes),
 /// rewriting the LFT and the destination-major `cols` where routes change and the counts to
-/// match. Returns `None`, changing nothing, when the CA routes alone already have a cycle (switch
+/// match; those left with a cycle are noted in `routes.unfitted`. Returns `None`, changing nothing, when the CA routes alone already have a cycle (switch
 /// routes are not what needs the layers then) or when there are no switch LIDs. `ca_counts`:
 /// the CA routes' CDG, where the caller has it.
 pub(crate) fn fit(
@@ -133,6 +138,7 @@ pub(crate) fn fit(
     let (mut by_dist, mut counting, mut added) = (Vec::new(), Vec::new(), Vec::new());
     let mut own_dist = Vec::new();
     let mut next = vec![NO_CHANNEL; ns];
+    let (mut fitted, mut unfitted) = (Vec::new(), Vec::new());
     for &di in &switch_dests {
         let d = g.dests()[di];
         let dist: &[u16] = match prep.given_dist() {
@@ -195,9 +201,11 @@ pub(crate) fn fit(
                 live[e] -= 1;
             }
             out.unfitted += 1;
+            unfitted.push(di);
             continue;
         }
         out.fitted += 1;
+        fitted.push(di);
         if changed {
             out.changed += 1;
             for &s in by_dist.iter().skip(1) {
@@ -207,7 +215,22 @@ pub(crate) fn fit(
             }
         }
     }
-    *counts = with_switch_routes(prep, cols, ca, &switch_dests)?;
+    // Layer 0 and the unfitted routes apart (on two threads), then together.
+    let (mut all, mut left) = (ca, vec![0u32; counts.len()]);
+    let (a, b) = rayon::join(
+        || add_routes(prep, cols, &fitted, &mut all),
+        || add_routes(prep, cols, &unfitted, &mut left),
+    );
+    a?;
+    b?;
+    for (x, y) in all.iter_mut().zip(&left) {
+        *x += y;
+    }
+    *counts = all;
+    routes.unfitted = (!unfitted.is_empty()).then_some(UnfittedDests {
+        dests: unfitted,
+        counts: left,
+    });
     Ok(Some(out))
 }
 

@@ -953,6 +953,67 @@ fn cutting_probe_then_cuts_as_chosen() {
     );
 }
 
+/// On three-level fat trees the switch LIDs whose routes cannot join layer 0 start above it:
+/// cycle breaking then needs no more layers than with every path in layer 0, and no CA path
+/// leaves layer 0 for them; where breaking the whole layer has to escape, this may fit (8-ary
+/// 3-tree, 3 lanes: no escape route); where it does not fit either, the result is exactly the
+/// whole layer's (4-ary 4-tree, 3 lanes).
+#[test]
+fn unfitted_switch_lids_start_above_layer0() {
+    let run = |g: &SwitchGraph, orig: &Routing, lift, budget, balance| {
+        let mut r = orig.clone();
+        let opts = DfssspOptions {
+            lift_unfitted: lift,
+            balance,
+            ..Default::default()
+        };
+        let rep = make_deadlock_free_with(g, &mut r, budget, &opts, None).unwrap();
+        check_deadlock_free(g, &r);
+        (r, rep)
+    };
+    for spec in ["ktree:8,3", "ktree:4,3,shuffle=3", "fattree3:8"] {
+        let g = g_of(spec);
+        let orig = sssp::route(&g);
+        let (r, rep) = run(&g, &orig, true, 8, false);
+        let (_, whole) = run(&g, &orig, false, 8, false);
+        assert!(rep.switch_dests_unfitted > 0, "{spec}: {rep:?}");
+        let (lifted, plain) = (rep.dfsssp_layers_needed, whole.dfsssp_layers_needed);
+        assert!(
+            lifted.is_some() && lifted <= plain,
+            "{spec}: {lifted:?} vs {plain:?}"
+        );
+        for d in g.dests().iter().filter(|d| d.exit_port != 0) {
+            for s in 0..g.num_switches() as u32 {
+                assert_eq!(r.layer(s, d.lid), 0, "{spec}: switch {s}, LID {}", d.lid);
+            }
+        }
+    }
+    let g = g_of("ktree:8,3");
+    let orig = sssp::route(&g);
+    let (_, rep) = run(&g, &orig, true, 3, true);
+    let (_, whole) = run(&g, &orig, false, 3, true);
+    assert!(
+        rep.escape_layer.is_none() && rep.minimal_fraction == 1.0,
+        "{rep:?}"
+    );
+    assert!(whole.escape_layer.is_some(), "{whole:?}");
+    let g = g_of("ktree:4,4");
+    let orig = sssp::route(&g);
+    let (a, ra) = run(&g, &orig, true, 3, true);
+    let (b, rb) = run(&g, &orig, false, 3, true);
+    assert!(ra.escape_layer.is_some());
+    assert_eq!(
+        (&ra.routes_per_layer, ra.cuts),
+        (&rb.routes_per_layer, rb.cuts)
+    );
+    for s in 0..g.num_switches() as u32 {
+        assert_eq!(a.lft.table(s), b.lft.table(s));
+        for d in g.dests() {
+            assert_eq!(a.layer(s, d.lid), b.layer(s, d.lid));
+        }
+    }
+}
+
 fn g_of(spec: &str) -> SwitchGraph {
     SwitchGraph::new(&crate::topo::by_name(spec).unwrap()).unwrap()
 }
