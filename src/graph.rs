@@ -470,52 +470,65 @@ pub struct SwitchDistances {
 
 impl SwitchDistances {
     pub fn new(g: &SwitchGraph) -> Self {
+        Self::compute(g, true)
+    }
+
+    /// [`Self::new`] on the calling thread alone, for work kept off the thread pool.
+    pub fn on_this_thread(g: &SwitchGraph) -> Self {
+        Self::compute(g, false)
+    }
+
+    fn compute(g: &SwitchGraph, parallel: bool) -> Self {
         let n = g.num_switches();
         let mut dist = vec![u16::MAX; n * n];
-        dist.par_chunks_mut((64 * n).max(1))
-            .enumerate()
-            .for_each(|(batch, rows)| {
-                let first = batch * 64;
-                let width = rows.len() / n;
-                // reached[u]: destinations (bits) whose distance from u is known; front[u]: those
-                // found at the last level.
-                let mut reached = vec![0u64; n];
-                let mut front = vec![0u64; n];
-                let mut next = vec![0u64; n];
-                for k in 0..width {
-                    let t = first + k;
-                    reached[t] |= 1 << k;
-                    front[t] |= 1 << k;
-                    rows[k * n + t] = 0;
+        let batch_of_64 = |(batch, rows): (usize, &mut [u16])| {
+            let first = batch * 64;
+            let width = rows.len() / n;
+            // reached[u]: destinations (bits) whose distance from u is known; front[u]: those
+            // found at the last level.
+            let mut reached = vec![0u64; n];
+            let mut front = vec![0u64; n];
+            let mut next = vec![0u64; n];
+            for k in 0..width {
+                let t = first + k;
+                reached[t] |= 1 << k;
+                front[t] |= 1 << k;
+                rows[k * n + t] = 0;
+            }
+            let mut level = 0u16;
+            loop {
+                level = level.saturating_add(1);
+                let mut any = false;
+                for u in 0..n {
+                    let mut bits = 0u64;
+                    for c in g.out_channels(u as u32) {
+                        bits |= front[g.chan_head[c as usize] as usize];
+                    }
+                    bits &= !reached[u];
+                    next[u] = bits;
+                    any |= bits != 0;
                 }
-                let mut level = 0u16;
-                loop {
-                    level = level.saturating_add(1);
-                    let mut any = false;
-                    for u in 0..n {
-                        let mut bits = 0u64;
-                        for c in g.out_channels(u as u32) {
-                            bits |= front[g.chan_head[c as usize] as usize];
-                        }
-                        bits &= !reached[u];
-                        next[u] = bits;
-                        any |= bits != 0;
-                    }
-                    if !any {
-                        break;
-                    }
-                    for u in 0..n {
-                        let mut bits = next[u];
-                        reached[u] |= bits;
-                        while bits != 0 {
-                            let k = bits.trailing_zeros() as usize;
-                            bits &= bits - 1;
-                            rows[k * n + u] = level;
-                        }
-                    }
-                    std::mem::swap(&mut front, &mut next);
+                if !any {
+                    break;
                 }
-            });
+                for u in 0..n {
+                    let mut bits = next[u];
+                    reached[u] |= bits;
+                    while bits != 0 {
+                        let k = bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        rows[k * n + u] = level;
+                    }
+                }
+                std::mem::swap(&mut front, &mut next);
+            }
+        };
+        let size = (64 * n).max(1);
+        if parallel {
+            dist.par_chunks_mut(size).enumerate().for_each(batch_of_64);
+        } else {
+            dist.chunks_mut(size).enumerate().for_each(batch_of_64);
+        }
         SwitchDistances { n, dist }
     }
 

@@ -279,6 +279,17 @@ fn failed_table_write_is_undone_and_falls_back_to_minhop() {
         .assert_connected(cas * (cas - 1));
 }
 
+/// The hop counts are written while the engine routes: a failure there (as if malloc failed
+/// halfway through the switches) resets every switch's new tables and OpenSM falls back.
+#[test]
+fn failed_lid_matrix_is_undone_and_falls_back_to_minhop() {
+    falls_back(
+        "inject-lid-matrix",
+        "lid-matrix",
+        "(injected failure, a test hook); the new tables of all",
+    );
+}
+
 #[test]
 fn injected_error_falls_back_to_minhop() {
     falls_back(

@@ -103,6 +103,21 @@ pub(crate) enum WriteError {
         injected: bool,
         switches: usize,
     },
+    #[error(
+        "no switch graph for the hop counts: {error}; the new tables of all {switches} switches \
+         were reset"
+    )]
+    Graph { error: String, switches: usize },
+    #[error(
+        "injected failure (a test hook) after {written} of {switches} switches' new_lft; the new \
+         tables of all {switches} switches were reset"
+    )]
+    Injected { written: usize, switches: usize },
+    #[error(
+        "writing the hop counts panicked: {message}; the new tables of all {switches} switches \
+         were reset"
+    )]
+    Panicked { message: String, switches: usize },
 }
 
 /// Why a multicast tree could not be computed or written (`mcast::build_stree`).

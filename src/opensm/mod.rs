@@ -19,9 +19,10 @@
 //! sssp-rs` (or `dfsssp-rs`) then selects one.
 //!
 //! Per routing run OpenSM calls, under its lock:
-//! 1. `build_lid_matrices`: reads the subnet ([`subnet`]), runs the engine ([`crate::engine`]),
-//!    checks the result fits every switch ([`tables::plan`]). All computation happens here.
-//! 2. `ucast_build_fwd_tables`: writes `new_lft` and hop counts ([`tables::write`]) and, with the
+//! 1. `build_lid_matrices`: reads the subnet ([`subnet`]), runs the engine ([`crate::engine`])
+//!    while OpenSM's LID matrix of hop counts is written beside it ([`lid_matrix`]), checks the
+//!    result fits every switch ([`tables::plan`]). All computation happens here.
+//! 2. `ucast_build_fwd_tables`: writes `new_lft` ([`tables::write`]) and, with the
 //!    routing log flag (0x40), the engine's dump files (`crate::io::path_sl`,
 //!    `crate::io::run_record`), once OpenSM reports the unicast routing done.
 //!
@@ -91,10 +92,10 @@
 //! A bad value or an unknown key is logged (`ERR DF06`, with its source and the accepted range)
 //! and the default applies: a routine config mistake never stops routing.
 //!
-//! `DFSSSP_RS_INJECT_FAILURE=panic|error|write` is a **test hook**: it makes
-//! `build_lid_matrices` panic or fail, or `ucast_build_fwd_tables` fail halfway through writing
-//! (as if OpenSM ran out of memory), to check that OpenSM falls back and no half-written table
-//! survives.
+//! `DFSSSP_RS_INJECT_FAILURE=panic|error|lid-matrix|write` is a **test hook**: it makes
+//! `build_lid_matrices` panic or fail, or fail halfway through the hop counts (as if OpenSM ran
+//! out of memory), or `ucast_build_fwd_tables` fail halfway through the switches' LFTs, to check
+//! that OpenSM falls back and no half-written table survives.
 
 // Every unsafe operation in its own block with the reason it is sound.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
@@ -103,6 +104,7 @@ mod abi;
 mod after_upload;
 mod error;
 mod ffi;
+mod lid_matrix;
 mod log;
 mod mcast;
 mod persist;
@@ -203,6 +205,8 @@ struct Pending {
     graph: SwitchGraph,
     routing: Routing,
     plan: tables::Plan,
+    /// Rows of OpenSM's LID matrix written while routing ([`lid_matrix`]).
+    hop_rows: u64,
     routing_log: bool,
     started: Instant,
     full_max_load: u64,

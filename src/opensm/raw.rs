@@ -459,6 +459,16 @@ impl SwitchTables<'_> {
     }
 }
 
+/// Lowers the calling thread to `SCHED_IDLE`: the kernel then runs it only when a core would
+/// otherwise idle, so work done there never slows the threads that compute the routing. Returns
+/// whether that took effect (else the thread runs at its normal priority).
+pub(crate) fn run_this_thread_when_idle() -> bool {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler with pid 0 changes the calling thread's policy only; `param`
+    // is a valid parameter block (priority 0, as SCHED_IDLE requires) that outlives the call.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0 }
+}
+
 /// A multicast group box (`osm_mgrp_box_t`) OpenSM hands to `mcast_build_stree`: one MLID and the
 /// groups (MGIDs) that share it, with their member ports.
 #[derive(Clone, Copy)]

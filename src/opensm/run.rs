@@ -4,9 +4,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::time::Instant;
 
+use super::error::WriteError;
+use super::lid_matrix::LidMatrixWriter;
 use super::persist::{self, PriorRouting};
 use super::raw::{self, LockedSubnet};
-use super::{ffi, log, subnet, tables};
+use super::{abi, ffi, log, subnet, tables};
 use super::{Active, AdapterError, EngineCtx, Pending, Previous, ENV_INJECT_FAILURE};
 use crate::engine;
 use crate::routing::{SwitchLidTable, NO_PATH};
@@ -30,7 +32,7 @@ impl EngineCtx {
         // SAFETY: OpenSM calls build_lid_matrices from ucast_mgr_route with its lock held for
         // the whole call; self.osm is the running OpenSM that registered this engine; this is
         // the call's only LockedSubnet.
-        let osm = unsafe { LockedSubnet::new(self.osm) };
+        let mut osm = unsafe { LockedSubnet::new(self.osm) };
         let subnet = subnet::read(api, &osm)?;
         let read_time = started.elapsed();
         let f = &subnet.fabric;
@@ -92,16 +94,49 @@ impl EngineCtx {
         if let Some(changed) = self.traffic_classes(&subnet, &mut cfg) {
             rc.force_full.get_or_insert(changed);
         }
-        let out = engine::run_from(
-            &subnet.fabric,
-            &cfg,
-            prior.as_ref().map(PriorRouting::as_prior),
-            &rc,
-        )?;
+        // OpenSM's LID matrix depends on the fabric alone: written beside the routing, on a
+        // thread that takes only what the routing leaves of the cores, then on both.
+        let fail_from = (std::env::var(ENV_INJECT_FAILURE).as_deref() == Ok("lid-matrix"))
+            .then(|| subnet.fabric.switch_count() / 2);
+        let matrix = LidMatrixWriter::new(api, &mut osm, &subnet.fabric, fail_from)?;
+        let (out, beside) = std::thread::scope(|scope| {
+            let beside = scope.spawn(|| {
+                raw::run_this_thread_when_idle();
+                matrix.work();
+            });
+            let out = engine::run_from(
+                &subnet.fabric,
+                &cfg,
+                prior.as_ref().map(PriorRouting::as_prior),
+                &rc,
+            );
+            matrix.work();
+            (out, beside.join())
+        });
+        // On any failure from here on, the hop counts written are reset.
+        let fail = |e: AdapterError| {
+            matrix.reset(api);
+            Err(e)
+        };
+        if let Err(p) = beside {
+            return fail(AdapterError::Write(WriteError::Panicked {
+                message: abi::panic_message(p.as_ref()),
+                switches: matrix.switches(),
+            }));
+        }
+        let out = match out {
+            Ok(out) => out,
+            Err(e) => return fail(e.into()),
+        };
+        let hop_rows = matrix.finish(api)?;
         for (level, line) in &out.log {
             self.log.log(*level, line);
         }
-        let plan = tables::plan(&subnet, &out.graph, &out.routing).map_err(AdapterError::Plan)?;
+        let plan = match tables::plan(&subnet, &out.graph, &out.routing) {
+            Ok(plan) => plan,
+            Err(e) => return fail(AdapterError::Plan(e)),
+        };
+        drop(matrix);
         self.log.info(&format!(
             "{name}: computed tables for {} switches, {} CA/router ports, {} LIDs, {} layer(s) in \
              {:.3} s",
@@ -117,6 +152,7 @@ impl EngineCtx {
             graph: out.graph,
             routing: out.routing,
             plan,
+            hop_rows,
             routing_log: self.log.is_active(log::ROUTING),
             started,
             full_max_load: out.full_max_load,
@@ -149,17 +185,17 @@ impl EngineCtx {
         // of the same run (the pending routing), so OpenSM's switches are prepared for it; this
         // is the call's only LockedSubnet.
         let mut osm = unsafe { LockedSubnet::new(self.osm) };
-        // Test hook: fail halfway through the hop rows, to exercise the reset.
+        // Test hook: fail halfway through the switches, to exercise the reset.
         let fail_after = (std::env::var(ENV_INJECT_FAILURE).as_deref() == Ok("write"))
-            .then(|| p.plan.hop_rows() as u64 / 2);
-        let stats = tables::write(api, &mut osm, &p.graph, &p.plan, &p.routing, fail_after)
+            .then_some(p.plan.switches.len() / 2);
+        let stats = tables::write(api, &mut osm, &p.plan, &p.routing, fail_after)
             .map_err(AdapterError::Write)?;
         self.log.info(&format!(
-            "{name}: wrote the tables of {} switches ({} routed entries, {} hop rows) in {:.3} s; \
-             {:.3} s since routing started",
+            "{name}: wrote the tables of {} switches ({} routed entries; {} hop rows written \
+             while routing) in {:.3} s; {:.3} s since routing started",
             stats.switches,
             stats.routed_entries,
-            stats.hop_rows,
+            p.hop_rows,
             t.elapsed().as_secs_f64(),
             p.started.elapsed().as_secs_f64()
         ));

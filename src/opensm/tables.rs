@@ -1,5 +1,6 @@
 //! Writing a routing back into OpenSM: every switch's `new_lft` for LIDs `1..=max_lid_ho`, and
-//! OpenSM's "LID matrix" of hop counts.
+//! OpenSM's "LID matrix" of hop counts ([`super::lid_matrix`], written while the routing is
+//! computed: it depends on the fabric alone).
 //!
 //! Hop counts: OpenSM reads `sw->hops` in two places only (SA path records walk the LFTs
 //! instead): its default multicast routing, which picks for each member the first port with the
@@ -15,9 +16,9 @@
 //! more than one call per row.
 //!
 //! Never half-written tables: [`plan`] checks the whole routing against every switch's table
-//! sizes before anything is touched; [`write`] checks again that OpenSM's switches are still the
-//! ones planned for, and if a write still fails (out of memory) it resets every switch's
-//! `new_lft` and hops.
+//! sizes before any LFT is touched (if it refuses, the hop counts written are reset); [`write`]
+//! checks again that OpenSM's switches are still the ones planned for, and if a write still
+//! fails it resets every switch's `new_lft` and hops.
 
 use rayon::prelude::*;
 
@@ -25,7 +26,7 @@ use super::error::{PlanError, SwitchFault, WriteError};
 use super::ffi;
 use super::raw::{LockedSubnet, SwitchLimits, SwitchLookupError};
 use super::subnet::Subnet;
-use crate::graph::{SwitchDistances, SwitchGraph, NO_SWITCH};
+use crate::graph::SwitchGraph;
 use crate::routing::{Routing, NO_PATH};
 
 /// One switch to write: core switch id, node GUID, and the table sizes it was planned against.
@@ -36,46 +37,10 @@ pub(crate) struct PlannedSwitch {
     pub limits: SwitchLimits,
 }
 
-/// A routing checked to fit OpenSM's switches, with the hop counts OpenSM will be given.
+/// A routing checked to fit OpenSM's switches.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
     pub switches: Vec<PlannedSwitch>,
-    /// `dist[t * n + s]`: fewest switch-to-switch hops from switch `s` to switch `t`
-    /// ([`NO_PATH`] when unreachable or beyond 254).
-    dist: Vec<u8>,
-    /// Every switch LID with its switch, sorted by LID.
-    switch_lids: Vec<(u16, u32)>,
-}
-
-impl Plan {
-    /// Hop-matrix rows that [`write`] will store.
-    pub fn hop_rows(&self) -> usize {
-        self.switches.len() * self.switch_lids.len()
-    }
-
-    /// OpenSM's LID-matrix row of switch `s` for a LID of switch `t`: per port, the fewest hops
-    /// to `t` leaving by that port ([`NO_PATH`] for ports not leading to a switch that reaches
-    /// `t`); entry 0 the least of them, 0 for `t`'s own LIDs. `row` has one entry per port,
-    /// port 0 included.
-    pub fn hop_row(&self, g: &SwitchGraph, s: u32, t: u32, row: &mut [u8]) {
-        row.fill(NO_PATH);
-        if s == t {
-            row[0] = 0;
-            return;
-        }
-        let n = g.num_switches();
-        let dist_t = &self.dist[t as usize * n..(t as usize + 1) * n];
-        let mut least = NO_PATH;
-        for c in g.out_channels(s) {
-            let d = dist_t[g.chan_head()[c as usize] as usize];
-            let port = usize::from(g.chan_port()[c as usize]);
-            if d < NO_PATH - 1 && port < row.len() {
-                row[port] = row[port].min(d + 1);
-                least = least.min(d + 1);
-            }
-        }
-        row[0] = least;
-    }
 }
 
 /// Checks that `routing` fits every switch: each has OpenSM tables big enough for all our LIDs,
@@ -147,33 +112,7 @@ pub(crate) fn plan(subnet: &Subnet, g: &SwitchGraph, routing: &Routing) -> Resul
         .collect();
     let switches = checked.into_iter().collect::<Result<Vec<_>, _>>()?;
 
-    // Switch-to-switch distances for the LID matrix (the batched all-pairs search routing
-    // uses), narrowed to OpenSM's hop counts.
-    let n = g.num_switches();
-    let all = SwitchDistances::new(g);
-    let mut dist = vec![NO_PATH; n * n];
-    dist.par_chunks_mut(n.max(1))
-        .enumerate()
-        .for_each(|(t, out)| {
-            for (o, &d) in out.iter_mut().zip(all.to(t as u32)) {
-                *o = if d < u16::from(NO_PATH) - 1 {
-                    d as u8
-                } else {
-                    NO_PATH
-                };
-            }
-        });
-    let switch_lids = g
-        .dests()
-        .iter()
-        .filter(|d| d.exit_port == 0 && d.switch != NO_SWITCH)
-        .map(|d| (d.lid, d.switch))
-        .collect();
-    Ok(Plan {
-        switches,
-        dist,
-        switch_lids,
-    })
+    Ok(Plan { switches })
 }
 
 /// OpenSM's own allocation invariants for a switch prepared for routing.
@@ -196,29 +135,28 @@ pub(crate) struct WriteStats {
     pub switches: usize,
     /// LFT entries that route somewhere (not OSM_NO_PATH).
     pub routed_entries: u64,
-    /// Hop-matrix rows written.
-    pub hop_rows: u64,
 }
 
-/// Why one switch's tables could not be written.
+/// Why one switch's table could not be written.
 #[derive(Clone, Copy, Debug)]
 enum WriteFault {
     NoLft,
-    /// No memory for the hop row of this LID.
-    NoMemory(u16),
+    /// The test hook's.
+    Injected,
 }
 
-/// Writes the planned routing into OpenSM's switches. `fail_after` (a test hook) makes the write
-/// fail as if `malloc` had failed after that many hop rows, to exercise the reset. Call it from
-/// the routing callbacks after `osm_switch_prepare_path_rebuild` ran for this routing (as
-/// `ucast_mgr_route` guarantees); the switches are checked against the plan first.
+/// Writes the planned routing's LFTs into OpenSM's switches (their hop counts were written while
+/// it was computed, [`super::lid_matrix`]). `fail_after` (a test hook) makes the write fail after
+/// that many switches, to exercise the reset. Call it from the routing callbacks after
+/// `osm_switch_prepare_path_rebuild` ran for this routing (as `ucast_mgr_route` guarantees); the
+/// switches are checked against the plan first, and on any fault every switch's new tables
+/// (LFT and hop counts) are reset.
 pub(crate) fn write(
     api: &ffi::Api,
     osm: &mut LockedSubnet<'_>,
-    g: &SwitchGraph,
     plan: &Plan,
     routing: &Routing,
-    fail_after: Option<u64>,
+    fail_after: Option<usize>,
 ) -> Result<WriteStats, WriteError> {
     // 1. Find every switch again, one handle each (distinct switches: they are written in
     //    parallel), and check it is still what was planned: read-only.
@@ -228,22 +166,24 @@ pub(crate) fn write(
             SwitchLookupError::Missing(guid) => WriteError::Vanished { guid },
             SwitchLookupError::Twice(guid) => WriteError::PlannedTwice { guid },
         })?;
-    for (p, sw) in plan.switches.iter().zip(&sws) {
+    let changed = plan.switches.iter().zip(&sws).find_map(|(p, sw)| {
         let now = sw.limits();
-        if now != p.limits || !sw.is_prepared() {
-            return Err(WriteError::Changed {
-                guid: p.guid,
-                planned: p.limits,
-                now,
-            });
+        (now != p.limits || !sw.is_prepared()).then_some(WriteError::Changed {
+            guid: p.guid,
+            planned: p.limits,
+            now,
+        })
+    });
+    if let Some(e) = changed {
+        // (The hop counts are in already.)
+        for sw in &mut sws {
+            sw.reset(api, NO_PATH);
         }
+        return Err(e);
     }
 
-    // 2. Per switch, in parallel (each handle owns its switch's tables; rows are malloc'ed as
-    //    OpenSM does, from whichever thread): the LFT, plain stores into new_lft that cannot
-    //    fail, then the LID matrix, where a row needs memory if OpenSM has none yet for that LID.
-    //    Rows are numbered switch-major, as the test hook counts them.
-    let rows_per_switch = plan.switch_lids.len() as u64;
+    // 2. Per switch, in parallel (each handle owns its switch's tables): plain stores into
+    //    new_lft, which cannot fail.
     let max_lid = usize::from(routing.lft.max_lid);
     let written: Vec<Result<u64, WriteFault>> = plan
         .switches
@@ -251,6 +191,9 @@ pub(crate) fn write(
         .zip(sws.par_iter_mut())
         .enumerate()
         .map(|(i, (p, sw))| {
+            if fail_after.is_some_and(|n| i >= n) {
+                return Err(WriteFault::Injected);
+            }
             let mut routed = 0u64;
             let table = routing.lft.table(p.switch);
             let lft = sw.new_lft().ok_or(WriteFault::NoLft)?;
@@ -258,15 +201,6 @@ pub(crate) fn write(
             for lid in 1..=usize::from(p.limits.max_lid_ho) {
                 lft[lid] = if lid <= max_lid { table[lid] } else { NO_PATH };
                 routed += u64::from(lft[lid] != NO_PATH);
-            }
-            let mut row = [NO_PATH; 256];
-            let row = &mut row[..usize::from(p.limits.num_ports)];
-            for (j, &(lid, t)) in plan.switch_lids.iter().enumerate() {
-                plan.hop_row(g, p.switch, t, row);
-                let injected =
-                    fail_after.is_some_and(|n| i as u64 * rows_per_switch + j as u64 >= n);
-                sw.set_hop_row(lid, row, injected)
-                    .map_err(|_| WriteFault::NoMemory(lid))?;
             }
             Ok(routed)
         })
@@ -281,26 +215,21 @@ pub(crate) fn write(
         for sw in &mut sws {
             sw.reset(api, NO_PATH);
         }
-        let p = &plan.switches[i];
         return Err(match fault {
             WriteFault::NoLft => WriteError::NoLft {
-                guid: p.guid,
+                guid: plan.switches[i].guid,
                 switches: sws.len(),
             },
-            WriteFault::NoMemory(lid) => WriteError::NoMemory {
-                guid: p.guid,
-                lid,
-                injected: fail_after.is_some(),
+            WriteFault::Injected => WriteError::Injected {
+                written: i,
                 switches: sws.len(),
             },
         });
     }
-    let stats = WriteStats {
+    Ok(WriteStats {
         switches: sws.len(),
         routed_entries: written.iter().map(|w| w.unwrap_or(0)).sum(),
-        hop_rows: rows_per_switch * sws.len() as u64,
-    };
-    Ok(stats)
+    })
 }
 
 #[cfg(test)]
@@ -342,95 +271,6 @@ mod tests {
         assert_eq!(p.switches.len(), 2);
         assert_eq!(p.switches[0].guid, 0x10);
         assert_eq!(p.switches[1].guid, 0x11);
-    }
-
-    #[test]
-    fn lid_matrix_rows_give_fewest_hops_per_port() {
-        // A ring of 4 switches with a CA on sw0 (fixture above only has 2): build one.
-        use crate::fabric::{FabricBuilder, NodeKind, PortRef};
-        let mut b = FabricBuilder::new();
-        let sw: Vec<u32> = (0..4)
-            .map(|i| {
-                b.add_node(NodeKind::Switch, 0x10 + i, 4, format!("sw{i}"))
-                    .unwrap()
-            })
-            .collect();
-        for i in 0..4 {
-            // port 1 -> next, port 2 <- previous
-            b.link(
-                PortRef {
-                    node: sw[i],
-                    port: 1,
-                },
-                PortRef {
-                    node: sw[(i + 1) % 4],
-                    port: 2,
-                },
-            )
-            .unwrap();
-        }
-        let ca = b.add_node(NodeKind::Ca, 0x20, 1, "ca").unwrap();
-        b.link(
-            PortRef { node: ca, port: 1 },
-            PortRef {
-                node: sw[0],
-                port: 3,
-            },
-        )
-        .unwrap();
-        for (i, &n) in sw.iter().enumerate() {
-            b.set_lid(
-                PortRef { node: n, port: 0 },
-                0x10 + i as u64,
-                1 + i as u16,
-                0,
-            )
-            .unwrap();
-        }
-        b.set_lid(PortRef { node: ca, port: 1 }, 0x21, 8, 0)
-            .unwrap();
-        let lim = SwitchLimits {
-            max_lid_ho: 8,
-            num_ports: 5,
-            lft_size: 64,
-            num_hops: 9,
-        };
-        let sn = Subnet {
-            fabric: b.build().unwrap(),
-            limits: vec![Some(lim); 4].into_iter().chain([None]).collect(),
-            osm_switches: 4,
-            min_data_vls: None,
-            qos: false,
-            lmc: 0,
-            dump_dir: None,
-            config_file: None,
-            plugin_options: None,
-            routing_options: Vec::new(),
-            skipped: SkipCounts::default(),
-        };
-        let g = SwitchGraph::new(&sn.fabric).unwrap();
-        let p = plan(&sn, &g, &crate::sssp::route(&g)).unwrap();
-        assert_eq!(
-            p.switch_lids,
-            vec![(1, 0), (2, 1), (3, 2), (4, 3)],
-            "switch LIDs only"
-        );
-        assert_eq!(p.hop_rows(), 16);
-        let mut row = [0u8; 5];
-        p.hop_row(&g, 0, 0, &mut row);
-        assert_eq!(row, [0, NO_PATH, NO_PATH, NO_PATH, NO_PATH], "own LID");
-        p.hop_row(&g, 0, 1, &mut row);
-        assert_eq!(
-            row,
-            [1, 1, 3, NO_PATH, NO_PATH],
-            "next switch: 1 hop ahead, 3 around the back"
-        );
-        p.hop_row(&g, 0, 2, &mut row);
-        assert_eq!(
-            row,
-            [2, 2, 2, NO_PATH, NO_PATH],
-            "opposite switch: 2 either way"
-        );
     }
 
     #[test]
