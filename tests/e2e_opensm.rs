@@ -48,6 +48,44 @@ fn shape(f: &Fabric) -> (NodeShapes, LinkSet) {
     (nodes, links)
 }
 
+/// OpenSM's LID matrix as the plug-in writes it beside the routing: every switch has a row per
+/// switch LID and none for CA LIDs; per port the fewest hops to that switch leaving by that port
+/// (0xff where the port leads to no switch), entry 0 the least of them and 0 for its own LID.
+fn assert_lid_matrix(
+    g: &dfsssp_rs::graph::SwitchGraph,
+    dumped: &BTreeMap<u64, BTreeMap<u16, Vec<u8>>>,
+) {
+    let dist = dfsssp_rs::graph::SwitchDistances::new(g);
+    let switch_lids: Vec<(u16, u32)> = g
+        .dests()
+        .iter()
+        .filter(|d| d.exit_port == 0)
+        .map(|d| (d.lid, d.switch))
+        .collect();
+    assert_eq!(dumped.len(), g.num_switches(), "a LID matrix per switch");
+    for s in 0..g.num_switches() as u32 {
+        let rows = &dumped[&g.switch_guid(s)];
+        let lids: Vec<u16> = rows.keys().copied().collect();
+        let expected: Vec<u16> = switch_lids.iter().map(|&(l, _)| l).collect();
+        assert_eq!(lids, expected, "switch {s}: rows for the switch LIDs only");
+        for &(lid, t) in &switch_lids {
+            let row = &rows[&lid];
+            let mut want = vec![NO_PATH; row.len()];
+            if s == t {
+                want[0] = 0;
+            } else {
+                for c in g.out_channels(s) {
+                    let p = usize::from(g.chan_port()[c as usize]);
+                    let h = dist.get(g.chan_head()[c as usize], t) as u8 + 1;
+                    want[p] = want[p].min(h);
+                }
+                want[0] = want[1..].iter().copied().min().unwrap_or(NO_PATH);
+            }
+            assert_eq!(row, &want, "switch {s}, LID {lid}");
+        }
+    }
+}
+
 /// Fails with the first differences (LID: got vs expected) when two LFTs differ.
 fn assert_same_lft(got: &BTreeMap<u16, u8>, expected: &BTreeMap<u16, u8>, what: &str) {
     if got == expected {
@@ -143,6 +181,8 @@ fn check_run(
     let routes =
         common::assert_all_routes_arrive(&g, &common::lft_from_dump(&rec.fabric, &g, &run.lfts()));
     assert_eq!(routes, g.num_switches() * g.dests().len());
+
+    assert_lid_matrix(&g, &run.lid_matrix());
 
     let out = engine::run(&rec.fabric, &rec.config().unwrap()).expect("engine reruns");
     let dumped = run.lfts();

@@ -1038,6 +1038,12 @@ impl OsmRun {
         parse_lfts_dump(&self.read("opensm-lfts.dump"))
     }
 
+    /// OpenSM's LID matrix after routing, from opensm-lid-matrix.dump: switch GUID -> LID ->
+    /// hop counts (entry 0 the least, then one per port).
+    pub fn lid_matrix(&self) -> BTreeMap<u64, BTreeMap<u16, Vec<u8>>> {
+        parse_lid_matrix_dump(&self.read("opensm-lid-matrix.dump"))
+    }
+
     /// Switch node GUID -> its LID, from opensm-lfts.dump headers.
     pub fn switch_lids(&self) -> BTreeMap<u64, u16> {
         let mut out = BTreeMap::new();
@@ -1269,6 +1275,37 @@ fn parse_lft_lines(text: &str) -> BTreeMap<u16, u8> {
             continue;
         };
         out.insert(lid, port);
+    }
+    out
+}
+
+/// opensm-lid-matrix.dump ("Switch: guid 0x..." then "0x0002: 02 ff ... # portguid 0x...")
+/// : switch GUID -> LID -> hop counts.
+pub fn parse_lid_matrix_dump(text: &str) -> BTreeMap<u64, BTreeMap<u16, Vec<u8>>> {
+    let mut out: BTreeMap<u64, BTreeMap<u16, Vec<u8>>> = BTreeMap::new();
+    let mut cur = None;
+    for l in text.lines() {
+        if let Some(g) = l.strip_prefix("Switch: guid ") {
+            let g = u64::from_str_radix(g.trim().trim_start_matches("0x"), 16)
+                .unwrap_or_else(|e| panic!("{l:?}: {e}"));
+            cur = Some(g);
+            out.entry(g).or_default();
+            continue;
+        }
+        let (Some(g), Some((lid, rest))) = (cur, l.split_once(':')) else {
+            continue;
+        };
+        let Ok(lid) = u16::from_str_radix(lid.trim().trim_start_matches("0x"), 16) else {
+            continue;
+        };
+        let hops = rest
+            .split('#')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(|h| u8::from_str_radix(h, 16).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+            .collect();
+        out.entry(g).or_default().insert(lid, hops);
     }
     out
 }
