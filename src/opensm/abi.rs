@@ -36,7 +36,7 @@ struct Plugin {
     engines: Vec<Box<EngineCtx>>,
 }
 
-pub(super) fn panic_message(p: &(dyn Any + Send)) -> String {
+fn panic_message(p: &(dyn Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = p.downcast_ref::<String>() {

@@ -113,11 +113,6 @@ pub(crate) enum WriteError {
          tables of all {switches} switches were reset"
     )]
     Injected { written: usize, switches: usize },
-    #[error(
-        "writing the hop counts panicked: {message}; the new tables of all {switches} switches \
-         were reset"
-    )]
-    Panicked { message: String, switches: usize },
 }
 
 /// Why a multicast tree could not be computed or written (`mcast::build_stree`).

@@ -214,11 +214,6 @@ impl<'a> LidMatrixWriter<'a> {
         built.as_ref()
     }
 
-    /// Switches written to.
-    pub fn switches(&self) -> usize {
-        self.handles.len()
-    }
-
     /// Rows written, or (every switch's new tables reset) why not all of them were.
     pub fn finish(&self, api: &ffi::Api) -> Result<u64, WriteError> {
         let fault = self.fault.lock().unwrap_or_else(|e| e.into_inner()).clone();

@@ -1,14 +1,14 @@
 //! The routing run: `build_lid_matrices` reads the subnet, runs the engine and plans the tables;
 //! `ucast_build_fwd_tables` writes them and makes the routing the active one.
 
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::time::Instant;
 
-use super::error::WriteError;
 use super::lid_matrix::LidMatrixWriter;
 use super::persist::{self, PriorRouting};
 use super::raw::{self, LockedSubnet};
-use super::{abi, ffi, log, subnet, tables};
+use super::{ffi, log, subnet, tables};
 use super::{Active, AdapterError, EngineCtx, Pending, Previous, ENV_INJECT_FAILURE};
 use crate::engine;
 use crate::routing::{SwitchLidTable, NO_PATH};
@@ -22,10 +22,9 @@ impl EngineCtx {
         // OpenSM's next engine replaces it, so it is not kept beyond this run.
         let active = std::mem::take(&mut *self.write()).active;
         let heavy_sweep = self.heavy_sweep.swap(false, Ordering::Relaxed);
-        match std::env::var(ENV_INJECT_FAILURE).as_deref() {
-            Ok("panic") => panic!("{ENV_INJECT_FAILURE}=panic: injected panic (test hook)"),
-            Ok("error") => return Err(AdapterError::Injected),
-            _ => {}
+        let hook = std::env::var(ENV_INJECT_FAILURE).ok();
+        if hook.as_deref() == Some("error") {
+            return Err(AdapterError::Injected);
         }
 
         let api = ffi::api().ok_or(AdapterError::NoApi)?;
@@ -96,34 +95,43 @@ impl EngineCtx {
         }
         // OpenSM's LID matrix depends on the fabric alone: written beside the routing, on a
         // thread that takes only what the routing leaves of the cores, then on both.
-        let fail_from = (std::env::var(ENV_INJECT_FAILURE).as_deref() == Ok("lid-matrix"))
-            .then(|| subnet.fabric.switch_count() / 2);
+        let fail_from =
+            (hook.as_deref() == Some("lid-matrix")).then(|| subnet.fabric.switch_count() / 2);
         let matrix = LidMatrixWriter::new(api, &mut osm, &subnet.fabric, fail_from)?;
         let (out, beside) = std::thread::scope(|scope| {
             let beside = scope.spawn(|| {
                 raw::run_this_thread_when_idle();
                 matrix.work();
             });
-            let out = engine::run_from(
-                &subnet.fabric,
-                &cfg,
-                prior.as_ref().map(PriorRouting::as_prior),
-                &rc,
-            );
-            matrix.work();
+            let out = catch_unwind(AssertUnwindSafe(|| {
+                // (While the LID matrix is being written.)
+                if hook.as_deref() == Some("panic") {
+                    panic!("{ENV_INJECT_FAILURE}=panic: injected panic (test hook)");
+                }
+                let out = engine::run_from(
+                    &subnet.fabric,
+                    &cfg,
+                    prior.as_ref().map(PriorRouting::as_prior),
+                    &rc,
+                );
+                matrix.work();
+                out
+            }));
             (out, beside.join())
         });
-        // On any failure from here on, the hop counts written are reset.
+        // On any failure from here on, the hop counts written are reset; a panic then goes on
+        // to the callback's guard, which logs it and gives OpenSM its fallback.
+        let out = match (out, beside) {
+            (Ok(out), Ok(())) => out,
+            (Err(p), _) | (_, Err(p)) => {
+                matrix.reset(api);
+                resume_unwind(p)
+            }
+        };
         let fail = |e: AdapterError| {
             matrix.reset(api);
             Err(e)
         };
-        if let Err(p) = beside {
-            return fail(AdapterError::Write(WriteError::Panicked {
-                message: abi::panic_message(p.as_ref()),
-                switches: matrix.switches(),
-            }));
-        }
         let out = match out {
             Ok(out) => out,
             Err(e) => return fail(e.into()),
