@@ -500,17 +500,23 @@ fn break_cycles(
         return lifted;
     }
     // Moving paths between layers keeps every edge's total: the sum is layer 0 as it was.
-    let mut counts0 = vec![0u32; prep.ei.num_edges()];
-    for layer in &lifted.counts {
-        for (t, &c) in counts0.iter_mut().zip(layer) {
-            *t += c;
-        }
-    }
+    let counts0 = edge_totals(&lifted.counts);
     report.escape_prepared_ahead = false;
     let trees = TreeIndex::build(g, &routes.cols);
     breaking_run(
         prep, routes, trees, counts0, None, cap, budget, opts, report,
     )
+}
+
+/// Every dependency edge's paths over all `layers`.
+fn edge_totals(layers: &[Vec<u32>]) -> Vec<u32> {
+    let mut total = layers.first().cloned().unwrap_or_default();
+    for layer in layers.iter().skip(1) {
+        for (t, &c) in total.iter_mut().zip(layer) {
+            *t += c;
+        }
+    }
+    total
 }
 
 /// One run of cycle breaking from `counts0` (the layer-0 CDG of every route) and the routes'
@@ -573,12 +579,7 @@ fn breaking_run(
     let mut escape_ahead = None;
     let mut needed = if speculate {
         // (Every path is still counted: the probe only marks.)
-        let mut total = vec![0u64; br.counts[0].len()];
-        for layer in &br.counts {
-            for (t, &c) in total.iter_mut().zip(layer) {
-                *t += u64::from(c);
-            }
-        }
+        let total: Vec<u64> = edge_totals(&br.counts).into_iter().map(u64::from).collect();
         let (needed, pre) = rayon::join(
             || breaking(&mut br),
             || {

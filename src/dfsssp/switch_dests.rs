@@ -86,34 +86,51 @@ fn add_routes(
     Ok(())
 }
 
-/// `ca_counts` (the layer-0 CDG of the CA routes) with the routes to the switch LIDs
-/// `switch_dests` added: layer 0's CDG once the switch LIDs are re-routed. In two halves on two
-/// threads (one more CDG-sized array, not one per thread).
-fn with_switch_routes(
+/// `base` with the routes to `first` added, and the routes to `second` counted on their own, on
+/// two threads (one more CDG-sized array, not one per thread).
+fn count_apart(
     prep: &Prepared,
     cols: &[u8],
-    mut ca_counts: Vec<u32>,
-    switch_dests: &[usize],
-) -> Result<Vec<u32>, DfssspError> {
-    let (first, second) = switch_dests.split_at(switch_dests.len() / 2);
-    let mut other = vec![0u32; ca_counts.len()];
+    mut base: Vec<u32>,
+    first: &[usize],
+    second: &[usize],
+) -> Result<(Vec<u32>, Vec<u32>), DfssspError> {
+    let mut other = vec![0u32; base.len()];
     let (a, b) = rayon::join(
-        || add_routes(prep, cols, first, &mut ca_counts),
+        || add_routes(prep, cols, first, &mut base),
         || add_routes(prep, cols, second, &mut other),
     );
     a?;
     b?;
-    for (x, y) in ca_counts.iter_mut().zip(other) {
+    Ok((base, other))
+}
+
+fn add_counts(to: &mut [u32], from: &[u32]) {
+    for (x, y) in to.iter_mut().zip(from) {
         *x += y;
     }
-    Ok(ca_counts)
+}
+
+/// `ca_counts` (the layer-0 CDG of the CA routes) with the routes to the switch LIDs
+/// `switch_dests` added: layer 0's CDG once the switch LIDs are re-routed (in two halves).
+fn with_switch_routes(
+    prep: &Prepared,
+    cols: &[u8],
+    ca_counts: Vec<u32>,
+    switch_dests: &[usize],
+) -> Result<Vec<u32>, DfssspError> {
+    let (first, second) = switch_dests.split_at(switch_dests.len() / 2);
+    let (mut all, other) = count_apart(prep, cols, ca_counts, first, second)?;
+    add_counts(&mut all, &other);
+    Ok(all)
 }
 
 /// Re-routes the switch-LID destinations of the layer-0 CDG (`routes.counts0`, all routes),
 /// rewriting the LFT and the destination-major `cols` where routes change and the counts to
-/// match; those left with a cycle are noted in `routes.unfitted`. Returns `None`, changing nothing, when the CA routes alone already have a cycle (switch
-/// routes are not what needs the layers then) or when there are no switch LIDs. `ca_counts`:
-/// the CA routes' CDG, where the caller has it.
+/// match; those left with a cycle are noted in `routes.unfitted`. Returns `None`, changing
+/// nothing, when the CA routes alone already have a cycle (switch routes are not what needs the
+/// layers then) or when there are no switch LIDs. `ca_counts`: the CA routes' CDG, where the
+/// caller has it.
 pub(crate) fn fit(
     prep: &Prepared,
     routes: &mut WorkingRoutes,
@@ -215,17 +232,9 @@ pub(crate) fn fit(
             }
         }
     }
-    // Layer 0 and the unfitted routes apart (on two threads), then together.
-    let (mut all, mut left) = (ca, vec![0u32; counts.len()]);
-    let (a, b) = rayon::join(
-        || add_routes(prep, cols, &fitted, &mut all),
-        || add_routes(prep, cols, &unfitted, &mut left),
-    );
-    a?;
-    b?;
-    for (x, y) in all.iter_mut().zip(&left) {
-        *x += y;
-    }
+    // Layer 0 and the unfitted routes apart, then together.
+    let (mut all, left) = count_apart(prep, cols, ca, &fitted, &unfitted)?;
+    add_counts(&mut all, &left);
     *counts = all;
     routes.unfitted = (!unfitted.is_empty()).then_some(UnfittedDests {
         dests: unfitted,
