@@ -354,28 +354,43 @@ fn one_lane(
 ) -> Result<(), DfssspError> {
     let g = prep.g;
     let t2 = Instant::now();
-    let ud = onelane::orientation(g, &prep.ei, prep.dist(), &routes.counts0);
+    let oriented = onelane::orientation(g, &prep.ei, prep.dist(), &routes.counts0, &routes.cols);
+    let ud = &oriented.ud;
     // Tree-like (most destinations' routes legal under it): cycle checks skip far turns.
-    let legal = onelane::legal_input_dests(g, &ud, &routes.cols);
+    let legal = onelane::legal_input_dests(g, ud, &routes.cols);
     let dests = g.dests().iter().filter(|d| d.switch != NO_SWITCH).count() as u64;
-    let tree_like = 2 * legal >= dests;
-    let max_span = if tree_like {
-        onelane::TREE_LIKE_SPAN
-    } else {
-        usize::MAX
+    let tree_like = 2 * legal >= dests || oriented.data_legal;
+    let bounds = onelane::SearchBounds {
+        max_span: match tree_like {
+            true => onelane::TREE_LIKE_SPAN,
+            false => usize::MAX,
+        },
+        limit: match oriented.data_legal {
+            true => onelane::SWITCH_LID_SEARCH_LIMIT,
+            false => onelane::SEARCH_LIMIT,
+        },
+        keep_fitting: oriented.data_legal,
     };
     // Seeds win on most fabrics, but not on every one (a 6x6 mesh): route both ways and keep the
     // higher estimated Λ, so one lane never does worse than without seeds (up to the estimate).
-    // Independent: routed in parallel, each on its own copy of the input routes.
+    // Independent: routed in parallel, each on its own copy of the input routes. Where every
+    // data route is legal it fits without seeds, which would only pin turns of the rest.
     let spec = BisectionSpec::new(ONE_LANE_PICK_PATTERNS, ONE_LANE_PICK_SEED);
-    let seedings = [onelane::Seeding::Sifted, onelane::Seeding::Unseeded];
+    let seedings: &[onelane::Seeding] = match oriented.data_legal {
+        true => &[onelane::Seeding::Unseeded],
+        false => &[onelane::Seeding::Sifted, onelane::Seeding::Unseeded],
+    };
     let (input, input_weight) = (&routes.cols[..], &routes.counts0[..]);
     let cands: Vec<_> = seedings
         .par_iter()
         .map(|&seeding| {
             let mut cand = routes.routing.clone();
-            let out = onelane::run(prep, &ud, input, input_weight, seeding, max_span, &mut cand)?;
-            let est = effective_bisection_bandwidth(g, &cand.lft, &spec).map_or(0.0, |b| b.lambda);
+            let out = onelane::run(prep, ud, input, input_weight, seeding, bounds, &mut cand)?;
+            // Nothing to choose between where there is one candidate.
+            let est = match seedings.len() {
+                1 => f64::NAN,
+                _ => effective_bisection_bandwidth(g, &cand.lft, &spec).map_or(0.0, |b| b.lambda),
+            };
             Ok((est, out, seeding, cand))
         })
         .collect::<Result<_, DfssspError>>()?;
@@ -384,7 +399,7 @@ fn one_lane(
     let best = cands
         .into_iter()
         .reduce(|a, b| if b.0 > a.0 { b } else { a })
-        .expect("two candidates");
+        .expect("a candidate");
     let routing = routes.routing;
     *routing = best.3;
     let (out, seeding) = (best.1, best.2);

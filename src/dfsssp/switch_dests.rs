@@ -18,7 +18,7 @@
 use crate::balance::{write_dest, Balancer};
 use crate::graph::order_by_distance;
 use crate::graph::{Dest, NO_CHANNEL, NO_SWITCH};
-use crate::updown::{UpDown, UpDownRouter};
+use crate::updown::{best_roots, UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, DestTree};
 use super::dyntopo::{DynTopo, TopoScratch};
@@ -294,9 +294,16 @@ pub(crate) fn fit_updown(
     };
     let mut tree = DestTree::new(ns);
     let illegal_weight = |ud: &UpDown| ei.down_up_weight(g, ud, |e| u64::from(ca_counts[e]));
-    let ud = UpDown::fitted(g, dist, illegal_weight);
+    let mut ud = UpDown::fitted(g, dist, illegal_weight);
     if illegal_weight(&ud) > 0 {
-        return Ok(None);
+        // A fat tree with failed cables: no BFS order from one root keeps every CA route
+        // legal, an order fitted to the routes' turns may.
+        let turn = |c1, c2| ca_counts[ei.edge(g, c1, c2) as usize] > 0;
+        let fitted = |roots: &[u32]| UpDown::with_roots_fitted(g, roots, &turn);
+        ud = best_roots(g, dist, fitted, illegal_weight);
+        if illegal_weight(&ud) > 0 {
+            return Ok(None);
+        }
     }
     let mut out = SwitchDestUpDown {
         roots: ud.roots.clone(),

@@ -18,11 +18,13 @@
 //! Bad parameters give a [`TopoError`], never a panic. [`by_name`] parses a short spec such as
 //! `torus:6x6x6,4` (grammar in its documentation).
 
+mod faults;
 mod gen;
 mod real;
 mod spec;
 mod wiring;
 
+pub use faults::{fail, Faults};
 pub use gen::*;
 pub use real::*;
 pub use spec::{by_name, SPEC_GRAMMAR};

@@ -43,16 +43,34 @@ OPTION for every NAME: lmc=L (LMC of the CA ports, default 0)
                        shuffle=S (chassis wiring: every switch's ports renumbered (but for an
                        aggregation node's) and nodes given GUIDs and LIDs in a random order,
                        seeded by S; same graph)
+                       cut=P (P% of the switch-to-switch cables missing, the switches kept
+                       connected) spinedown=N (N switches without CAs missing, drawn from those
+                       farthest from every CA: spines), both drawn from faultseed=S (default 1)
 examples: ktree:18,3  xgft:2;18,36;1,18  fattree2:36,2:1  torus:6x6x6,4  mesh:4x4,2,par=2
           hypercube:5,2  kautz:2,3,4  dragonfly:4,2,2,9  random:128,32,16,300,seed=1,lmc=2
           fattree2:36,2:1,bundle=2,uneven=14  ktree:8,3,aggr  xgft:2;4,4;1,4,bundle=3
-          director:16,9,2,16-18,shuffle=1  edgedirector:2,4,2,8,4,12  rail:4,8,4,16";
+          director:16,9,2,16-18,shuffle=1  edgedirector:2,4,2,8,4,12  rail:4,8,4,16
+          ktree:18,3,cut=5  ktree:18,3,spinedown=1  random:1250,36,16,10000,cut=1,faultseed=2";
 
 /// Options written without a value.
 const FLAGS: &[&str] = &["parallel", "aggr"];
 
 /// Options that take a value (a bare one is an error, not an argument).
-const VALUED: &[&str] = &["lmc", "shuffle", "seed", "radix", "par", "bundle", "uneven"];
+const VALUED: &[&str] = &[
+    "lmc",
+    "shuffle",
+    "seed",
+    "radix",
+    "par",
+    "bundle",
+    "uneven",
+    "cut",
+    "spinedown",
+    "faultseed",
+];
+
+/// Options every family takes.
+const EVERY: &[&str] = &["lmc", "shuffle", "cut", "spinedown", "faultseed"];
 
 /// Options of the tree families.
 const TREE_OPTIONS: &[&str] = &["bundle", "uneven", "seed", "aggr"];
@@ -146,7 +164,7 @@ impl<'a> Parsed<'a> {
 
     fn allow(&self, keys: &[&str]) -> Result<(), TopoError> {
         for (k, v) in &self.options {
-            if *k != "lmc" && *k != "shuffle" && !keys.contains(k) {
+            if !EVERY.contains(k) && !keys.contains(k) {
                 return Err(self.err(format!("unknown option \"{k}\"")));
             }
             if v.is_some() && FLAGS.contains(k) {
@@ -193,6 +211,11 @@ fn build(spec: &str) -> Result<Fabric, TopoError> {
     }
     let lmc: u8 = p.option("lmc", 0)?;
     let shuffle: Option<u64> = p.maybe("shuffle")?;
+    let faults = Faults {
+        cut_percent: p.option("cut", 0.0)?,
+        switches_down: p.option("spinedown", 0)?,
+        seed: p.option("faultseed", 1)?,
+    };
     let fabric = match name {
         "ktree" => {
             p.allow(TREE_OPTIONS)?;
@@ -374,6 +397,11 @@ fn build(spec: &str) -> Result<Fabric, TopoError> {
         }
         _ => Err(err(&format!("unknown topology \"{name}\"; known: ktree xgft fattree2 fattree3 director edgedirector rail torus mesh hypercube kautz dragonfly random irregular"))),
     }?;
+    // Faults first, so that which cables fail does not depend on the wiring's seed.
+    let fabric = match faults == Faults::default() {
+        true => fabric,
+        false => super::faults::fail(&fabric, &faults)?,
+    };
     match shuffle {
         Some(seed) => super::rewire(&fabric, seed),
         None => Ok(fabric),

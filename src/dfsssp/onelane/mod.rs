@@ -50,9 +50,10 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::balance::{routing_order, write_dest, Balancer};
+use crate::bits;
 use crate::graph::{order_by_distance, Dest, SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{Routing, NO_PATH};
-use crate::updown::{UpDown, UpDownRouter};
+use crate::updown::{best_roots, UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, EdgeIndex};
 use super::dyntopo::{DynTopo, TopoScratch};
@@ -69,12 +70,12 @@ use seeds::seed_input_turns;
 /// safe: the search takes another channel, or the switch follows the tree). 65536 changed nothing
 /// on the 6x6x6 torus and the random 128-switch fabric; 64 lowers their Λ a little (0.3095 to
 /// 0.3092, 0.1197 to 0.1196; before the layer was seeded, the torus's to 0.295).
-const SEARCH_LIMIT: usize = 4096;
+pub(crate) const SEARCH_LIMIT: usize = 4096;
 
 /// The same for switch LIDs, whose routes carry no CA-to-CA traffic: on the 18-ary 3-tree only
 /// they need searching (every CA LID keeps its SSSP routes), and checks bounded by 4096 channels
 /// took a minute there, by 64 a few seconds.
-const SWITCH_LID_SEARCH_LIMIT: usize = 64;
+pub(crate) const SWITCH_LID_SEARCH_LIMIT: usize = 64;
 
 /// Rip-up-and-reroute passes after the first: each destination is taken out (its loads and
 /// dependencies) and searched again against all the others. One pass raises Λ on the 6x6x6 torus
@@ -144,10 +145,10 @@ impl Tree {
             if l == 0 {
                 continue;
             }
-            // The lowest-numbered channel to the level above: deterministic.
+            // The lowest-numbered up channel to the level above: deterministic.
             up[s as usize] = g
                 .out_channels(s)
-                .find(|&c| ud.level[g.chan_head()[c as usize] as usize] + 1 == l)
+                .find(|&c| ud.is_up(g, c) && ud.level[g.chan_head()[c as usize] as usize] + 1 == l)
                 .unwrap_or(NO_CHANNEL);
         }
         Tree { up }
@@ -184,16 +185,133 @@ impl Tree {
 /// The orientation of the spanning tree: the Up*/Down* root under which the SSSP routes'
 /// dependencies (`counts`, layer 0 of the input) weigh least on illegal turns, as the escape
 /// chooses it. On fat trees a leaf switch, under which every CA LID's minimal routes are legal:
-/// they then fit the layer with the tree's routes and stay.
+/// they then fit the layer with the tree's routes and stay. Where no such root leaves every
+/// route from a switch with CAs legal (a fat tree with failed cables), an order fitted to those
+/// routes' turns ([`UpDown::with_roots_fitted`]) is taken when it does.
 pub(crate) fn orientation(
     g: &SwitchGraph,
     ei: &EdgeIndex,
     dist: &SwitchDistances,
     counts: &[u32],
-) -> UpDown {
-    UpDown::fitted(g, dist, |ud| {
+    input: &[u8],
+) -> Orientation {
+    let ud = UpDown::fitted(g, dist, |ud| {
         ei.down_up_weight(g, ud, |e| u64::from(counts[e]))
-    })
+    });
+    let data = data_turns(g, ei, input);
+    let data_weight = |ud: &UpDown| {
+        ei.down_up_weight(g, ud, |e| {
+            u64::from(counts[e]) * u64::from(bits::bit(&data, e))
+        })
+    };
+    if data_weight(&ud) == 0 {
+        return Orientation {
+            ud,
+            data_legal: true,
+        };
+    }
+    let turn = |c1, c2| bits::bit(&data, ei.edge(g, c1, c2) as usize);
+    let fitted = best_roots(
+        g,
+        dist,
+        |roots| UpDown::with_roots_fitted(g, roots, &turn),
+        data_weight,
+    );
+    match data_weight(&fitted) == 0 {
+        true => Orientation {
+            ud: fitted,
+            data_legal: true,
+        },
+        false => Orientation {
+            ud,
+            data_legal: false,
+        },
+    }
+}
+
+/// The spanning tree's orientation, and whether every input route from a switch with CAs to a
+/// CA LID is legal under it.
+pub(crate) struct Orientation {
+    pub ud: UpDown,
+    /// Every data route legal (fat trees, with failed cables too): the input routes of every
+    /// switch that carries data fit the layer without a search, and only routes that carry none
+    /// (from switches above the leaves, whose minimal routes turn down, then up) need another
+    /// way. Their searches take the cheap bound of switch LIDs: on the 18-ary 3-tree with 1% of
+    /// its cables missing, bounded by 4096 channels each they took 111 s.
+    pub data_legal: bool,
+}
+
+/// How far the searches of one-lane routing may go.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SearchBounds {
+    /// A dependency whose channels lie more than this many positions apart in the layer's order
+    /// is refused without a cycle check ([`TREE_LIKE_SPAN`] on tree-like fabrics, else
+    /// unbounded).
+    pub max_span: usize,
+    /// Channels a cycle check of a CA LID's route may visit ([`SEARCH_LIMIT`], or
+    /// [`SWITCH_LID_SEARCH_LIMIT`] where every data route is legal).
+    pub limit: usize,
+    /// Whether a CA LID whose input routes do not all fit keeps those of the switches whose
+    /// whole paths fit, the search routing only the others (where every data route is legal:
+    /// elsewhere searching everything balances better, random 128-switch fabric Λ 0.1197
+    /// against 0.1185).
+    pub keep_fitting: bool,
+}
+
+/// The dependency edges (a bitmap) that routes from switches with CAs to CA LIDs take: the turns of data
+/// traffic in `input` (destination-major ports). On a fat tree they climb, then descend,
+/// whatever cables fail; routes from switches above the leaves may have to turn down, then up.
+/// `O(sum of path lengths from those switches)`, in parallel over destinations.
+fn data_turns(g: &SwitchGraph, ei: &EdgeIndex, input: &[u8]) -> Vec<u64> {
+    use rayon::prelude::*;
+    let ns = g.num_switches();
+    let words = bits::words(ei.num_edges());
+    if ns == 0 {
+        return vec![0; words];
+    }
+    let sources: Vec<u32> = (0..ns as u32)
+        .filter(|&s| g.terminal_count()[s as usize] > 0)
+        .collect();
+    input
+        .par_chunks(ns)
+        .zip(g.dests().par_iter())
+        .fold(
+            || vec![0u64; words],
+            |mut marks, (row, d)| {
+                // Data goes to CA LIDs only.
+                if d.switch == NO_SWITCH || d.exit_port == 0 {
+                    return marks;
+                }
+                for &s in &sources {
+                    let mut c = g.channel_at(s, row[s as usize]);
+                    // At most one hop per switch: a broken table cannot loop here.
+                    for _ in 0..ns {
+                        let Some(c1) = c.filter(|_| s != d.switch) else {
+                            break;
+                        };
+                        let h = g.chan_head()[c1 as usize];
+                        if h == d.switch {
+                            break;
+                        }
+                        let Some(c2) = g.channel_at(h, row[h as usize]) else {
+                            break;
+                        };
+                        bits::set(&mut marks, ei.edge(g, c1, c2) as usize);
+                        c = Some(c2);
+                    }
+                }
+                marks
+            },
+        )
+        .reduce(
+            || vec![0u64; words],
+            |mut a, b| {
+                for (x, y) in a.iter_mut().zip(&b) {
+                    *x |= y;
+                }
+                a
+            },
+        )
 }
 
 /// How many destinations (with a switch) have input routes (`input`, destination-major ports,
@@ -226,16 +344,14 @@ pub(crate) fn legal_input_dests(g: &SwitchGraph, ud: &UpDown, input: &[u8]) -> u
 /// Routes every destination of `routing`'s fabric deadlock-free within one layer (module
 /// documentation); rewrites the LFT and hop tables. `ud` gives the spanning tree's roots;
 /// `input_weight` is the weight of every dependency edge of the input routes (`input`).
-/// `max_span`: a dependency whose channels lie more than this many positions apart in the
-/// layer's order is refused without a cycle check ([`TREE_LIKE_SPAN`] on tree-like fabrics,
-/// else unbounded).
+/// `bounds`: how far its searches may go.
 pub(crate) fn run(
     prep: &Prepared,
     ud: &UpDown,
     input: &[u8],
     input_weight: &[u32],
     seeding: Seeding,
-    max_span: usize,
+    bounds: SearchBounds,
     routing: &mut Routing,
 ) -> Result<OneLaneOutcome, DfssspError> {
     let (g, ei, dist) = (prep.g, &prep.ei, prep.dist());
@@ -250,7 +366,7 @@ pub(crate) fn run(
             .ok_or_else(|| DfssspError::Internal("spanning tree routes have a cycle".into()))?;
         topo = DynTopo::from_order(&order);
     }
-    let mut topo = topo.with_max_span(max_span);
+    let mut topo = topo.with_max_span(bounds.max_span);
     let seeds = seed_input_turns(g, ei, input_weight, seeding, &mut counts, &mut topo)?;
     let mut r = Router::new(g, ei, tree, counts, topo);
     let ns = g.num_switches();
@@ -292,7 +408,7 @@ pub(crate) fn run(
             let limit = if d.exit_port == 0 {
                 SWITCH_LID_SEARCH_LIMIT
             } else {
-                SEARCH_LIMIT
+                bounds.limit
             };
             // Switch LIDs whose SSSP routes do not fit try a balanced Up*/Down* tree next: on fat
             // trees, whose CA LIDs keep their legal SSSP routes, it always fits, without a search.
@@ -301,7 +417,7 @@ pub(crate) fn run(
             } else {
                 None
             };
-            out.restarts += r.search(&d, input, to, alt, limit);
+            out.restarts += r.search(&d, input, to, alt, limit, bounds.keep_fitting);
             if pass == last {
                 out.kept_dests += u64::from(r.kept);
                 for &s in &r.members {
@@ -389,6 +505,10 @@ struct Router<'a> {
     sort_counts: Vec<u32>,
     /// Whether the destination at hand kept its input routes.
     kept: bool,
+    /// Per switch, its input channel when the search keeps it (the input routes from it to the
+    /// destination all fit the layer), else [`NO_CHANNEL`]; and the dependencies those add.
+    kept_next: Vec<u32>,
+    kept_added: Vec<u32>,
 }
 
 impl<'a> Router<'a> {
@@ -427,6 +547,8 @@ impl<'a> Router<'a> {
             hops: vec![u16::MAX; ns],
             sort_counts: Vec::new(),
             kept: false,
+            kept_next: vec![NO_CHANNEL; ns],
+            kept_added: Vec::new(),
         }
     }
 
@@ -491,6 +613,7 @@ impl<'a> Router<'a> {
         to: &[u16],
         alt: Option<&[u32]>,
         limit: usize,
+        keep_fitting: bool,
     ) -> u64 {
         let g = self.g;
         let root = d.switch;
@@ -505,9 +628,16 @@ impl<'a> Router<'a> {
         self.kept = self.try_input(root, input, to, limit);
         let fitted = self.kept || alt.is_some_and(|next| self.try_tree(root, next, limit));
         if !fitted {
+            // The switches whose input routes fit keep them; the search routes the others.
+            if keep_fitting && d.exit_port != 0 {
+                self.keep_input_part(root, input, to, limit);
+            }
             while !self.search_once(root, limit) {
                 restarts += 1;
+                // `A` grew: search everything but `A` again.
+                self.drop_kept_part();
             }
+            self.drop_kept_next();
         }
         // The tree turns of `A`'s routes are pinned already; count them too, so that taking the
         // destination out again (the next pass) leaves the pins.
@@ -558,6 +688,61 @@ impl<'a> Router<'a> {
             }
         }
         self.fit_tree(limit)
+    }
+
+    /// Keeps the input routes of every switch whose whole input path fits the layer (switches
+    /// in order of distance, each after its next hop): their channels go to `kept_next`, their
+    /// dependencies into the layer (`kept_added`). The search then starts from them, as from `A`.
+    fn keep_input_part(&mut self, root: u32, input: &[u8], to: &[u16], limit: usize) {
+        let (g, ei) = (self.g, self.ei);
+        self.hops.fill(u16::MAX);
+        for &s in &self.members {
+            self.hops[s as usize] = to[s as usize];
+        }
+        order_by_distance(&self.hops, &mut self.settled, &mut self.sort_counts);
+        self.kept_added.clear();
+        for i in 1..self.settled.len() {
+            let s = self.settled[i];
+            let Some(c) = g.channel_at(s, input[s as usize]) else {
+                continue;
+            };
+            let h = g.chan_head()[c as usize];
+            if to[h as usize].wrapping_add(1) != to[s as usize] {
+                continue;
+            }
+            if h != root {
+                let cu = self.kept_next[h as usize];
+                if cu == NO_CHANNEL {
+                    continue;
+                }
+                let e = ei.edge(g, c, cu) as usize;
+                if self.counts[e] == 0
+                    && !self
+                        .topo
+                        .try_insert(g, ei, &self.counts, &mut self.sc, c, cu, limit)
+                {
+                    continue;
+                }
+                self.counts[e] += 1;
+                self.kept_added.push(e as u32);
+            }
+            self.kept_next[s as usize] = c;
+        }
+    }
+
+    /// Takes the kept input routes out again (their dependencies and `kept_next`).
+    fn drop_kept_part(&mut self) {
+        for &e in &self.kept_added {
+            self.counts[e as usize] -= 1;
+        }
+        self.kept_added.clear();
+        self.drop_kept_next();
+    }
+
+    fn drop_kept_next(&mut self) {
+        for &s in &self.members {
+            self.kept_next[s as usize] = NO_CHANNEL;
+        }
     }
 
     /// Takes the tree `next` (every member switch but the root routed, [`NO_CHANNEL`] elsewhere)
@@ -677,10 +862,30 @@ impl<'a> Router<'a> {
                 self.next[v as usize] = c;
             }
         }
-        // `A` in order of tree depth, so each after its tree next hop.
+        // Switches that keep their input routes, with their costs along them (their paths lead
+        // through kept switches only).
+        for &s in &self.members {
+            if self.kept_next[s as usize] == NO_CHANNEL || self.cost[s as usize] != u64::MAX {
+                continue;
+            }
+            self.stack.clear();
+            let mut v = s;
+            while self.cost[v as usize] == u64::MAX {
+                self.stack.push(v);
+                v = g.chan_head()[self.kept_next[v as usize] as usize];
+            }
+            while let Some(v) = self.stack.pop() {
+                let c = self.kept_next[v as usize];
+                let h = g.chan_head()[c as usize] as usize;
+                self.cost[v as usize] = self.cost[h] + self.load[c as usize];
+                self.depth[v as usize] = self.depth[h] + 1;
+                self.next[v as usize] = c;
+            }
+        }
+        // `A` and the kept switches in order of depth, so each after its next hop.
         self.hops.fill(u16::MAX);
         for &s in &self.members {
-            if self.in_a[s as usize] {
+            if self.cost[s as usize] != u64::MAX {
                 self.hops[s as usize] = self.depth[s as usize];
             }
         }
@@ -706,7 +911,7 @@ impl<'a> Router<'a> {
             let s = self.settled[i];
             for &c in g.in_channels(s) {
                 let w = g.chan_tail()[c as usize];
-                if !self.in_a[w as usize] {
+                if self.cost[w as usize] == u64::MAX {
                     self.offer(w, c, self.cost[s as usize] + self.load[c as usize]);
                 }
             }

@@ -43,6 +43,8 @@ use crate::graph::{order_by_distance, SwitchDistances};
 use crate::graph::{Dest, SwitchGraph, NO_SWITCH};
 use crate::routing::{Lft, Routing, SwitchLidTable};
 
+mod fitted;
+
 /// The Up*/Down* orientation of the switch graph.
 #[derive(Clone, Debug)]
 pub struct UpDown {
@@ -153,33 +155,82 @@ impl UpDown {
         dist: &SwitchDistances,
         illegal_weight: impl Fn(&UpDown) -> u64,
     ) -> Self {
-        let ns = g.num_switches();
-        let ecc = eccentricities(g, dist);
-        let comp = g.components();
-        let mut roots = central_roots(g, dist);
-        for (k, root) in roots.clone().into_iter().enumerate() {
-            let mut classes: Vec<(u16, u32, u32, u32)> = (0..ns as u32)
-                .filter(|&s| comp[s as usize] as usize == k)
-                .map(|s| {
-                    let deg = g.out_channels(s).len() as u32;
-                    (ecc[s as usize], g.terminal_count()[s as usize], deg, s)
-                })
-                .collect();
-            classes.sort_unstable();
-            classes.dedup_by_key(|c| (c.0, c.1, c.2));
-            let mut best = (u64::MAX, root);
-            for &(_, _, _, cand) in classes.iter().take(ROOT_CANDIDATES) {
-                roots[k] = cand;
-                let w = illegal_weight(&UpDown::with_roots(g, &roots));
-                if w < best.0 {
-                    best = (w, cand);
-                }
-            }
-            roots[k] = best.1;
-        }
-        UpDown::with_roots(g, &roots)
+        best_roots(
+            g,
+            dist,
+            |roots| UpDown::with_roots(g, roots),
+            illegal_weight,
+        )
     }
 
+    /// Orientation from explicit ranks: `by_rank` lists every switch, each root first in its
+    /// component and every other switch after at least one of its neighbours. `level` becomes
+    /// the depth in the tree of each switch's lowest-level earlier neighbour, so every switch
+    /// but a root has an up channel to a switch one level closer to the root.
+    pub(crate) fn from_ranking(g: &SwitchGraph, roots: Vec<u32>, by_rank: Vec<u32>) -> Self {
+        let ns = g.num_switches();
+        let mut rank = vec![0u32; ns];
+        for (i, &s) in by_rank.iter().enumerate() {
+            rank[s as usize] = i as u32;
+        }
+        let mut level = vec![0u32; ns];
+        for &s in &by_rank {
+            level[s as usize] = g
+                .out_channels(s)
+                .map(|c| g.chan_head()[c as usize])
+                .filter(|&h| rank[h as usize] < rank[s as usize])
+                .map(|h| level[h as usize] + 1)
+                .min()
+                .unwrap_or(0);
+        }
+        UpDown {
+            roots,
+            level,
+            rank,
+            by_rank,
+        }
+    }
+}
+
+/// Per component, the candidate root under which `build` gives the orientation of least
+/// `illegal_weight` (see [`UpDown::fitted`]); stops at a weight of 0.
+pub(crate) fn best_roots(
+    g: &SwitchGraph,
+    dist: &SwitchDistances,
+    build: impl Fn(&[u32]) -> UpDown,
+    illegal_weight: impl Fn(&UpDown) -> u64,
+) -> UpDown {
+    let ns = g.num_switches();
+    let ecc = eccentricities(g, dist);
+    let comp = g.components();
+    let mut roots = central_roots(g, dist);
+    for (k, root) in roots.clone().into_iter().enumerate() {
+        let mut classes: Vec<(u16, u32, u32, u32)> = (0..ns as u32)
+            .filter(|&s| comp[s as usize] as usize == k)
+            .map(|s| {
+                let deg = g.out_channels(s).len() as u32;
+                (ecc[s as usize], g.terminal_count()[s as usize], deg, s)
+            })
+            .collect();
+        classes.sort_unstable();
+        classes.dedup_by_key(|c| (c.0, c.1, c.2));
+        let mut best = (u64::MAX, root);
+        for &(_, _, _, cand) in classes.iter().take(ROOT_CANDIDATES) {
+            roots[k] = cand;
+            let w = illegal_weight(&build(&roots));
+            if w < best.0 {
+                best = (w, cand);
+            }
+            if w == 0 {
+                break;
+            }
+        }
+        roots[k] = best.1;
+    }
+    build(&roots)
+}
+
+impl UpDown {
     /// The channels in an order in which every legal turn goes forward (up channels by
     /// decreasing rank of their tail, then down channels by increasing rank): a topological
     /// order of the dependency graph of any set of Up*/Down* routes.
