@@ -440,6 +440,10 @@ pub struct EngineStats {
 /// Routes the fabric with the configured engine and verifies the result before returning it:
 /// every route complete and, for dfsssp-rs, every layer's channel dependency graph acyclic,
 /// checked by [`verify`] (a code path separate from the router).
+/// The least time the candidate routings get, however fast the base routing was: fabrics routed
+/// in milliseconds keep every candidate, so their routes do not depend on the machine's speed.
+const CANDIDATE_BUDGET_FLOOR: Duration = Duration::from_millis(250);
+
 pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineError> {
     let start = Instant::now();
     let graph = SwitchGraph::new(fabric)?;
@@ -540,27 +544,47 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
             &opts,
             Some(&dist),
         )?;
+        // The candidates together may take as long again as the routing so far (at least
+        // CANDIDATE_BUDGET_FLOOR): no candidate costs more than it can win.
+        let base = start.elapsed();
+        let candidate_opts = DfssspOptions {
+            deadline: Some(Instant::now() + base.max(CANDIDATE_BUDGET_FLOOR)),
+            ..opts.clone()
+        };
         // Λ of the routing so far, once measured.
         let mut lambda = None;
-        if let Some(mut one) = one_lane_candidate {
-            let (better, l) =
-                candidates::one_lane_if_better(&graph, &dist, &routing, &mut one, &opts);
-            lambda = l;
-            if let Some((one_report, line)) = better {
-                routing = one;
-                report = one_report;
-                log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
+        // (Deadlock removal may have routed in one lane already: fat trees with failed cables.)
+        if let Some(mut one) = one_lane_candidate.filter(|_| routing.num_layers > 1) {
+            use candidates::OneLaneVerdict;
+            match candidates::one_lane_if_better(&graph, &dist, &routing, &mut one, &candidate_opts)
+            {
+                OneLaneVerdict::Better(one_report, line, l) => {
+                    routing = one;
+                    report = *one_report;
+                    lambda = Some(l);
+                    log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
+                }
+                OneLaneVerdict::Kept(l) => lambda = Some(l),
+                OneLaneVerdict::Dropped(Some(line)) => {
+                    log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
+                }
+                OneLaneVerdict::Dropped(None) => {}
             }
         }
         // Dimension-order routes on tori (and meshes), where the coordinates can be inferred.
         if cfg.qos && cfg.dor_candidate && budget >= 2 && sssp_efi.is_some() {
-            match candidates::dor_if_better(&graph, &dist, &routing, lambda, budget, &opts) {
+            let verdict =
+                candidates::dor_if_better(&graph, &dist, &routing, lambda, budget, &candidate_opts);
+            match verdict {
                 Some(candidates::DorVerdict::Better(better, line)) => {
                     (routing, report) = *better;
                     log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
                 }
                 Some(candidates::DorVerdict::Kept(line)) => {
                     log.push((LogLevel::Verbose, format!("{}: {line}", cfg.kind)));
+                }
+                Some(candidates::DorVerdict::Stopped(line)) => {
+                    log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
                 }
                 None => {}
             }

@@ -122,6 +122,10 @@ pub struct DfssspOptions {
     /// (for every destination overflowing; used only if that is the outcome). Changes nothing
     /// but the time; off to check exactly that.
     pub prepare_escape_ahead: bool,
+    /// Stop with [`DfssspError::Stopped`] once past this instant (checked between stages and
+    /// per destination of the one-lane search): a candidate routing may cost no more than it
+    /// can win. `None`: no limit.
+    pub deadline: Option<Instant>,
 }
 
 /// How cycle breaking cuts ([`breaking`]).
@@ -160,6 +164,7 @@ impl Default for DfssspOptions {
             one_lane: true,
             cutting: Cutting::Auto,
             prepare_escape_ahead: true,
+            deadline: None,
         }
     }
 }
@@ -187,6 +192,19 @@ pub enum DfssspError {
     },
     #[error("internal error in deadlock removal: {0}")]
     Internal(String),
+    /// Past [`DfssspOptions::deadline`]: stopped after this many seconds, nothing kept.
+    #[error("stopped at its time budget after {:.3} s", after.as_secs_f64())]
+    Stopped { after: std::time::Duration },
+}
+
+/// [`DfssspError::Stopped`] when past `deadline` (`start`: when the work began).
+pub(crate) fn past_deadline(deadline: Option<Instant>, start: Instant) -> Result<(), DfssspError> {
+    match deadline {
+        Some(d) if Instant::now() > d => Err(DfssspError::Stopped {
+            after: start.elapsed(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 pub(crate) fn fault_error(g: &SwitchGraph, lid: u16, fault: RouteFault) -> DfssspError {
@@ -253,30 +271,49 @@ pub fn make_deadlock_free_fed(
         Some(layer0) => WorkingRoutes::from_layer0(routing, layer0),
         None => WorkingRoutes::new(&prep, routing)?,
     };
-    let updown_fit = if opts.fit_switch_dests && !routes.acyclic(&prep) {
+    let fitted = if opts.fit_switch_dests && !routes.acyclic(&prep) {
         fit_switch_dests(&prep, &mut routes, budget, opts, &mut report)?
     } else {
-        None
+        SwitchDestsFit::NotTried
     };
     // Only re-routing switch LIDs reads the CA routes' CDG.
     routes.ca_counts = None;
     report.seconds_cdg = t0.elapsed().as_secs_f64();
+    past_deadline(opts.deadline, t0)?;
 
-    if budget == 1 && opts.one_lane && !routes.acyclic(&prep) {
-        one_lane(&prep, routes, &mut report)?;
-        report.seconds_total = t0.elapsed().as_secs_f64();
-        return Ok(report);
+    if opts.one_lane && !routes.acyclic(&prep) {
+        // With one lane always; with more where the CA routes close cycles that only routes
+        // carrying no data need (a fat tree with failed cables: from the switches above the
+        // leaves some CA LIDs are reached only down, then up). There one layer keeps every
+        // data route as SSSP chose it, as the layers would, without cycle breaking through
+        // a CDG that cycles everywhere (ktree:18,3 with 5% of its cables missing: more than 8
+        // layers, 1.5 s) and leaves the other lanes free.
+        let oriented = match (budget, &fitted) {
+            (1, _) => Some(onelane::orientation(&prep, &routes.counts0, &routes.cols)),
+            (_, SwitchDestsFit::CaRoutesCyclic) => {
+                Some(onelane::orientation(&prep, &routes.counts0, &routes.cols))
+                    .filter(|o| o.data_legal)
+            }
+            _ => None,
+        };
+        if let Some(oriented) = oriented {
+            one_lane(&prep, routes, oriented, opts.deadline, &mut report)?;
+            report.spare_lane = opts.spare_lane && budget >= 2;
+            report.seconds_total = t0.elapsed().as_secs_f64();
+            return Ok(report);
+        }
     }
 
     let t1 = Instant::now();
     let broken = break_cycles(&prep, &mut routes, budget, opts, &mut report);
     report.dfsssp_layers_needed = broken.needed;
-    if let Some(ud) = updown_fit {
+    if let SwitchDestsFit::UpDown(ud) = fitted {
         report.record_updown_fit(ud, budget);
     }
     report.cuts = broken.cuts;
     report.moved_paths = broken.moved;
     report.seconds_breaking = t1.elapsed().as_secs_f64();
+    past_deadline(opts.deadline, t0)?;
 
     let t2 = Instant::now();
     let needed = broken.needed;
@@ -330,19 +367,33 @@ fn fit_switch_dests(
     budget: u8,
     opts: &DfssspOptions,
     report: &mut LayerReport,
-) -> Result<Option<switch_dests::SwitchDestUpDown>, DfssspError> {
+) -> Result<SwitchDestsFit, DfssspError> {
     // The CA routes' CDG, where it came with the routes: neither stage changes a CA route.
     let ca_counts = routes.ca_counts.take();
     let Some(fit) = switch_dests::fit(prep, routes, ca_counts.as_deref())? else {
-        return Ok(None);
+        return Ok(SwitchDestsFit::CaRoutesCyclic);
     };
     report.switch_dests_fitted = fit.fitted;
     report.switch_dests_changed = fit.changed;
     report.switch_dests_unfitted = fit.unfitted;
     if budget == 1 && opts.measure_up_to <= budget && fit.unfitted > 0 && !routes.acyclic(prep) {
-        return switch_dests::fit_updown(prep, routes, ca_counts.as_deref());
+        if let Some(ud) = switch_dests::fit_updown(prep, routes, ca_counts.as_deref())? {
+            return Ok(SwitchDestsFit::UpDown(ud));
+        }
     }
-    Ok(None)
+    Ok(SwitchDestsFit::Fitted)
+}
+
+/// What re-routing the switch LIDs came to ([`fit_switch_dests`]).
+enum SwitchDestsFit {
+    /// Layer 0 was acyclic, or re-routing is off.
+    NotTried,
+    /// The CA routes alone close cycles (or there are no switch LIDs): nothing changed.
+    CaRoutesCyclic,
+    /// Switch LIDs re-routed among minimal routes where they fit.
+    Fitted,
+    /// With one lane, every route made a legal Up*/Down* route.
+    UpDown(switch_dests::SwitchDestUpDown),
 }
 
 /// Stage 2 with a budget of one lane and a cycle in it: one-lane routing ([`onelane`]), which
@@ -350,11 +401,12 @@ fn fit_switch_dests(
 fn one_lane(
     prep: &Prepared,
     routes: WorkingRoutes,
+    oriented: onelane::Orientation,
+    deadline: Option<Instant>,
     report: &mut LayerReport,
 ) -> Result<(), DfssspError> {
     let g = prep.g;
     let t2 = Instant::now();
-    let oriented = onelane::orientation(g, &prep.ei, prep.dist(), &routes.counts0, &routes.cols);
     let ud = &oriented.ud;
     // Tree-like (most destinations' routes legal under it): cycle checks skip far turns.
     let legal = onelane::legal_input_dests(g, ud, &routes.cols);
@@ -370,6 +422,7 @@ fn one_lane(
             false => onelane::SEARCH_LIMIT,
         },
         keep_fitting: oriented.data_legal,
+        deadline,
     };
     // Seeds win on most fabrics, but not on every one (a 6x6 mesh): route both ways and keep the
     // higher estimated Λ, so one lane never does worse than without seeds (up to the estimate).
@@ -902,6 +955,7 @@ pub fn layers_needed(g: &SwitchGraph, r: &Routing) -> Result<LayersNeeded, Strin
             // A measure of Domke et al.'s algorithm as written.
             cutting: Cutting::Exact,
             prepare_escape_ahead: false,
+            deadline: None,
         };
         let mut copy = r.clone();
         make_deadlock_free_with(g, &mut copy, MAX_LAYERS, &opts, None)

@@ -10,28 +10,43 @@ use crate::routing::Routing;
 /// Bisection patterns that decide between a candidate and the routing so far.
 pub(super) const CANDIDATE_PATTERNS: u32 = 64;
 
-/// The one-lane routing of `one` (the SSSP routes before deadlock removal), and the line saying
-/// why, when it measures a higher Λ than `multi` over [`CANDIDATE_PATTERNS`] patterns; `None`
-/// keeps `multi`. A one-layer routing leaves the other lanes free: with a spare lane asked for,
-/// multicast gets one. Also Λ of the routing kept, when measured.
+/// What came of the one-lane candidate.
+pub(super) enum OneLaneVerdict {
+    /// It measures a higher Λ than the layers' routes: take it (its report, the line saying why,
+    /// its Λ).
+    Better(Box<LayerReport>, String, f64),
+    /// It measures no better; Λ of the layers' routes.
+    Kept(f64),
+    /// It could not be made deadlock-free in one lane, or was stopped at its deadline (the line
+    /// saying so).
+    Dropped(Option<String>),
+}
+
+/// The one-lane routing of `one` (the SSSP routes before deadlock removal), judged against
+/// `multi` over [`CANDIDATE_PATTERNS`] patterns. A one-layer routing leaves the other lanes free:
+/// with a spare lane asked for, multicast gets one. `opts.deadline` bounds its cost.
 pub(super) fn one_lane_if_better(
     g: &SwitchGraph,
     dist: &SwitchDistances,
     multi: &Routing,
     one: &mut Routing,
     opts: &DfssspOptions,
-) -> (Option<(LayerReport, String)>, Option<f64>) {
+) -> OneLaneVerdict {
     let one_opts = DfssspOptions {
         spare_lane: false,
         ..opts.clone()
     };
-    // A candidate that cannot be made deadlock-free in one lane leaves the layers as they are.
-    let Ok(mut report) = dfsssp::make_deadlock_free_with(g, one, 1, &one_opts, Some(dist)) else {
-        return (None, None);
+    let mut report = match dfsssp::make_deadlock_free_with(g, one, 1, &one_opts, Some(dist)) {
+        Ok(report) => report,
+        Err(e @ dfsssp::DfssspError::Stopped { .. }) => {
+            return OneLaneVerdict::Dropped(Some(format!("candidate one-lane routing {e}")))
+        }
+        // Not deadlock-free in one lane: the layers stay as they are.
+        Err(_) => return OneLaneVerdict::Dropped(None),
     };
     let (l_multi, l_one) = (candidate_lambda(g, multi), candidate_lambda(g, one));
     if l_one <= l_multi {
-        return (None, Some(l_multi));
+        return OneLaneVerdict::Kept(l_multi);
     }
     report.spare_lane = opts.spare_lane;
     let line = format!(
@@ -39,7 +54,7 @@ pub(super) fn one_lane_if_better(
          {l_multi:.4} over {CANDIDATE_PATTERNS} patterns): routing in one lane",
         multi.num_layers
     );
-    (Some((report, line)), Some(l_one))
+    OneLaneVerdict::Better(Box::new(report), line, l_one)
 }
 
 /// Λ of `r` over [`CANDIDATE_PATTERNS`] patterns (seed 1).
@@ -53,6 +68,8 @@ pub(super) enum DorVerdict {
     Better(Box<(Routing, LayerReport)>, String),
     /// It was not taken, and why.
     Kept(String),
+    /// It was stopped at its deadline (the line saying so).
+    Stopped(String),
 }
 
 /// On a torus or mesh ([`dor::recognise`]; `None` for any other fabric): dimension-order
@@ -76,6 +93,11 @@ pub(super) fn dor_if_better(
             return Some(DorVerdict::Kept(format!(
                 "dimension-order routes on the {shape} need more than {budget} layers: \
                  not a candidate"
+            )))
+        }
+        Err(e @ dfsssp::DfssspError::Stopped { .. }) => {
+            return Some(DorVerdict::Stopped(format!(
+                "candidate dimension-order routing on the {shape} {e}"
             )))
         }
         Err(e) => {

@@ -48,10 +48,11 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::time::Instant;
 
 use crate::balance::{routing_order, write_dest, Balancer};
 use crate::bits;
-use crate::graph::{order_by_distance, Dest, SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};
+use crate::graph::{order_by_distance, Dest, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{Routing, NO_PATH};
 use crate::updown::{best_roots, UpDown, UpDownRouter};
 
@@ -188,13 +189,8 @@ impl Tree {
 /// they then fit the layer with the tree's routes and stay. Where no such root leaves every
 /// route from a switch with CAs legal (a fat tree with failed cables), an order fitted to those
 /// routes' turns ([`UpDown::with_roots_fitted`]) is taken when it does.
-pub(crate) fn orientation(
-    g: &SwitchGraph,
-    ei: &EdgeIndex,
-    dist: &SwitchDistances,
-    counts: &[u32],
-    input: &[u8],
-) -> Orientation {
+pub(crate) fn orientation(prep: &Prepared, counts: &[u32], input: &[u8]) -> Orientation {
+    let (g, ei, dist) = (prep.g, &prep.ei, prep.dist());
     let ud = UpDown::fitted(g, dist, |ud| {
         ei.down_up_weight(g, ud, |e| u64::from(counts[e]))
     });
@@ -256,6 +252,8 @@ pub(crate) struct SearchBounds {
     /// elsewhere searching everything balances better, random 128-switch fabric Λ 0.1197
     /// against 0.1185).
     pub keep_fitting: bool,
+    /// Stop ([`DfssspError::Stopped`]) once past it, checked per destination.
+    pub deadline: Option<Instant>,
 }
 
 /// The dependency edges (a bitmap) that routes from switches with CAs to CA LIDs take: the turns of data
@@ -354,6 +352,7 @@ pub(crate) fn run(
     bounds: SearchBounds,
     routing: &mut Routing,
 ) -> Result<OneLaneOutcome, DfssspError> {
+    let start = Instant::now();
     let (g, ei, dist) = (prep.g, &prep.ei, prep.dist());
     let tree = Tree::new(g, ud);
     let mut counts = vec![0u32; ei.num_edges()];
@@ -381,7 +380,13 @@ pub(crate) fn run(
         roots: ud.roots.clone(),
         ..Default::default()
     };
-    for pass in 0..=REROUTE_PASSES {
+    // Where the fitting input routes are kept (every data route legal), a second pass would
+    // only search again the routes that carry no data.
+    let passes = match bounds.keep_fitting {
+        true => 0,
+        false => REROUTE_PASSES,
+    };
+    for pass in 0..=passes {
         if pass == 1 {
             // The seeds have done their work: from now on only the routes hold the layer.
             for &e in &seeds {
@@ -389,9 +394,10 @@ pub(crate) fn run(
             }
         }
         for &di in &dests {
+            super::past_deadline(bounds.deadline, start)?;
             let d = g.dests()[di as usize];
             // Switch LIDs carry no CA-to-CA traffic: routed once, with cheap cycle checks.
-            let last = if d.exit_port == 0 { 0 } else { REROUTE_PASSES };
+            let last = if d.exit_port == 0 { 0 } else { passes };
             if pass > last {
                 continue;
             }
@@ -625,13 +631,19 @@ impl<'a> Router<'a> {
         self.in_a.fill(false);
         self.in_a[root as usize] = true;
         let mut restarts = 0;
-        self.kept = self.try_input(root, input, to, limit);
-        let fitted = self.kept || alt.is_some_and(|next| self.try_tree(root, next, limit));
+        let fitted = if keep_fitting && d.exit_port != 0 {
+            // The switches whose input routes fit keep them; the search routes the others (none
+            // when all fit: it then only totals the kept routes' costs).
+            self.keep_input_part(root, input, to, limit);
+            let kept_next = &self.kept_next;
+            self.kept =
+                (self.members.iter()).all(|&s| s == root || kept_next[s as usize] != NO_CHANNEL);
+            false
+        } else {
+            self.kept = self.try_input(root, input, to, limit);
+            self.kept || alt.is_some_and(|next| self.try_tree(root, next, limit))
+        };
         if !fitted {
-            // The switches whose input routes fit keep them; the search routes the others.
-            if keep_fitting && d.exit_port != 0 {
-                self.keep_input_part(root, input, to, limit);
-            }
             while !self.search_once(root, limit) {
                 restarts += 1;
                 // `A` grew: search everything but `A` again.
