@@ -442,7 +442,7 @@ pub struct EngineStats {
 /// checked by [`verify`] (a code path separate from the router).
 /// The least time the candidate routings get, however fast the base routing was: fabrics routed
 /// in milliseconds keep every candidate, so their routes do not depend on the machine's speed.
-const CANDIDATE_BUDGET_FLOOR: Duration = Duration::from_millis(250);
+const CANDIDATE_BUDGET_FLOOR: Duration = Duration::from_secs(1);
 
 pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineError> {
     let start = Instant::now();

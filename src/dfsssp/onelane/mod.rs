@@ -78,6 +78,16 @@ pub(crate) const SEARCH_LIMIT: usize = 4096;
 /// took a minute there, by 64 a few seconds.
 pub(crate) const SWITCH_LID_SEARCH_LIMIT: usize = 64;
 
+/// Channels the cycle checks of one destination may visit in all, at least (or
+/// [`WORK_PER_CHANNEL`] per channel of the fabric, if more). Each check is bounded by
+/// [`SEARCH_LIMIT`] already, but a destination asks thousands; where the layer is dense and
+/// most checks refuse after a long search (fat trees with failed cables before the fitted
+/// order: 4096 channels a check, 111 s for the 18-ary 3-tree with 1% missing) that made the
+/// search cost grow with the faults instead of the fabric. With this bound a destination costs
+/// `O(C log C)` for its search (`C` channels) and at most `O(C)` for its checks, as SSSP's does.
+const WORK_PER_DEST: usize = 1 << 16;
+const WORK_PER_CHANNEL: usize = 4;
+
 /// Rip-up-and-reroute passes after the first: each destination is taken out (its loads and
 /// dependencies) and searched again against all the others. One pass raises Λ on the 6x6x6 torus
 /// from 0.302 to 0.3095 (random 128-switch fabric: 0.1190 to 0.1197); more change little (0.3102
@@ -511,6 +521,9 @@ struct Router<'a> {
     sort_counts: Vec<u32>,
     /// Whether the destination at hand kept its input routes.
     kept: bool,
+    /// Channels the destination's cycle checks may still visit ([`WORK_PER_DEST`]).
+    work_left: usize,
+    work_per_dest: usize,
     /// Per switch, its input channel when the search keeps it (the input routes from it to the
     /// destination all fit the layer), else [`NO_CHANNEL`]; and the dependencies those add.
     kept_next: Vec<u32>,
@@ -553,9 +566,24 @@ impl<'a> Router<'a> {
             hops: vec![u16::MAX; ns],
             sort_counts: Vec::new(),
             kept: false,
+            work_left: 0,
+            work_per_dest: WORK_PER_DEST.max(g.num_channels() * WORK_PER_CHANNEL),
             kept_next: vec![NO_CHANNEL; ns],
             kept_added: Vec::new(),
         }
+    }
+
+    /// Whether the dependency `c -> cu` (not in the layer) may join it: the incremental cycle
+    /// check, bounded by `limit` channels and by what is left of the destination's
+    /// [`WORK_PER_DEST`] (refusing is always safe; once it is spent only dependencies that go
+    /// forward in the layer's order are taken).
+    fn admits(&mut self, c: u32, cu: u32, limit: usize) -> bool {
+        let before = self.topo.searched;
+        let bound = limit.min(self.work_left);
+        let ok = (self.topo).try_insert(self.g, self.ei, &self.counts, &mut self.sc, c, cu, bound);
+        let spent = (self.topo.searched - before) as usize;
+        self.work_left = self.work_left.saturating_sub(spent);
+        ok
     }
 
     /// Takes destination `d`'s routes (every switch's port, and its distance along them: only
@@ -630,6 +658,7 @@ impl<'a> Router<'a> {
         self.tree_routes(root);
         self.in_a.fill(false);
         self.in_a[root as usize] = true;
+        self.work_left = self.work_per_dest;
         let mut restarts = 0;
         let fitted = if keep_fitting && d.exit_port != 0 {
             // The switches whose input routes fit keep them; the search routes the others (none
@@ -728,11 +757,7 @@ impl<'a> Router<'a> {
                     continue;
                 }
                 let e = ei.edge(g, c, cu) as usize;
-                if self.counts[e] == 0
-                    && !self
-                        .topo
-                        .try_insert(g, ei, &self.counts, &mut self.sc, c, cu, limit)
-                {
+                if self.counts[e] == 0 && !self.admits(c, cu, limit) {
                     continue;
                 }
                 self.counts[e] += 1;
@@ -790,8 +815,8 @@ impl<'a> Router<'a> {
         let (g, ei) = (self.g, self.ei);
         order_by_distance(&self.hops, &mut self.settled, &mut self.sort_counts);
         self.added.clear();
-        for &s in &self.settled {
-            let c = self.next[s as usize];
+        for i in 0..self.settled.len() {
+            let c = self.next[self.settled[i] as usize];
             if c == NO_CHANNEL {
                 continue;
             }
@@ -800,11 +825,7 @@ impl<'a> Router<'a> {
                 continue;
             }
             let e = ei.edge(g, c, cu) as usize;
-            if self.counts[e] == 0
-                && !self
-                    .topo
-                    .try_insert(g, ei, &self.counts, &mut self.sc, c, cu, limit)
-            {
+            if self.counts[e] == 0 && !self.admits(c, cu, limit) {
                 for &e in &self.added {
                     self.counts[e as usize] -= 1;
                 }
@@ -939,11 +960,7 @@ impl<'a> Router<'a> {
             let cu = self.next[u as usize];
             if cu != NO_CHANNEL {
                 let e = ei.edge(g, c, cu) as usize;
-                if self.counts[e] == 0
-                    && !self
-                        .topo
-                        .try_insert(g, ei, &self.counts, &mut self.sc, c, cu, limit)
-                {
+                if self.counts[e] == 0 && !self.admits(c, cu, limit) {
                     if !self.per_switch {
                         continue;
                     }
