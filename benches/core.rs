@@ -99,6 +99,9 @@ fn benches(c: &mut Criterion) {
     for (label, spec) in [
         ("torus-6x6x6 (864 CAs)", "torus:6x6x6,4"),
         ("random-128 (2048 CAs)", "random:128,32,16,300,seed=1"),
+        // A 3-level fat tree with failed cables: its data routes fit one lane under a fitted
+        // Up*/Down* order, the rest is searched with a bounded cost.
+        ("ktree-12-3-cut5 (1728 CAs)", "ktree:12,3,cut=5"),
     ] {
         let f = topo::by_name(spec).expect("bench fabric spec");
         let g = SwitchGraph::new(&f).expect("bench fabric graph");

@@ -40,7 +40,9 @@
 # CLASSES=1 gives OpenSM compute and I/O node lists (--cn_guid_file/--io_guid_file: three CAs in
 # four compute, in runs of 8 by LID; every fourth of the rest I/O) and also reports Λ of
 # compute-to-compute bisections and of compute nodes writing to I/O nodes. CARGO_TARGET_DIR is
-# honoured. Prerequisites are checked, not installed (scripts/setup.sh installs them).
+# honoured. FAULTS="0 5" (families only): every fabric also with that percentage of its
+# switch-to-switch cables missing (generator option cut=P). Prerequisites are checked, not
+# installed (scripts/setup.sh installs them).
 set -euo pipefail
 
 # Engine groups. Stock engines that need a shape: ftree (fat trees), dor and torus-2QoS (tori and
@@ -428,7 +430,11 @@ TXT
 if [ "${1:-}" = families ]; then
     for line in "${FAMILIES[@]}"; do
         read -r -a words <<<"$line"
-        bench_fabric "${words[@]}" || true
+        for cut in ${FAULTS:-0}; do
+            spec=${words[0]}
+            [ "$cut" = 0 ] || spec="$spec,cut=$cut"
+            bench_fabric "$spec" "${words[@]:1}" || true
+        done
     done
     legend
     printf '\n'

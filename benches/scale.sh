@@ -8,6 +8,9 @@
 #   benches/scale.sh [LANES]      (default 8; 1 = OpenSM without QoS)
 #   SCALE_MAX_CAS=N               skip fabrics with more CAs (default: all below)
 #   SCALE_OUT=DIR                 where scale.tsv and scale.svg go (default target/)
+#   SCALE_FAULTS="0 1 5"          every fabric also with that percentage of its switch-to-switch
+#                                 cables missing (generator option cut=P, seeded; default 0 only):
+#                                 routing time must grow with the fabric, not with its faults
 #
 # InfiniBand addresses at most 49,151 unicast LIDs (CA ports and switches together) in a subnet,
 # so the largest fabrics here stay below that: fattree3:56 (43,904 CAs + 3,920 switches) and
@@ -45,9 +48,15 @@ FABRICS=(
 tsv=$OUT/scale.tsv
 printf 'family\tfabric\tCAs\tswitches\troute_s\tverify_s\tlanes\tlambda\trss_mb\n' >"$tsv"
 printf '%-10s %-26s %8s %9s %10s %10s %6s %8s %9s\n' family fabric CAs switches "route [s]" "verify [s]" lanes Λ "RSS [MB]"
+FAULTS=${SCALE_FAULTS:-0}
 for row in "${FABRICS[@]}"; do
+  for cut in $FAULTS; do
     read -r family spec cas <<<"$row"
     [ "$cas" -le "$MAX" ] || continue
+    if [ "$cut" != 0 ]; then
+        spec="$spec,cut=$cut"
+        family="$family-cut$cut"
+    fi
     /usr/bin/time -f '%M' -o "$out/rss" "$BIN" eval --topo "$spec" --engine dfsssp-rs \
         --lanes "$LANES" --patterns 100 --json --quiet >"$out/json"
     python3 - "$family" "$spec" "$out/json" "$(cat "$out/rss")" "$tsv" <<'PY'
@@ -63,5 +72,6 @@ print("%-10s %-26s %8d %9d %10.3f %10.3f %6d %8.4f %9d" % row)
 with open(tsv, "a") as f:
     f.write("%s\t%s\t%d\t%d\t%.3f\t%.3f\t%d\t%.4f\t%d\n" % row)
 PY
+  done
 done
 python3 benches/scale_plot.py "$tsv" "$OUT/scale.svg"

@@ -438,7 +438,15 @@ fn one_lane(
         .par_iter()
         .map(|&seeding| {
             let mut cand = routes.routing.clone();
-            let out = onelane::run(prep, ud, input, input_weight, seeding, bounds, &mut cand)?;
+            let out = onelane::run(
+                prep,
+                &oriented,
+                input,
+                input_weight,
+                seeding,
+                bounds,
+                &mut cand,
+            )?;
             // Nothing to choose between where there is one candidate.
             let est = match seedings.len() {
                 1 => f64::NAN,

@@ -126,3 +126,44 @@ pub(super) fn dor_if_better(
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sssp;
+    use std::time::Instant;
+
+    /// A candidate past its deadline is stopped, says so, and leaves the routing as it was.
+    #[test]
+    fn a_candidate_past_its_deadline_is_stopped_and_says_so() {
+        let f = crate::topo::by_name("torus:4x4x4,2").unwrap();
+        let g = SwitchGraph::new(&f).unwrap();
+        let dist = SwitchDistances::new(&g);
+        let mut multi = sssp::route(&g);
+        dfsssp::make_deadlock_free_with(&g, &mut multi, 8, &DfssspOptions::default(), None)
+            .unwrap();
+        let input = sssp::route(&g);
+        let late = DfssspOptions {
+            deadline: Some(Instant::now()),
+            ..Default::default()
+        };
+        let mut one = input.clone();
+        match one_lane_if_better(&g, &dist, &multi, &mut one, &late) {
+            OneLaneVerdict::Dropped(Some(line)) => {
+                assert!(
+                    line.contains("candidate one-lane routing stopped"),
+                    "{line}"
+                )
+            }
+            _ => panic!("not stopped"),
+        }
+        match dor_if_better(&g, &dist, &multi, None, 8, &late) {
+            Some(DorVerdict::Stopped(line)) => assert!(line.contains("stopped"), "{line}"),
+            _ => panic!("not stopped"),
+        }
+        // In time, the same candidate runs to the end (on this torus it wins).
+        let mut one = input.clone();
+        let verdict = one_lane_if_better(&g, &dist, &multi, &mut one, &Default::default());
+        assert!(matches!(verdict, OneLaneVerdict::Better(..)));
+    }
+}

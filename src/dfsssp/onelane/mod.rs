@@ -215,6 +215,7 @@ pub(crate) fn orientation(prep: &Prepared, counts: &[u32], input: &[u8]) -> Orie
         return Orientation {
             ud,
             data_legal: true,
+            data_turns: data,
         };
     }
     let turn = |c1, c2| bits::bit(&data, ei.edge(g, c1, c2) as usize);
@@ -228,10 +229,12 @@ pub(crate) fn orientation(prep: &Prepared, counts: &[u32], input: &[u8]) -> Orie
         true => Orientation {
             ud: fitted,
             data_legal: true,
+            data_turns: data,
         },
         false => Orientation {
             ud,
             data_legal: false,
+            data_turns: Vec::new(),
         },
     }
 }
@@ -246,6 +249,10 @@ pub(crate) struct Orientation {
     /// way. Their searches take the cheap bound of switch LIDs: on the 18-ary 3-tree with 1% of
     /// its cables missing, bounded by 4096 channels each they took 111 s.
     pub data_legal: bool,
+    /// Where `data_legal`: the data routes' dependency edges (a bitmap, [`data_turns`]), pinned
+    /// in the layer before any search, so that no turn searched in for a route that carries no
+    /// data can ever push one out of the order (legal, they all fit it at once).
+    pub data_turns: Vec<u64>,
 }
 
 /// How far the searches of one-lane routing may go.
@@ -356,7 +363,7 @@ pub(crate) fn legal_input_dests(g: &SwitchGraph, ud: &UpDown, input: &[u8]) -> u
 /// `bounds`: how far its searches may go.
 pub(crate) fn run(
     prep: &Prepared,
-    ud: &UpDown,
+    oriented: &Orientation,
     input: &[u8],
     input_weight: &[u32],
     seeding: Seeding,
@@ -364,10 +371,15 @@ pub(crate) fn run(
     routing: &mut Routing,
 ) -> Result<OneLaneOutcome, DfssspError> {
     let start = Instant::now();
+    let ud = &oriented.ud;
     let (g, ei, dist) = (prep.g, &prep.ei, prep.dist());
     let tree = Tree::new(g, ud);
     let mut counts = vec![0u32; ei.num_edges()];
     tree.pin(g, ei, &mut counts);
+    // Data turns (where all are legal) are pinned like the tree's.
+    for e in bits::ones(&oriented.data_turns) {
+        counts[e] = 1;
+    }
     // Tree turns are legal Up*/Down* turns, so the legal order fits them, and every legal turn
     // the search adds later goes in without a search (on fat trees: every CA LID's SSSP routes).
     let mut topo = DynTopo::from_order(&ud.legal_order(g));

@@ -221,3 +221,46 @@ fn deterministic() {
     assert_eq!(a.lft, b.lft);
     assert_eq!(a.hops, b.hops);
 }
+
+/// A fat tree with failed cables: every route a switch with CAs sends to a CA LID stays the
+/// SSSP route (so CA-to-CA traffic sees exactly SSSP's balance), in one layer, deadlock-free and
+/// complete, with one lane (QoS off) and with eight (QoS on: one layer there too, the rest of
+/// the lanes left free), after a search whose work is bounded per destination.
+#[test]
+fn faulty_fat_tree_keeps_every_data_route_in_one_layer() {
+    for spec in [
+        "ktree:6,3,cut=5",
+        "ktree:8,3,cut=10,faultseed=2",
+        "ktree:4,4,cut=5",
+    ] {
+        let f = crate::topo::by_name(spec).unwrap();
+        let g = SwitchGraph::new(&f).unwrap();
+        let input = sssp::route(&g);
+        for budget in [1, 8] {
+            let mut r = input.clone();
+            let rep = make_deadlock_free_with(&g, &mut r, budget, &DfssspOptions::default(), None)
+                .unwrap();
+            let one = rep
+                .one_lane
+                .as_ref()
+                .expect("routed by the one-lane search");
+            assert_eq!((r.num_layers, rep.layers_used), (1, 1), "{spec} {budget}");
+            let v = crate::verify::verify(&g, &r).unwrap();
+            assert_eq!(v.unreachable, 0, "{spec} {budget}");
+            // the searches ran and changed routes that carry no data
+            assert!(one.nonminimal_routes > 0, "{spec} {budget}: {one:?}");
+            for d in g.dests().iter().filter(|d| d.exit_port != 0) {
+                for s in 0..g.num_switches() as u32 {
+                    if g.terminal_count()[s as usize] > 0 {
+                        assert_eq!(
+                            r.lft.port(s, d.lid),
+                            input.lft.port(s, d.lid),
+                            "{spec} {budget}: switch {s} to LID {}",
+                            d.lid
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
