@@ -124,16 +124,7 @@ fn turns_with(
     y: u32,
     turn: &impl Fn(u32, u32) -> bool,
 ) -> bool {
-    let (tail, head) = (g.chan_tail(), g.chan_head());
-    g.in_channels(v).iter().any(|&c_in| {
-        let x = tail[c_in as usize];
-        g.out_channels(v).any(|c_out| {
-            let z = head[c_out as usize];
-            let joins = (x == y && z != y && !ranked[z as usize])
-                || (z == y && x != y && !ranked[x as usize]);
-            joins && turn(c_in, c_out)
-        })
-    })
+    joins(g, v, y, |z| !ranked[z as usize], turn)
 }
 
 /// Whether ranking `y` would leave unranked `v` after both ends of a turn `x -> v -> y` or
@@ -145,20 +136,26 @@ fn closes_illegal_turn(
     y: u32,
     turn: &impl Fn(u32, u32) -> bool,
 ) -> bool {
+    joins(g, v, y, |x| ranked[x as usize], turn)
+}
+
+/// Whether a turn through `v` for which `turn` holds has `y` at one end and, at the other, a
+/// switch for which `other` holds.
+fn joins(
+    g: &SwitchGraph,
+    v: u32,
+    y: u32,
+    other: impl Fn(u32) -> bool,
+    turn: &impl Fn(u32, u32) -> bool,
+) -> bool {
     let (tail, head) = (g.chan_tail(), g.chan_head());
     g.in_channels(v).iter().any(|&c_in| {
         let x = tail[c_in as usize];
-        let x_ranked = x != y && ranked[x as usize];
-        (x_ranked || x == y)
-            && g.out_channels(v).any(|c_out| {
-                let z = head[c_out as usize];
-                let pair = if x == y {
-                    z != y && ranked[z as usize]
-                } else {
-                    z == y
-                };
-                pair && turn(c_in, c_out)
-            })
+        g.out_channels(v).any(|c_out| {
+            let z = head[c_out as usize];
+            let ends = (x == y && z != y && other(z)) || (z == y && x != y && other(x));
+            ends && turn(c_in, c_out)
+        })
     })
 }
 

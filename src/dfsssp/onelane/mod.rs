@@ -879,6 +879,39 @@ impl<'a> Router<'a> {
         }
     }
 
+    /// Costs, depths and next hops of the switches whose routes are fixed: `A` along the tree
+    /// (`along_tree`), else those that keep their input routes. A fixed route leads through
+    /// fixed switches of its kind only, to the root.
+    fn settle_fixed(&mut self, along_tree: bool) {
+        let g = self.g;
+        let fixed_next = match along_tree {
+            true => &self.tree_next,
+            false => &self.kept_next,
+        };
+        for &s in &self.members {
+            let fixed = match along_tree {
+                true => self.in_a[s as usize],
+                false => fixed_next[s as usize] != NO_CHANNEL,
+            };
+            if !fixed {
+                continue;
+            }
+            self.stack.clear();
+            let mut v = s;
+            while self.cost[v as usize] == u64::MAX {
+                self.stack.push(v);
+                v = g.chan_head()[fixed_next[v as usize] as usize];
+            }
+            while let Some(v) = self.stack.pop() {
+                let c = fixed_next[v as usize];
+                let h = g.chan_head()[c as usize] as usize;
+                self.cost[v as usize] = self.cost[h] + self.load[c as usize];
+                self.depth[v as usize] = self.depth[h] + 1;
+                self.next[v as usize] = c;
+            }
+        }
+    }
+
     /// One search with `A` fixed; `false` (and `A` grown, the dependencies it added taken out
     /// again) when some switch could not be reached.
     fn search_once(&mut self, root: u32, limit: usize) -> bool {
@@ -887,47 +920,12 @@ impl<'a> Router<'a> {
         self.cost.fill(u64::MAX);
         self.settled.clear();
         self.heap.clear();
-        // Switches of `A` forward along the tree; their costs along it.
+        // Switches of `A` forward along the tree, those that keep their input routes along
+        // them; their costs along their routes.
         self.cost[root as usize] = 0;
         self.depth[root as usize] = 0;
-        for &s in &self.members {
-            if !self.in_a[s as usize] {
-                continue;
-            }
-            self.stack.clear();
-            let mut v = s;
-            while self.cost[v as usize] == u64::MAX {
-                self.stack.push(v);
-                v = g.chan_head()[self.tree_next[v as usize] as usize];
-            }
-            while let Some(v) = self.stack.pop() {
-                let c = self.tree_next[v as usize];
-                let h = g.chan_head()[c as usize] as usize;
-                self.cost[v as usize] = self.cost[h] + self.load[c as usize];
-                self.depth[v as usize] = self.depth[h] + 1;
-                self.next[v as usize] = c;
-            }
-        }
-        // Switches that keep their input routes, with their costs along them (their paths lead
-        // through kept switches only).
-        for &s in &self.members {
-            if self.kept_next[s as usize] == NO_CHANNEL || self.cost[s as usize] != u64::MAX {
-                continue;
-            }
-            self.stack.clear();
-            let mut v = s;
-            while self.cost[v as usize] == u64::MAX {
-                self.stack.push(v);
-                v = g.chan_head()[self.kept_next[v as usize] as usize];
-            }
-            while let Some(v) = self.stack.pop() {
-                let c = self.kept_next[v as usize];
-                let h = g.chan_head()[c as usize] as usize;
-                self.cost[v as usize] = self.cost[h] + self.load[c as usize];
-                self.depth[v as usize] = self.depth[h] + 1;
-                self.next[v as usize] = c;
-            }
-        }
+        self.settle_fixed(true);
+        self.settle_fixed(false);
         // `A` and the kept switches in order of depth, so each after its next hop.
         self.hops.fill(u16::MAX);
         for &s in &self.members {
