@@ -884,3 +884,18 @@ fn compute_and_io_node_lists_from_opensm() {
         run.summary()
     );
 }
+
+/// A fat tree with failed cables (issue 34): routed by dfsssp-rs itself with QoS off and on,
+/// checked in full (the routes, OpenSM's dumps, the path-SL dump with QoS, ibdmchk: no credit
+/// loop).
+#[test]
+fn dfsssp_rs_fat_tree_with_failed_cables() {
+    for qos in [false, true] {
+        let name = if qos {
+            "dfsssp-faulty-qos"
+        } else {
+            "dfsssp-faulty"
+        };
+        dfsssp_rs_end_to_end(name, "ktree:6,3,cut=5", qos, false);
+    }
+}
