@@ -199,12 +199,22 @@ impl Tree {
 /// chooses it. On fat trees a leaf switch, under which every CA LID's minimal routes are legal:
 /// they then fit the layer with the tree's routes and stay. Where no such root leaves every
 /// route from a switch with CAs legal (a fat tree with failed cables), an order fitted to those
-/// routes' turns ([`UpDown::with_roots_fitted`]) is taken when it does.
+/// routes' turns ([`UpDown::with_roots_fitted`]) is taken when it does. Fabrics that are not
+/// layered like a tree keep the first.
 pub(crate) fn orientation(prep: &Prepared, counts: &[u32], input: &[u8]) -> Orientation {
     let (g, ei, dist) = (prep.g, &prep.ei, prep.dist());
     let ud = UpDown::fitted(g, dist, |ud| {
         ei.down_up_weight(g, ud, |e| u64::from(counts[e]))
     });
+    // Data routes can all be legal on trees only (tori, random fabrics: never under any order);
+    // elsewhere the data turns are not even gathered.
+    if g.tree_levels().is_none() {
+        return Orientation {
+            ud,
+            data_legal: false,
+            data_turns: Vec::new(),
+        };
+    }
     let data = data_turns(g, ei, input);
     let data_weight = |ud: &UpDown| {
         ei.down_up_weight(g, ud, |e| {
