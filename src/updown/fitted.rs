@@ -51,7 +51,8 @@ impl UpDown {
             for c in g.out_channels(s) {
                 let w = g.chan_head()[c as usize];
                 if !ranked[w as usize] {
-                    let urgent = turns_with(g, ranked, w, s, turn);
+                    // a turn through `w` joins `s` to a switch not yet ranked
+                    let urgent = joins(g, w, s, |z| !ranked[z as usize], turn);
                     let key = (!urgent, Reverse(height[w as usize]), bfs.level[w as usize]);
                     heap.push(Reverse((key, w)));
                 }
@@ -72,7 +73,8 @@ impl UpDown {
                         .find(|&v| {
                             !ranked[v as usize]
                                 && !waiting[v as usize]
-                                && closes_illegal_turn(g, &ranked, v, top, turn)
+                                // ranking `top` would leave `v` after both ends of a turn
+                            && joins(g, v, top, |x| ranked[x as usize], turn)
                         });
                     match first {
                         Some(v) => {
@@ -113,30 +115,6 @@ fn heights(g: &SwitchGraph) -> Vec<u32> {
         }
     }
     h
-}
-
-/// Whether a turn `y -> v -> z` or `z -> v -> y` for which `turn` holds joins `y` to a switch
-/// `z` not yet ranked.
-fn turns_with(
-    g: &SwitchGraph,
-    ranked: &[bool],
-    v: u32,
-    y: u32,
-    turn: &impl Fn(u32, u32) -> bool,
-) -> bool {
-    joins(g, v, y, |z| !ranked[z as usize], turn)
-}
-
-/// Whether ranking `y` would leave unranked `v` after both ends of a turn `x -> v -> y` or
-/// `y -> v -> x` (`x` ranked) for which `turn` holds.
-fn closes_illegal_turn(
-    g: &SwitchGraph,
-    ranked: &[bool],
-    v: u32,
-    y: u32,
-    turn: &impl Fn(u32, u32) -> bool,
-) -> bool {
-    joins(g, v, y, |x| ranked[x as usize], turn)
 }
 
 /// Whether a turn through `v` for which `turn` holds has `y` at one end and, at the other, a
