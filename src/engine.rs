@@ -535,7 +535,10 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
             && budget >= 2
             && sssp_efi.is_some_and(|efi| efi > crate::balance::leaf_bound(&graph)))
         .then(|| routing.clone());
-        let opts = dfsssp_options(cfg);
+        let opts = DfssspOptions {
+            judge_one_lane: one_lane_candidate.is_some(),
+            ..dfsssp_options(cfg)
+        };
         let mut report = dfsssp::make_deadlock_free_fed(
             &graph,
             &mut routing,
@@ -554,6 +557,21 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         // Λ of the routing so far, once measured.
         let mut lambda = None;
         // (Deadlock removal may have routed in one lane already: fat trees with failed cables.)
+        // Where every data route is legal under one Up*/Down* order and the layers keep every
+        // SSSP route, one lane would keep the same data routes: the same Λ, it cannot win (a
+        // fat tree with a spine switch missing: 0.5 s saved).
+        let one_lane_ties = report.one_lane_keeps_data && report.escape_routes == 0;
+        if one_lane_ties && one_lane_candidate.is_some() {
+            log.push((
+                LogLevel::Verbose,
+                format!(
+                    "{}: candidate one-lane routing not computed: it would keep every CA-to-CA \
+                     route as the layers do (the same Λ)",
+                    cfg.kind
+                ),
+            ));
+        }
+        let one_lane_candidate = one_lane_candidate.filter(|_| !one_lane_ties);
         if let Some(mut one) = one_lane_candidate.filter(|_| routing.num_layers > 1) {
             use candidates::OneLaneVerdict;
             match candidates::one_lane_if_better(&graph, &dist, &routing, &mut one, &candidate_opts)

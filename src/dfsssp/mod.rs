@@ -126,6 +126,10 @@ pub struct DfssspOptions {
     /// per destination of the one-lane search): a candidate routing may cost no more than it
     /// can win. `None`: no limit.
     pub deadline: Option<Instant>,
+    /// With several layers, on a fabric layered like a tree whose routes' CDG cycles: find
+    /// whether one-lane routing would keep every data route ([`LayerReport::one_lane_keeps_data`]),
+    /// so that a one-lane candidate that could only tie is not computed.
+    pub judge_one_lane: bool,
 }
 
 /// How cycle breaking cuts ([`breaking`]).
@@ -165,6 +169,7 @@ impl Default for DfssspOptions {
             cutting: Cutting::Auto,
             prepare_escape_ahead: true,
             deadline: None,
+            judge_one_lane: false,
         }
     }
 }
@@ -294,6 +299,11 @@ pub fn make_deadlock_free_fed(
                 Some(onelane::orientation(&prep, &routes.counts0, &routes.cols))
                     .filter(|o| o.data_legal)
             }
+            (_, _) if opts.judge_one_lane && prep.g.tree_levels().is_some() => {
+                let o = onelane::orientation(&prep, &routes.counts0, &routes.cols);
+                report.one_lane_keeps_data = o.data_legal;
+                None
+            }
             _ => None,
         };
         if let Some(oriented) = oriented {
@@ -408,53 +418,54 @@ fn one_lane(
     let g = prep.g;
     let t2 = Instant::now();
     let ud = &oriented.ud;
-    // Tree-like (most destinations' routes legal under it): cycle checks skip far turns.
-    let legal = onelane::legal_input_dests(g, ud, &routes.cols);
+    // Tree-like (most destinations' routes legal under it): cycle checks skip far turns. (Not
+    // counted where no search runs.)
+    let legal = match oriented.data_legal {
+        true => 0,
+        false => onelane::legal_input_dests(g, ud, &routes.cols),
+    };
     let dests = g.dests().iter().filter(|d| d.switch != NO_SWITCH).count() as u64;
     let tree_like = 2 * legal >= dests || oriented.data_legal;
-    let bounds = onelane::SearchBounds {
-        max_span: match tree_like {
-            true => onelane::TREE_LIKE_SPAN,
-            false => usize::MAX,
-        },
-        limit: match oriented.data_legal {
-            true => onelane::SWITCH_LID_SEARCH_LIMIT,
-            false => onelane::SEARCH_LIMIT,
-        },
-        keep_fitting: oriented.data_legal,
-        deadline,
-    };
-    // Seeds win on most fabrics, but not on every one (a 6x6 mesh): route both ways and keep the
-    // higher estimated Λ, so one lane never does worse than without seeds (up to the estimate).
-    // Independent: routed in parallel, each on its own copy of the input routes. Where every
-    // data route is legal it fits without seeds, which would only pin turns of the rest.
-    let spec = BisectionSpec::new(ONE_LANE_PICK_PATTERNS, ONE_LANE_PICK_SEED);
-    let seedings: &[onelane::Seeding] = match oriented.data_legal {
-        true => &[onelane::Seeding::Unseeded],
-        false => &[onelane::Seeding::Sifted, onelane::Seeding::Unseeded],
-    };
     let (input, input_weight) = (&routes.cols[..], &routes.counts0[..]);
-    let cands: Vec<_> = seedings
-        .par_iter()
-        .map(|&seeding| {
-            let mut cand = routes.routing.clone();
-            let out = onelane::run(
-                prep,
-                &oriented,
-                input,
-                input_weight,
-                seeding,
-                bounds,
-                &mut cand,
-            )?;
-            // Nothing to choose between where there is one candidate.
-            let est = match seedings.len() {
-                1 => f64::NAN,
-                _ => effective_bisection_bandwidth(g, &cand.lft, &spec).map_or(0.0, |b| b.lambda),
-            };
-            Ok((est, out, seeding, cand))
-        })
-        .collect::<Result<_, DfssspError>>()?;
+    let cands: Vec<_> = if oriented.data_legal {
+        // Every data route legal: every route made legal, no search ([`onelane::legal`]).
+        let mut cand = routes.routing.clone();
+        let out = onelane::legal::run(prep, &oriented.ud, input, deadline, &mut cand)?;
+        vec![(f64::NAN, out, onelane::Seeding::Unseeded, cand)]
+    } else {
+        let bounds = onelane::SearchBounds {
+            max_span: match tree_like {
+                true => onelane::TREE_LIKE_SPAN,
+                false => usize::MAX,
+            },
+            limit: onelane::SEARCH_LIMIT,
+            deadline,
+        };
+        // Seeds win on most fabrics, but not on every one (a 6x6 mesh): route both ways and
+        // keep the higher estimated Λ, so one lane never does worse than without seeds (up to
+        // the estimate). Independent: routed in parallel, each on its own copy of the input
+        // routes.
+        let spec = BisectionSpec::new(ONE_LANE_PICK_PATTERNS, ONE_LANE_PICK_SEED);
+        let seedings = [onelane::Seeding::Sifted, onelane::Seeding::Unseeded];
+        seedings
+            .par_iter()
+            .map(|&seeding| {
+                let mut cand = routes.routing.clone();
+                let out = onelane::run(
+                    prep,
+                    &oriented,
+                    input,
+                    input_weight,
+                    seeding,
+                    bounds,
+                    &mut cand,
+                )?;
+                let est =
+                    effective_bisection_bandwidth(g, &cand.lft, &spec).map_or(0.0, |b| b.lambda);
+                Ok((est, out, seeding, cand))
+            })
+            .collect::<Result<_, DfssspError>>()?
+    };
     let estimates = cands.iter().map(|c| (c.2.name(), c.0)).collect();
     // The highest estimate; ties to the earlier candidate.
     let best = cands
@@ -475,6 +486,7 @@ fn one_lane(
         tree_routes: out.tree_routes,
         nonminimal_routes: out.nonminimal_routes,
         searched_channels: out.searched_channels,
+        legal_rerouted: oriented.data_legal.then_some(out.rerouted),
     });
     report.seconds_escape = t2.elapsed().as_secs_f64();
     report.layers_before_balancing = 1;
@@ -964,6 +976,7 @@ pub fn layers_needed(g: &SwitchGraph, r: &Routing) -> Result<LayersNeeded, Strin
             cutting: Cutting::Exact,
             prepare_escape_ahead: false,
             deadline: None,
+            judge_one_lane: false,
         };
         let mut copy = r.clone();
         make_deadlock_free_with(g, &mut copy, MAX_LAYERS, &opts, None)

@@ -57,6 +57,10 @@ pub struct LayerReport {
     /// One lane of the budget left free ([`DfssspOptions::spare_lane`](super::DfssspOptions::spare_lane)): the layers use at most
     /// `budget - 1`.
     pub spare_lane: bool,
+    /// With several layers, asked for ([`DfssspOptions::judge_one_lane`](super::DfssspOptions::judge_one_lane)):
+    /// every data route (from switches with CAs to CA LIDs) is legal under one Up*/Down* order,
+    /// so one-lane routing would keep them all ([`super::onelane::legal`]).
+    pub one_lane_keeps_data: bool,
     /// One-lane routing ([`DfssspOptions::one_lane`](super::DfssspOptions::one_lane)), when it ran.
     pub one_lane: Option<OneLaneReport>,
 }
@@ -86,6 +90,9 @@ pub struct OneLaneReport {
     /// Channels the incremental cycle checks of the routing kept searched (their cost: seeding,
     /// search and rip-up pass together).
     pub searched_channels: u64,
+    /// Where every data route was legal under one Up*/Down* order and every route was made
+    /// legal without a search ([`onelane::legal`]): the (switch, LID) routes changed.
+    pub legal_rerouted: Option<u64>,
 }
 
 impl LayerReport {
@@ -143,7 +150,17 @@ impl LayerReport {
             },
             self.moved_paths
         ));
-        if let Some(o) = &self.one_lane {
+        if let Some((o, rerouted)) =
+            (self.one_lane.as_ref()).and_then(|o| o.legal_rerouted.map(|r| (o, r)))
+        {
+            v.push(format!(
+                "one lane: every data route (from switches with CAs to CA LIDs) is legal under \
+                 one Up*/Down* order (root switch(es) {:?}) and kept as SSSP chose it; {} other \
+                 route(s) made legal Up*/Down* routes instead, {} longer than minimal; {} \
+                 destination LID(s) kept all their SSSP routes; no search",
+                o.tree_roots, rerouted, o.nonminimal_routes, o.kept_dests
+            ));
+        } else if let Some(o) = &self.one_lane {
             v.push(format!(
                 "one lane: balanced searches that keep the layer acyclic, spanning-tree routes \
                  (root switch(es) {:?}) where they cannot: {} of {} route(s) follow the tree \

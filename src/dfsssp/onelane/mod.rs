@@ -37,6 +37,11 @@
 //! positions apart in the layer's order is refused without a search (as the escape's layers do),
 //! and a search does not even queue such a candidate ([`Router::offer`]).
 //!
+//! **Every data route legal.** Where the routes from switches with CAs to CA LIDs are all legal
+//! under one Up*/Down* order ([`orientation`]: fat trees, with failed cables and switches too),
+//! no search runs: every route is made legal under that order, the data routes as they are
+//! ([`legal`], `O(S)` per destination).
+//!
 //! **Cost.** A search tries the candidate channels in order of cost; on tree-like fabrics its
 //! queue holds one entry per switch (its cheapest candidate not yet refused) rather than one per
 //! candidate. The tables are written only for destinations whose routes changed.
@@ -61,6 +66,7 @@ use super::dyntopo::{DynTopo, TopoScratch};
 use super::prepared::Prepared;
 use super::DfssspError;
 
+pub(crate) mod legal;
 mod seeds;
 #[cfg(test)]
 mod tests;
@@ -140,6 +146,8 @@ pub(crate) struct OneLaneOutcome {
     pub nonminimal_routes: u64,
     /// Channels the incremental cycle checks searched (seeding included).
     pub searched_channels: u64,
+    /// (switch, LID) routes that are not the input's ([`legal`]).
+    pub rerouted: u64,
 }
 
 /// The BFS spanning tree the escape routes follow.
@@ -212,7 +220,6 @@ pub(crate) fn orientation(prep: &Prepared, counts: &[u32], input: &[u8]) -> Orie
         return Orientation {
             ud,
             data_legal: false,
-            data_turns: Vec::new(),
         };
     }
     let data = data_turns(g, ei, input);
@@ -225,7 +232,6 @@ pub(crate) fn orientation(prep: &Prepared, counts: &[u32], input: &[u8]) -> Orie
         return Orientation {
             ud,
             data_legal: true,
-            data_turns: data,
         };
     }
     let turn = |c1, c2| bits::bit(&data, ei.edge(g, c1, c2) as usize);
@@ -239,12 +245,10 @@ pub(crate) fn orientation(prep: &Prepared, counts: &[u32], input: &[u8]) -> Orie
         true => Orientation {
             ud: fitted,
             data_legal: true,
-            data_turns: data,
         },
         false => Orientation {
             ud,
             data_legal: false,
-            data_turns: Vec::new(),
         },
     }
 }
@@ -253,16 +257,11 @@ pub(crate) fn orientation(prep: &Prepared, counts: &[u32], input: &[u8]) -> Orie
 /// CA LID is legal under it.
 pub(crate) struct Orientation {
     pub ud: UpDown,
-    /// Every data route legal (fat trees, with failed cables too): the input routes of every
-    /// switch that carries data fit the layer without a search, and only routes that carry none
-    /// (from switches above the leaves, whose minimal routes turn down, then up) need another
-    /// way. Their searches take the cheap bound of switch LIDs: on the 18-ary 3-tree with 1% of
-    /// its cables missing, bounded by 4096 channels each they took 111 s.
+    /// Every data route legal (fat trees, with failed cables too): then every route is made
+    /// legal without a search ([`legal`]), the data routes as they are. (The search, even
+    /// bounded per destination, took 1.2 to 1.7 s on the 18-ary 3-tree with 5% of its cables
+    /// missing; unbounded, 208 s.)
     pub data_legal: bool,
-    /// Where `data_legal`: the data routes' dependency edges (a bitmap, [`data_turns`]), pinned
-    /// in the layer before any search, so that no turn searched in for a route that carries no
-    /// data can ever push one out of the order (legal, they all fit it at once).
-    pub data_turns: Vec<u64>,
 }
 
 /// How far the searches of one-lane routing may go.
@@ -272,14 +271,8 @@ pub(crate) struct SearchBounds {
     /// is refused without a cycle check ([`TREE_LIKE_SPAN`] on tree-like fabrics, else
     /// unbounded).
     pub max_span: usize,
-    /// Channels a cycle check of a CA LID's route may visit ([`SEARCH_LIMIT`], or
-    /// [`SWITCH_LID_SEARCH_LIMIT`] where every data route is legal).
+    /// Channels a cycle check of a CA LID's route may visit ([`SEARCH_LIMIT`]).
     pub limit: usize,
-    /// Whether a CA LID whose input routes do not all fit keeps those of the switches whose
-    /// whole paths fit, the search routing only the others (where every data route is legal:
-    /// elsewhere searching everything balances better, random 128-switch fabric Λ 0.1197
-    /// against 0.1185).
-    pub keep_fitting: bool,
     /// Stop ([`DfssspError::Stopped`]) once past it, checked per destination.
     pub deadline: Option<Instant>,
 }
@@ -386,10 +379,6 @@ pub(crate) fn run(
     let tree = Tree::new(g, ud);
     let mut counts = vec![0u32; ei.num_edges()];
     tree.pin(g, ei, &mut counts);
-    // Data turns (where all are legal) are pinned like the tree's.
-    for e in bits::ones(&oriented.data_turns) {
-        counts[e] = 1;
-    }
     // Tree turns are legal Up*/Down* turns, so the legal order fits them, and every legal turn
     // the search adds later goes in without a search (on fat trees: every CA LID's SSSP routes).
     let mut topo = DynTopo::from_order(&ud.legal_order(g));
@@ -413,12 +402,7 @@ pub(crate) fn run(
         roots: ud.roots.clone(),
         ..Default::default()
     };
-    // Where the fitting input routes are kept (every data route legal), a second pass would
-    // only search again the routes that carry no data.
-    let passes = match bounds.keep_fitting {
-        true => 0,
-        false => REROUTE_PASSES,
-    };
+    let passes = REROUTE_PASSES;
     for pass in 0..=passes {
         if pass == 1 {
             // The seeds have done their work: from now on only the routes hold the layer.
@@ -456,7 +440,7 @@ pub(crate) fn run(
             } else {
                 None
             };
-            out.restarts += r.search(&d, input, to, alt, limit, bounds.keep_fitting);
+            out.restarts += r.search(&d, input, to, alt, limit);
             if pass == last {
                 out.kept_dests += u64::from(r.kept);
                 for &s in &r.members {
@@ -547,10 +531,6 @@ struct Router<'a> {
     /// Channels the destination's cycle checks may still visit ([`WORK_PER_DEST`]).
     work_left: usize,
     work_per_dest: usize,
-    /// Per switch, its input channel when the search keeps it (the input routes from it to the
-    /// destination all fit the layer), else [`NO_CHANNEL`]; and the dependencies those add.
-    kept_next: Vec<u32>,
-    kept_added: Vec<u32>,
 }
 
 impl<'a> Router<'a> {
@@ -591,8 +571,6 @@ impl<'a> Router<'a> {
             kept: false,
             work_left: 0,
             work_per_dest: WORK_PER_DEST.max(g.num_channels() * WORK_PER_CHANNEL),
-            kept_next: vec![NO_CHANNEL; ns],
-            kept_added: Vec::new(),
         }
     }
 
@@ -670,7 +648,6 @@ impl<'a> Router<'a> {
         to: &[u16],
         alt: Option<&[u32]>,
         limit: usize,
-        keep_fitting: bool,
     ) -> u64 {
         let g = self.g;
         let root = d.switch;
@@ -683,25 +660,13 @@ impl<'a> Router<'a> {
         self.in_a[root as usize] = true;
         self.work_left = self.work_per_dest;
         let mut restarts = 0;
-        let fitted = if keep_fitting && d.exit_port != 0 {
-            // The switches whose input routes fit keep them; the search routes the others (none
-            // when all fit: it then only totals the kept routes' costs).
-            self.keep_input_part(root, input, to, limit);
-            let kept_next = &self.kept_next;
-            self.kept =
-                (self.members.iter()).all(|&s| s == root || kept_next[s as usize] != NO_CHANNEL);
-            false
-        } else {
-            self.kept = self.try_input(root, input, to, limit);
-            self.kept || alt.is_some_and(|next| self.try_tree(root, next, limit))
-        };
+        self.kept = self.try_input(root, input, to, limit);
+        let fitted = self.kept || alt.is_some_and(|next| self.try_tree(root, next, limit));
         if !fitted {
+            // Until `A` stops growing.
             while !self.search_once(root, limit) {
                 restarts += 1;
-                // `A` grew: search everything but `A` again.
-                self.drop_kept_part();
             }
-            self.drop_kept_next();
         }
         // The tree turns of `A`'s routes are pinned already; count them too, so that taking the
         // destination out again (the next pass) leaves the pins.
@@ -752,57 +717,6 @@ impl<'a> Router<'a> {
             }
         }
         self.fit_tree(limit)
-    }
-
-    /// Keeps the input routes of every switch whose whole input path fits the layer (switches
-    /// in order of distance, each after its next hop): their channels go to `kept_next`, their
-    /// dependencies into the layer (`kept_added`). The search then starts from them, as from `A`.
-    fn keep_input_part(&mut self, root: u32, input: &[u8], to: &[u16], limit: usize) {
-        let (g, ei) = (self.g, self.ei);
-        self.hops.fill(u16::MAX);
-        for &s in &self.members {
-            self.hops[s as usize] = to[s as usize];
-        }
-        order_by_distance(&self.hops, &mut self.settled, &mut self.sort_counts);
-        self.kept_added.clear();
-        for i in 1..self.settled.len() {
-            let s = self.settled[i];
-            let Some(c) = g.channel_at(s, input[s as usize]) else {
-                continue;
-            };
-            let h = g.chan_head()[c as usize];
-            if to[h as usize].wrapping_add(1) != to[s as usize] {
-                continue;
-            }
-            if h != root {
-                let cu = self.kept_next[h as usize];
-                if cu == NO_CHANNEL {
-                    continue;
-                }
-                let e = ei.edge(g, c, cu) as usize;
-                if self.counts[e] == 0 && !self.admits(c, cu, limit) {
-                    continue;
-                }
-                self.counts[e] += 1;
-                self.kept_added.push(e as u32);
-            }
-            self.kept_next[s as usize] = c;
-        }
-    }
-
-    /// Takes the kept input routes out again (their dependencies and `kept_next`).
-    fn drop_kept_part(&mut self) {
-        for &e in &self.kept_added {
-            self.counts[e as usize] -= 1;
-        }
-        self.kept_added.clear();
-        self.drop_kept_next();
-    }
-
-    fn drop_kept_next(&mut self) {
-        for &s in &self.members {
-            self.kept_next[s as usize] = NO_CHANNEL;
-        }
     }
 
     /// Takes the tree `next` (every member switch but the root routed, [`NO_CHANNEL`] elsewhere)
@@ -889,31 +803,22 @@ impl<'a> Router<'a> {
         }
     }
 
-    /// Costs, depths and next hops of the switches whose routes are fixed: `A` along the tree
-    /// (`along_tree`), else those that keep their input routes. A fixed route leads through
-    /// fixed switches of its kind only, to the root.
-    fn settle_fixed(&mut self, along_tree: bool) {
+    /// Costs, depths and next hops of the switches of `A`, along the tree: a tree route leads
+    /// through switches of `A` only, to the root.
+    fn settle_tree(&mut self) {
         let g = self.g;
-        let fixed_next = match along_tree {
-            true => &self.tree_next,
-            false => &self.kept_next,
-        };
         for &s in &self.members {
-            let fixed = match along_tree {
-                true => self.in_a[s as usize],
-                false => fixed_next[s as usize] != NO_CHANNEL,
-            };
-            if !fixed {
+            if !self.in_a[s as usize] {
                 continue;
             }
             self.stack.clear();
             let mut v = s;
             while self.cost[v as usize] == u64::MAX {
                 self.stack.push(v);
-                v = g.chan_head()[fixed_next[v as usize] as usize];
+                v = g.chan_head()[self.tree_next[v as usize] as usize];
             }
             while let Some(v) = self.stack.pop() {
-                let c = fixed_next[v as usize];
+                let c = self.tree_next[v as usize];
                 let h = g.chan_head()[c as usize] as usize;
                 self.cost[v as usize] = self.cost[h] + self.load[c as usize];
                 self.depth[v as usize] = self.depth[h] + 1;
@@ -930,13 +835,11 @@ impl<'a> Router<'a> {
         self.cost.fill(u64::MAX);
         self.settled.clear();
         self.heap.clear();
-        // Switches of `A` forward along the tree, those that keep their input routes along
-        // them; their costs along their routes.
+        // Switches of `A` forward along the tree; their costs along it.
         self.cost[root as usize] = 0;
         self.depth[root as usize] = 0;
-        self.settle_fixed(true);
-        self.settle_fixed(false);
-        // `A` and the kept switches in order of depth, so each after its next hop.
+        self.settle_tree();
+        // `A` in order of depth, so each after its next hop.
         self.hops.fill(u16::MAX);
         for &s in &self.members {
             if self.cost[s as usize] != u64::MAX {
