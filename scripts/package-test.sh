@@ -113,6 +113,8 @@ apt_get install "$deb" >"$WORK/apt-install.out" 2>&1 || { cat "$WORK/apt-install
 install_time=$(elapsed "$t")
 example=/usr/share/doc/dfsssp-rs/examples/opensm.conf
 lib=$(dpkg -L dfsssp-rs | grep '/libdfsssp_rs\.so$') || fail "the package installs no libdfsssp_rs.so"
+# The failure-injection test hooks (cargo feature test-hooks) are not in the packaged plug-in.
+! grep -q DFSSSP_RS_INJECT_FAILURE "$lib" || fail "$lib carries the test hooks (built with test-hooks)"
 # OpenSM dlopen()s "libdfsssp_rs.so" by name: the dynamic loader must find it without help (its
 # own system directories, which need no ldconfig run).
 ldso=$(ldd /usr/sbin/opensm | awk '/ld-linux/ { print $1 }')

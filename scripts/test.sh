@@ -22,8 +22,9 @@ OPENSM_INCLUDE_DIR=/nonexistent cargo test --release --no-default-features
 # linted, installed with apt, a torus routed by dfsssp-rs from the documented opensm.conf lines
 # alone, removed, OpenSM on its fallback (installs and removes the package dfsssp-rs here).
 scripts/package-test.sh
-# The end-to-end tests load target/release/libdfsssp_rs.so into opensm: build it first.
-cargo build --release --lib
+# The end-to-end tests load target/release/libdfsssp_rs.so into opensm: build it first, with
+# the failure-injection hooks the tests use (the packaged plug-in above has none).
+cargo build --release --lib --features test-hooks
 # OpenSM 3.3.24 as released, and 3.3.24 and Debian's 3.3.23 with opensm-patches/, built from
 # source into private prefixes (cached under the target dir) with the plug-in built against each;
 # tests/e2e_opensm_trees.rs runs in them.
@@ -32,8 +33,9 @@ while read -r variant prefix; do
     var=${var/-patched/_PATCHED}
     export "$var=$prefix"
 done < <(scripts/opensm-tree.sh 3.3.24 3.3.24-patched 3.3.23-patched)
-cargo test --release --all-targets
+cargo test --release --all-targets --features test-hooks
 # The tree tests are ignored unless asked for: here the trees are built, so an absent one fails.
-cargo test --release --test e2e_opensm_trees -- --include-ignored
+cargo test --release --features test-hooks --test e2e_opensm_trees -- --include-ignored
 cargo fmt --check
+cargo clippy --all-targets --release --features test-hooks -- -D warnings
 cargo clippy --all-targets --release -- -D warnings

@@ -246,7 +246,8 @@ pub fn parse_header(bytes: &[u8], path: &str) -> Result<Header, StateError> {
 /// Parses and validates a whole file's bytes.
 pub fn decode(bytes: &[u8], path: &str) -> Result<SavedState, StateError> {
     let header = parse_header(bytes, path)?;
-    let need = HEADER_LEN as u64 + header.payload_len;
+    // A length beyond any file (a damaged header) must not wrap around.
+    let need = (HEADER_LEN as u64).saturating_add(header.payload_len);
     if (bytes.len() as u64) < need {
         return Err(StateError::Truncated {
             path: path.into(),
@@ -277,11 +278,13 @@ pub fn decode(bytes: &[u8], path: &str) -> Result<SavedState, StateError> {
         return Err(corrupt("no JSON part".into()));
     }
     let json_len = u32_at(payload, 0) as usize;
-    let json = payload.get(4..4 + json_len).ok_or_else(|| {
-        corrupt(format!(
-            "JSON part of {json_len} bytes overruns the payload"
-        ))
-    })?;
+    let json = payload
+        .get(4..4usize.saturating_add(json_len))
+        .ok_or_else(|| {
+            corrupt(format!(
+                "JSON part of {json_len} bytes overruns the payload"
+            ))
+        })?;
     let meta: Meta<Fabric> =
         serde_json::from_slice(json).map_err(|e| corrupt(format!("JSON: {e}")))?;
     let kind: EngineKind = meta.engine.parse().map_err(corrupt)?;
@@ -313,6 +316,23 @@ pub fn decode(bytes: &[u8], path: &str) -> Result<SavedState, StateError> {
     if meta.num_layers == 0 || meta.num_layers > crate::dfsssp::MAX_LAYERS {
         return Err(corrupt(format!("{} layers", meta.num_layers)));
     }
+    // The SLs a path may answer are `layer + sl_offset`: within the lanes it was routed for
+    // (at most 15 data VLs), a lane at most left to multicast.
+    if meta.lanes == 0 || meta.lanes > crate::dfsssp::MAX_LAYERS {
+        return Err(corrupt(format!("{} lanes", meta.lanes)));
+    }
+    if meta.sl_offset > 1 || meta.sl_offset + meta.num_layers > meta.lanes {
+        return Err(corrupt(format!(
+            "{} layers from SL {} do not fit {} lanes",
+            meta.num_layers, meta.sl_offset, meta.lanes
+        )));
+    }
+    if !meta.has_layers && meta.num_layers != 1 {
+        return Err(corrupt(format!(
+            "{} layers but no layer table",
+            meta.num_layers
+        )));
+    }
     let mut lft = Lft::new(ns, meta.max_lid);
     for (s, row) in lft.tables_mut().enumerate() {
         row.copy_from_slice(&rows[s * stride..(s + 1) * stride]);
@@ -336,6 +356,16 @@ pub fn decode(bytes: &[u8], path: &str) -> Result<SavedState, StateError> {
         }
     }
     let hops = walked_hops(&graph, &lft);
+    let routing = Routing {
+        lft,
+        hops,
+        layers,
+        num_layers: meta.num_layers,
+    };
+    // Never trusted: the routing adopted must pass the full verification (every route a
+    // route, every layer's CDG acyclic) that a computed one passes.
+    crate::verify::verify(&graph, &routing)
+        .map_err(|e| corrupt(format!("routing: {}", e.describe(&meta.fabric, &graph))))?;
     let mut cfg = EngineConfig::new(kind);
     cfg.lanes = meta.lanes;
     cfg.qos = meta.qos;
@@ -344,12 +374,7 @@ pub fn decode(bytes: &[u8], path: &str) -> Result<SavedState, StateError> {
         header,
         fabric: meta.fabric,
         graph,
-        routing: Routing {
-            lft,
-            hops,
-            layers,
-            num_layers: meta.num_layers,
-        },
+        routing,
         cfg,
         sl_offset: meta.sl_offset,
         full_max_load: meta.full_max_load,
@@ -393,11 +418,12 @@ pub fn read_header(path: &Path) -> Result<Header, StateError> {
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file next to it, synced, renamed over it,
-/// and the directory synced so that the rename survives a crash.
+/// and the directory synced so that the rename survives a crash. The temporary file is new
+/// (`O_EXCL`, mode 0600) and named by process and write, so no two writers (two SMs sharing the
+/// directory, two writes of one process) ever write into the same one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = tmp_path(path);
+    let (tmp, mut f) = create_tmp(path)?;
     let res = (|| {
-        let mut f = fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         drop(f);
@@ -416,10 +442,28 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     res
 }
 
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".tmp.{}", std::process::id()));
-    path.with_file_name(name)
+/// A new temporary file next to `path`: `NAME.tmp.PID.N`, N counting this process's writes;
+/// one left behind by a crashed process of the same PID is skipped, never written into.
+fn create_tmp(path: &Path) -> std::io::Result<(PathBuf, fs::File)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        let n = WRITES.fetch_add(1, Ordering::Relaxed);
+        name.push(format!(".tmp.{}.{n}", std::process::id()));
+        let tmp = path.with_file_name(name);
+        let opened = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp);
+        match opened {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Whether a saved fabric is the one discovered now, possibly changed: the routing of a
@@ -528,6 +572,71 @@ mod tests {
         let sum = checksum(&v[HEADER_LEN..]);
         v[40..48].copy_from_slice(&sum.to_le_bytes());
         assert_eq!(kind(&v), "corrupt");
+    }
+
+    /// Fuzzing the decoder: any byte string is refused with a reason, or yields a routing that
+    /// passes the full verification with its SLs inside its lanes. Mutations of a valid file
+    /// (half with the checksum made right again, so that they reach the checks behind it:
+    /// bits, table bytes, header fields, numbers in the JSON part, lengths) and random bytes.
+    #[test]
+    fn any_bytes_are_refused_or_verified() {
+        use rand::{Rng, SeedableRng};
+        let good = bytes();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let json_len = u32_at(&good, HEADER_LEN) as usize;
+        let json = HEADER_LEN + 4..HEADER_LEN + 4 + json_len;
+        let digits: Vec<usize> = json.filter(|&k| good[k].is_ascii_digit()).collect();
+        let (mut refused, mut accepted) = (0, 0);
+        for i in 0..2400 {
+            let mut b = good.clone();
+            match i % 6 {
+                0 => {
+                    for _ in 0..rng.gen_range(1..4) {
+                        let at = rng.gen_range(0..b.len());
+                        b[at] ^= 1 << rng.gen_range(0..8);
+                    }
+                }
+                1 => {
+                    let at = rng.gen_range(HEADER_LEN + 4 + json_len..b.len());
+                    b[at] = rng.gen();
+                }
+                2 => {
+                    let at = rng.gen_range(0..HEADER_LEN);
+                    b[at] = rng.gen();
+                }
+                3 => {
+                    let at = digits[rng.gen_range(0..digits.len())];
+                    b[at] = b'0' + rng.gen_range(0..10u8);
+                }
+                4 => {
+                    let len = rng.gen_range(0..b.len() + 16);
+                    b.resize(len, rng.gen());
+                }
+                _ => b = (0..rng.gen_range(0..200)).map(|_| rng.gen()).collect(),
+            }
+            if i % 12 < 6 && b.len() >= HEADER_LEN {
+                let sum = checksum(&b[HEADER_LEN..]);
+                b[40..48].copy_from_slice(&sum.to_le_bytes());
+            }
+            match decode(&b, "fuzz") {
+                Err(e) => {
+                    assert!(!e.to_string().is_empty());
+                    refused += 1;
+                }
+                Ok(s) => {
+                    let v = crate::verify::verify(&s.graph, &s.routing);
+                    assert!(v.is_ok(), "case {i}: {v:?}");
+                    let sls = s.sl_offset + s.routing.num_layers;
+                    assert!(sls <= s.cfg.lanes, "case {i}: SLs up to {sls}");
+                    accepted += 1;
+                }
+            }
+        }
+        // Both outcomes met: table bytes that leave a valid routing are accepted.
+        assert!(
+            refused > 1000 && accepted > 0,
+            "{refused} refused, {accepted} accepted"
+        );
     }
 
     #[test]

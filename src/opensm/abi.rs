@@ -133,6 +133,7 @@ unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
         let mut plugin = Box::new(Plugin {
             engines: Vec::new(),
         });
+        let persist = std::sync::Arc::new(std::sync::Mutex::new(Default::default()));
         for (kind, name) in [
             (EngineKind::Sssp, c"sssp-rs"),
             (EngineKind::Dfsssp, c"dfsssp-rs"),
@@ -146,7 +147,7 @@ unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
                 heavy_sweep: AtomicBool::new(false),
                 options_line: Default::default(),
                 class_lists: Default::default(),
-                persist: Default::default(),
+                persist: persist.clone(),
             });
             let ctx_ptr = &*ctx as *const EngineCtx as *mut c_void;
             let module = ffi::external_routing_engine_module_t {

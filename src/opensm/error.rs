@@ -11,6 +11,7 @@ use std::ffi::CStr;
 use thiserror::Error;
 
 use super::raw::{McastTableError, SwitchLimits};
+#[cfg(feature = "test-hooks")]
 use super::ENV_INJECT_FAILURE;
 use crate::engine::EngineError;
 use crate::fabric::FabricError;
@@ -31,6 +32,7 @@ pub(crate) enum AdapterError {
     NothingComputed,
     #[error("OpenSM's functions were not resolved")]
     NoApi,
+    #[cfg(feature = "test-hooks")]
     #[error("injected failure ({ENV_INJECT_FAILURE}=error, a test hook)")]
     Injected,
     #[error("no unicast routing of this engine is in place")]

@@ -5,9 +5,9 @@
 //! for the switch's own LIDs), and no rows for CA/router LIDs. It depends on the fabric alone, not
 //! on the routes, so it is written beside the routing instead of after it: on a thread that the
 //! kernel runs only when a core would otherwise idle (the balancing and cycle breaking are
-//! sequential), and whatever is left when the engine returns is shared by both threads. On an
-//! 18-ary 3-tree that is 944,784 rows (each `malloc`ed on the first run), 0.05 s of two cores
-//! that no longer follow the routing.
+//! sequential), and whatever is left when the engine returns is shared by both threads, the
+//! helper raised to normal scheduling first ([`super::raw::IdleHelper`]): on a busy host the
+//! routing thread must not wait on a thread the kernel starves. A failed routing stops it.
 //!
 //! Never half-written: a switch OpenSM has not prepared, or whose hop table is too small, is left
 //! alone (the plan then refuses the routing); if a row cannot be allocated, or the routing fails
@@ -149,6 +149,11 @@ impl<'a> LidMatrixWriter<'a> {
             fault: Mutex::new(None),
             fail_from,
         })
+    }
+
+    /// Every thread stops writing rows (the routing failed: what was written is reset).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
     }
 
     fn fail(&self, fault: LidMatrixFault) {

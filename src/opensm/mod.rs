@@ -92,7 +92,8 @@
 //! A bad value or an unknown key is logged (`ERR DF06`, with its source and the accepted range)
 //! and the default applies: a routine config mistake never stops routing.
 //!
-//! `DFSSSP_RS_INJECT_FAILURE=panic|error|lid-matrix|write` is a **test hook**: it makes
+//! `DFSSSP_RS_INJECT_FAILURE=panic|error|lid-matrix|write` is a **test hook**, read only in
+//! builds with the cargo feature `test-hooks` (the tests'; never the packaged plug-in): it makes
 //! `build_lid_matrices` panic or fail, or fail halfway through the hop counts (as if OpenSM ran
 //! out of memory), or `ucast_build_fwd_tables` fail halfway through the switches' LFTs, to check
 //! that OpenSM falls back and no half-written table survives.
@@ -140,7 +141,21 @@ use crate::routing::Routing;
 pub const ENV_MAX_LANES: &str = "DFSSSP_RS_MAX_LANES";
 /// Test hook: `panic` or `error` makes `build_lid_matrices` fail, `write` makes
 /// `ucast_build_fwd_tables` fail after writing half the entries.
+#[cfg(feature = "test-hooks")]
 pub const ENV_INJECT_FAILURE: &str = "DFSSSP_RS_INJECT_FAILURE";
+
+/// The failure `DFSSSP_RS_INJECT_FAILURE` asks for, in builds with the `test-hooks` feature.
+#[cfg(feature = "test-hooks")]
+fn injected_failure() -> Option<String> {
+    std::env::var(ENV_INJECT_FAILURE).ok()
+}
+
+/// Without the `test-hooks` feature no failure can be injected.
+#[cfg(not(feature = "test-hooks"))]
+fn injected_failure() -> Option<String> {
+    None
+}
+
 pub const ENV_BISECTION_PATTERNS: &str = "DFSSSP_RS_BISECTION_PATTERNS";
 /// `0` turns incremental re-routing off (every heavy sweep computes from scratch).
 pub const ENV_INCREMENTAL: &str = "DFSSSP_RS_INCREMENTAL";
@@ -177,15 +192,17 @@ struct EngineCtx {
     /// The compute and I/O GUID lists of the last routing run (a change means a full
     /// computation, and a new log line).
     class_lists: std::sync::Mutex<Option<ClassLists>>,
-    /// The routing state file: whether it was looked at, what this process wrote.
-    persist: std::sync::Mutex<persist::Persist>,
+    /// The routing state file: whether it was looked at, what this process wrote. One for the
+    /// plug-in, shared by both engines (`routing_engine dfsssp-rs,sssp-rs`): one writer, whose
+    /// writes land in order, and neither takes the other's file for another SM's.
+    persist: std::sync::Arc<std::sync::Mutex<persist::Persist>>,
 }
 
 impl Drop for EngineCtx {
     fn drop(&mut self) {
         // A state write in flight logs through OpenSM: let it finish while OpenSM is there.
         self.persist
-            .get_mut()
+            .lock()
             .unwrap_or_else(|e| e.into_inner())
             .finish();
     }

@@ -459,14 +459,52 @@ impl SwitchTables<'_> {
     }
 }
 
-/// Lowers the calling thread to `SCHED_IDLE`: the kernel then runs it only when a core would
-/// otherwise idle, so work done there never slows the threads that compute the routing. Returns
-/// whether that took effect (else the thread runs at its normal priority).
-pub(crate) fn run_this_thread_when_idle() -> bool {
+/// A helper thread that runs only when a core would otherwise idle (`SCHED_IDLE`), so its work
+/// never slows the threads that compute the routing, until a thread about to wait for it raises
+/// it back to normal scheduling: on a busy SM host the kernel may starve an idle-priority
+/// thread, and none may be waited on.
+#[derive(Default)]
+pub(crate) struct IdleHelper {
+    /// The helper's `pthread_t` once it started (valid until it is joined), 0 before.
+    thread: std::sync::atomic::AtomicU64,
+    raised: std::sync::atomic::AtomicBool,
+}
+
+impl IdleHelper {
+    /// On the helper thread: idle priority from now on, unless [`Self::raise`] came first.
+    pub(crate) fn enter(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        // SAFETY: pthread_self has no preconditions.
+        let me = unsafe { libc::pthread_self() };
+        self.thread.store(me as u64, SeqCst);
+        set_policy(me, libc::SCHED_IDLE);
+        // A raise between the store and the line above found the thread and raised it, and
+        // was undone: raise again. (Sequentially consistent: either this load sees the flag,
+        // or `raise` saw the thread after the store.)
+        if self.raised.load(SeqCst) {
+            set_policy(me, libc::SCHED_OTHER);
+        }
+    }
+
+    /// On another thread, before waiting for the helper: normal scheduling for it. The helper
+    /// must not have been joined yet (its `pthread_t` is valid until then).
+    pub(crate) fn raise(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.raised.store(true, SeqCst);
+        let t = self.thread.load(SeqCst);
+        if t != 0 {
+            set_policy(t as libc::pthread_t, libc::SCHED_OTHER);
+        }
+    }
+}
+
+/// Sets a live (not yet joined) thread's scheduling policy, priority 0; whether it took effect.
+fn set_policy(thread: libc::pthread_t, policy: libc::c_int) -> bool {
     let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sched_setscheduler with pid 0 changes the calling thread's policy only; `param`
-    // is a valid parameter block (priority 0, as SCHED_IDLE requires) that outlives the call.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0 }
+    // SAFETY: `thread` is a thread of this process that has not been joined (the callers'
+    // contract), so its handle is valid; `param` is a valid parameter block (priority 0, as
+    // SCHED_IDLE and SCHED_OTHER require) that outlives the call.
+    unsafe { libc::pthread_setschedparam(thread, policy, &param) == 0 }
 }
 
 /// A multicast group box (`osm_mgrp_box_t`) OpenSM hands to `mcast_build_stree`: one MLID and the

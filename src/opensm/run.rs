@@ -9,7 +9,7 @@ use super::lid_matrix::LidMatrixWriter;
 use super::persist::{self, PriorRouting};
 use super::raw::{self, LockedSubnet};
 use super::{ffi, log, subnet, tables};
-use super::{Active, AdapterError, EngineCtx, Pending, Previous, ENV_INJECT_FAILURE};
+use super::{Active, AdapterError, EngineCtx, Pending, Previous};
 use crate::engine;
 use crate::routing::{SwitchLidTable, NO_PATH};
 
@@ -22,7 +22,8 @@ impl EngineCtx {
         // OpenSM's next engine replaces it, so it is not kept beyond this run.
         let active = std::mem::take(&mut *self.write()).active;
         let heavy_sweep = self.heavy_sweep.swap(false, Ordering::Relaxed);
-        let hook = std::env::var(ENV_INJECT_FAILURE).ok();
+        let hook = super::injected_failure();
+        #[cfg(feature = "test-hooks")]
         if hook.as_deref() == Some("error") {
             return Err(AdapterError::Injected);
         }
@@ -98,15 +99,20 @@ impl EngineCtx {
         let fail_from =
             (hook.as_deref() == Some("lid-matrix")).then(|| subnet.fabric.switch_count() / 2);
         let matrix = LidMatrixWriter::new(api, &mut osm, &subnet.fabric, fail_from)?;
+        let helper = raw::IdleHelper::default();
         let (out, beside) = std::thread::scope(|scope| {
             let beside = scope.spawn(|| {
-                raw::run_this_thread_when_idle();
+                helper.enter();
                 matrix.work();
             });
             let out = catch_unwind(AssertUnwindSafe(|| {
                 // (While the LID matrix is being written.)
+                #[cfg(feature = "test-hooks")]
                 if hook.as_deref() == Some("panic") {
-                    panic!("{ENV_INJECT_FAILURE}=panic: injected panic (test hook)");
+                    panic!(
+                        "{}=panic: injected panic (test hook)",
+                        super::ENV_INJECT_FAILURE
+                    );
                 }
                 let out = engine::run_from(
                     &subnet.fabric,
@@ -114,9 +120,21 @@ impl EngineCtx {
                     prior.as_ref().map(PriorRouting::as_prior),
                     &rc,
                 );
+                // From here on this thread may wait for the helper (the matrix it builds, the
+                // rows it writes): it runs normally again, however busy the host. A failed
+                // routing needs no more rows: they are reset.
+                helper.raise();
+                if out.is_err() {
+                    matrix.stop();
+                }
                 matrix.work();
                 out
             }));
+            // A panic stops the helper too, before the join.
+            if out.is_err() {
+                helper.raise();
+                matrix.stop();
+            }
             (out, beside.join())
         });
         // On any failure from here on, the hop counts written are reset; a panic then goes on
@@ -194,7 +212,7 @@ impl EngineCtx {
         // is the call's only LockedSubnet.
         let mut osm = unsafe { LockedSubnet::new(self.osm) };
         // Test hook: fail halfway through the switches, to exercise the reset.
-        let fail_after = (std::env::var(ENV_INJECT_FAILURE).as_deref() == Ok("write"))
+        let fail_after = (super::injected_failure().as_deref() == Some("write"))
             .then_some(p.plan.switches.len() / 2);
         let stats = tables::write(api, &mut osm, &p.plan, &p.routing, fail_after)
             .map_err(AdapterError::Write)?;
