@@ -661,6 +661,37 @@ fn build(
     b.build().map_err(|e| ctx.fabric(last_line, e))
 }
 
+/// Where Debian's `libumad2sim0` put the umad2sim shim (`LD_PRELOAD` it into a program to talk
+/// to ibsim instead of a real HCA): the package's own file list, else the multiarch directory
+/// for this architecture (the compiler's `-print-multiarch` where there is one). Resolved once.
+pub fn umad2sim_path() -> std::path::PathBuf {
+    use std::process::Command;
+    static PATH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let stdout = |cmd: &str, args: &[&str]| {
+        Command::new(cmd)
+            .args(args)
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+    };
+    PATH.get_or_init(|| {
+        let listed = stdout("dpkg", &["-L", "libumad2sim0"]).and_then(|files| {
+            files
+                .lines()
+                .find(|l| l.ends_with("/libumad2sim.so"))
+                .map(std::path::PathBuf::from)
+        });
+        listed.unwrap_or_else(|| {
+            let multiarch = stdout("gcc", &["-print-multiarch"])
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| format!("{}-linux-gnu", std::env::consts::ARCH));
+            format!("/usr/lib/{multiarch}/umad2sim/libumad2sim.so").into()
+        })
+    })
+    .clone()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -92,9 +92,9 @@
 //! A bad value or an unknown key is logged (`ERR DF06`, with its source and the accepted range)
 //! and the default applies: a routine config mistake never stops routing.
 //!
-//! `DFSSSP_RS_INJECT_FAILURE=panic|error|lid-matrix|write` is a **test hook**, read only in
-//! builds with the cargo feature `test-hooks` (the tests'; never the packaged plug-in): it makes
-//! `build_lid_matrices` panic or fail, or fail halfway through the hop counts (as if OpenSM ran
+//! `DFSSSP_RS_INJECT_FAILURE=panic|error|error-once:ENGINE|lid-matrix|write` is a **test hook**,
+//! read only in builds with the cargo feature `test-hooks` (the tests'; never the packaged
+//! plug-in): it makes `build_lid_matrices` panic or fail (every time, or that engine's first run), or fail halfway through the hop counts (as if OpenSM ran
 //! out of memory), or `ucast_build_fwd_tables` fail halfway through the switches' LFTs, to check
 //! that OpenSM falls back and no half-written table survives.
 
@@ -148,6 +148,15 @@ pub const ENV_INJECT_FAILURE: &str = "DFSSSP_RS_INJECT_FAILURE";
 #[cfg(feature = "test-hooks")]
 fn injected_failure() -> Option<String> {
     std::env::var(ENV_INJECT_FAILURE).ok()
+}
+
+/// Whether `hook` is `error-once:NAME` for engine `name` and this is the first time it is
+/// asked: that engine's first routing run fails (OpenSM's next engine routes), later ones run.
+#[cfg(feature = "test-hooks")]
+fn fail_once(hook: Option<&str>, name: &str) -> bool {
+    static FIRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    hook.and_then(|h| h.strip_prefix("error-once:")) == Some(name)
+        && !FIRED.swap(true, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Without the `test-hooks` feature no failure can be injected.

@@ -24,7 +24,7 @@ impl EngineCtx {
         let heavy_sweep = self.heavy_sweep.swap(false, Ordering::Relaxed);
         let hook = super::injected_failure();
         #[cfg(feature = "test-hooks")]
-        if hook.as_deref() == Some("error") {
+        if hook.as_deref() == Some("error") || super::fail_once(hook.as_deref(), name) {
             return Err(AdapterError::Injected);
         }
 

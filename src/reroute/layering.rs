@@ -3,12 +3,16 @@
 
 use rayon::prelude::*;
 
-use super::place::Candidate;
 use super::{FullReason, RerouteOptions};
 use crate::dfsssp::cdg::{topological_order, EdgeIndex};
 use crate::dfsssp::dyntopo::{DynTopo, TopoScratch};
 use crate::graph::SwitchGraph;
 use crate::routing::Lft;
+
+/// A next hop for a re-routed switch: (hops to the destination through it, sort key (a
+/// different port than before, a layer other than the path's, load), channel, layer of the path
+/// it joins). Placing a path ([`super::place`]) ranks them; the layers take the first that fits.
+pub(super) type Candidate = (u32, u64, u32, Option<u8>);
 
 /// Cap on the channels one incremental cycle check may visit before it refuses (refusing is safe:
 /// the path tries the next layer).

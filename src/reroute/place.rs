@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::guide::Guide;
-use super::layering::Layering;
+use super::layering::{Candidate, Layering};
 use super::{FullReason, RerouteStats};
 use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
@@ -193,8 +193,3 @@ pub(super) fn route_again(
     }
     Ok(num_layers)
 }
-
-/// A next hop for a re-routed switch: (hops to the destination through it, sort key (a
-/// different port than before, a layer other than the path's, load), channel, layer of the path
-/// it joins).
-pub(super) type Candidate = (u32, u64, u32, Option<u8>);

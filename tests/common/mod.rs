@@ -22,7 +22,6 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use dfsssp_rs::fabric::Fabric;
@@ -36,30 +35,7 @@ pub const NO_PATH: u8 = 0xFF;
 /// The umad2sim shim (package libumad2sim0): where the package put it, else in this machine's
 /// multiarch library directory (`gcc -print-multiarch`), whatever the architecture.
 pub fn umad2sim() -> PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    let stdout = |cmd: &str, args: &[&str]| {
-        Command::new(cmd)
-            .args(args)
-            .output()
-            .ok()
-            .and_then(|o| String::from_utf8(o.stdout).ok())
-    };
-    PATH.get_or_init(|| {
-        let listed = stdout("dpkg", &["-L", "libumad2sim0"]).and_then(|files| {
-            files
-                .lines()
-                .find(|l| l.ends_with("/libumad2sim.so"))
-                .map(PathBuf::from)
-        });
-        listed.unwrap_or_else(|| {
-            let multiarch = stdout("gcc", &["-print-multiarch"])
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| format!("{}-linux-gnu", std::env::consts::ARCH));
-            PathBuf::from(format!("/usr/lib/{multiarch}/umad2sim/libumad2sim.so"))
-        })
-    })
-    .clone()
+    dfsssp_rs::io::ibsim::umad2sim_path()
 }
 
 /// Runs the `dfsssp-rs` command built for this test run with `args` (in `dir`, if given) and

@@ -1,18 +1,18 @@
 //! The real programs: `ibsim` on the fabric and the stock `opensm --once` under the umad2sim
 //! shim, one pair per engine, each in its own directory (umad2sim writes `sys-PID/` into the
-//! working directory) with its own `IBSIM_SOCKNAME`. Every process is a [`Guarded`] child: stopped
-//! by its PID when the guard drops (SIGTERM, SIGKILL after a grace period), on errors too; and
-//! started under `setpriv --pdeathsig KILL`, so that the kernel kills it if this command dies
-//! without unwinding (Ctrl-C, SIGKILL).
+//! working directory) with its own `IBSIM_SOCKNAME`. Every process is a [`Guarded`] child, the
+//! leader of a process group of its own (opensm runs under `/usr/bin/time`, in the same group):
+//! stopped when the guard drops, on errors too, by signalling the group (SIGTERM, SIGKILL after a
+//! grace period) while its leader is not yet reaped, so the group's ID cannot have been reused by
+//! another process; and started under `setpriv --pdeathsig KILL`, so that the kernel kills it if
+//! this command dies without unwinding (Ctrl-C, SIGKILL).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
-
-/// A child process stopped by PID when dropped.
+/// A child process, leader of its own process group, whose group is stopped when dropped.
 pub struct Guarded {
     child: Child,
     grace: Duration,
@@ -21,7 +21,9 @@ pub struct Guarded {
 
 impl Guarded {
     fn spawn(mut cmd: Command, name: &'static str, grace: Duration) -> Result<Self, String> {
+        use std::os::unix::process::CommandExt as _;
         let child = cmd
+            .process_group(0)
             .spawn()
             .map_err(|e| format!("cannot start {name}: {e}"))?;
         Ok(Guarded { child, grace, name })
@@ -36,77 +38,42 @@ impl Guarded {
         self.child.try_wait().ok().flatten()
     }
 
-    /// SIGTERM by PID, SIGKILL after the grace period; reaped either way. Its own children
-    /// (opensm under /usr/bin/time) are stopped first, by their PIDs.
+    /// SIGTERM to its process group, SIGKILL to the group after the grace period (whatever of
+    /// it is left: opensm under a `time` that already exited), then the leader reaped. Until
+    /// then the leader is at most a zombie, so its PID, the group's ID, is not free for reuse.
     pub fn stop(&mut self) {
         if self.exited().is_some() {
             return;
         }
-        for kid in children_of(self.pid()) {
-            stop_pid(kid, self.grace, || !alive(kid));
+        let pgid = self.pid();
+        signal_group(pgid, "TERM");
+        let t = Instant::now();
+        while t.elapsed() < self.grace && !ended_unreaped(pgid) {
+            std::thread::sleep(Duration::from_millis(50));
         }
-        let grace = self.grace;
-        let pid = self.pid();
-        let child = &mut self.child;
-        stop_pid(pid, grace, || child.try_wait().ok().flatten().is_some());
-        let _ = self.child.kill();
+        signal_group(pgid, "KILL");
         let _ = self.child.wait();
         let _ = self.name;
     }
 }
 
-fn signal(pid: u32, sig: &str) {
-    // std sends only SIGKILL, and only to its own children: kill(1), to this PID only
+/// Sends `sig` to the process group `pgid` with kill(1) (std signals single children only; an
+/// error, such as a group already gone, changes nothing).
+fn signal_group(pgid: u32, sig: &str) {
     let _ = Command::new("kill")
-        .args([sig, &pid.to_string()])
+        .args(["-s", sig, "--", &format!("-{pgid}")])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
 }
 
-/// SIGTERM, then SIGKILL if `gone` is not true within `grace`.
-fn stop_pid(pid: u32, grace: Duration, mut gone: impl FnMut() -> bool) {
-    signal(pid, "-TERM");
-    let t = Instant::now();
-    while t.elapsed() < grace {
-        if gone() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    signal(pid, "-KILL");
-}
-
-fn alive(pid: u32) -> bool {
-    // a zombie waits for its parent (time), which reaps it once it is killed
-    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(") ")
-            .is_some_and(|(_, r)| !r.starts_with('Z'))
+/// Whether our child `pid`, not yet reaped, has ended: a zombie (its /proc entry stays until
+/// it is reaped, so the PID is still its own).
+fn ended_unreaped(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+        // "PID (comm) STATE ...": comm may hold spaces, so read after its last ')'
+        s.rsplit_once(") ").is_none_or(|(_, r)| r.starts_with('Z'))
     })
-}
-
-/// The PIDs whose parent is `pid`.
-fn children_of(pid: u32) -> Vec<u32> {
-    let mut v = Vec::new();
-    let Ok(dir) = fs::read_dir("/proc") else {
-        return v;
-    };
-    for e in dir.flatten() {
-        let Some(kid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        // "PID (comm) STATE PPID ...": comm may hold spaces, so read after its last ')'
-        let Ok(stat) = fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        let ppid = stat
-            .rsplit_once(") ")
-            .and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<u32>().ok());
-        if ppid == Some(pid) {
-            v.push(kid);
-        }
-    }
-    v
 }
 
 impl Drop for Guarded {
@@ -175,7 +142,7 @@ pub struct OsmRun {
     pub peak_rss_kib: Option<u64>,
     pub wall: Duration,
     /// With [`OsmSetup::log_pipe`]: stock dfsssp's VL of each CA pair, from its debug lines.
-    pub vl_table: super::stock_sls::VlTable,
+    pub vl_table: super::osm_log::VlTable,
 }
 
 pub struct OsmSetup<'a> {
@@ -231,7 +198,7 @@ pub fn run_opensm(s: &OsmSetup, mut tick: impl FnMut(Duration)) -> Result<OsmRun
     cmd.env("OSM_TMP_DIR", dir)
         .env("OSM_CACHE_DIR", dir)
         .env("IBSIM_SOCKNAME", s.sock)
-        .env("LD_PRELOAD", UMAD2SIM)
+        .env("LD_PRELOAD", dfsssp_rs::io::ibsim::umad2sim_path())
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(out)
@@ -325,14 +292,15 @@ pub fn missing_tools() -> Vec<String> {
             m.push(format!("{t} (apt-get install {pkg})"));
         }
     }
-    if !Path::new(UMAD2SIM).is_file() {
-        m.push(format!("{UMAD2SIM} (apt-get install libumad2sim0)"));
+    let shim = dfsssp_rs::io::ibsim::umad2sim_path();
+    if !shim.is_file() {
+        m.push(format!("{} (apt-get install libumad2sim0)", shim.display()));
     }
     m
 }
 
-/// A private directory under the system's temporary directory, removed when dropped unless
-/// kept.
+/// A private directory (mode 0700) under the system's temporary directory, removed when
+/// dropped unless kept.
 pub struct WorkDir {
     path: PathBuf,
     keep: bool,
@@ -346,7 +314,11 @@ impl WorkDir {
             .map_or(0, |d| d.subsec_nanos());
         for k in 0..100u32 {
             let path = base.join(format!("{prefix}{}-{nanos:x}-{k}", std::process::id()));
-            match fs::create_dir(&path) {
+            let made = {
+                use std::os::unix::fs::DirBuilderExt as _;
+                fs::DirBuilder::new().mode(0o700).create(&path)
+            };
+            match made {
                 Ok(()) => return Ok(WorkDir { path, keep: false }),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(format!("{}: {e}", path.display())),
@@ -407,7 +379,7 @@ pub fn run_limited(
 
 /// Reads OpenSM's log from its pipe until every writer is gone: the lines but debug ones, and
 /// the VL table of stock dfsssp's debug lines.
-fn read_log_pipe(path: &Path) -> (String, super::stock_sls::VlTable) {
+fn read_log_pipe(path: &Path) -> (String, super::osm_log::VlTable) {
     use std::io::BufRead as _;
     let mut kept = String::new();
     let mut vls = Vec::new();
@@ -418,7 +390,7 @@ fn read_log_pipe(path: &Path) -> (String, super::stock_sls::VlTable) {
         .lines()
         .map_while(Result::ok)
     {
-        if let Some(x) = super::stock_sls::vl_line(&l) {
+        if let Some(x) = super::osm_log::vl_line(&l) {
             vls.push(x);
         } else if !l.contains(" 0x08 -> ") {
             kept.push_str(&l);

@@ -15,8 +15,7 @@ use dfsssp_rs::io::osm_dump;
 
 use super::procs;
 
-/// Stock dfsssp's VL per (source LID, destination LID), as its debug lines print them.
-pub type VlTable = Vec<(u16, u16, u8)>;
+pub use super::osm_log::VlTable;
 
 /// What the debug run and ibdmchk found.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -27,14 +26,6 @@ pub struct StockSls {
     /// not determined (with why).
     pub deadlock_free: Option<bool>,
     pub note: String,
-}
-
-/// "route from src_lid=A to dest_lid=B on vl=V" -> (A, B, V).
-pub fn vl_line(l: &str) -> Option<(u16, u16, u8)> {
-    let r = &l[l.find("route from src_lid=")? + 19..];
-    let (a, r) = r.split_once(" to dest_lid=")?;
-    let (b, v) = r.split_once(" on vl=")?;
-    Some((a.parse().ok()?, b.parse().ok()?, v.trim().parse().ok()?))
 }
 
 /// The path-SL file ibdmchk reads: `0x<source CA node GUID> <DLID> <SL>`.
@@ -126,7 +117,7 @@ pub fn check(judged: &Path, debug: &Path, vls: &[(u16, u16, u8)], limit: Duratio
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::super::osm_log::vl_line;
 
     #[test]
     fn vl_table_lines() {

@@ -1,0 +1,188 @@
+use super::*;
+use crate::fabric::NodeKind;
+
+/// `f` without its first switch-to-switch cable.
+fn first_cable_cut(f: &Fabric) -> Fabric {
+    let sw = |p: crate::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
+    let cable = *f.links().iter().find(|l| sw(l.a) && sw(l.b)).unwrap();
+    f.retain(|_| true, |l| *l != cable)
+}
+
+/// What the plug-in keeps of `out` (computed on `f` with `cfg`) to re-route from.
+fn prior_of<'a>(f: &'a Fabric, cfg: &'a EngineConfig, out: &'a EngineOutput) -> Prior<'a> {
+    Prior {
+        fabric: f,
+        graph: &out.graph,
+        routing: &out.routing,
+        cfg,
+        full_max_load: out.full_max_load,
+        max_load: out.max_load,
+        summary: Some(&out.summary),
+        sl_offset: out.sl_offset,
+    }
+}
+
+/// With QoS on the lanes may hold the one-lane search's detours when they measure better than
+/// minimal routes over the layers: never below QoS off on the same fabric, still verified.
+/// Where minimal routes reach the load bound (a complete fat tree) the search is not run.
+#[test]
+fn qos_on_is_never_below_qos_off() {
+    let lambda = |spec: &str, qos: bool| {
+        let f = crate::topo::by_name(spec).unwrap();
+        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.qos = qos;
+        cfg.lanes = 8;
+        let out = run(&f, &cfg).unwrap();
+        let spec = metrics::BisectionSpec::new(candidates::CANDIDATE_PATTERNS, 1);
+        let l = metrics::effective_bisection_bandwidth(&out.graph, &out.routing.lft, &spec)
+            .unwrap()
+            .lambda;
+        (
+            l,
+            out.log
+                .iter()
+                .any(|(_, l)| l.contains("one-lane routing measures better")),
+        )
+    };
+    // 4x4x4 torus and 5-cube: one lane's detours beat 8 layers of minimal routes.
+    for spec in ["torus:4x4x4,2", "hypercube:5,2"] {
+        let ((on, chosen), (off, _)) = (lambda(spec, true), lambda(spec, false));
+        assert!(chosen, "{spec}: the one-lane routing is taken");
+        assert!(on >= off, "{spec}: QoS on {on} < QoS off {off}");
+    }
+    // The 6x6x6 torus keeps its layers (they measure better); the fat tree never asks.
+    for spec in ["torus:6x6x6,2", "ktree:4,3,shuffle=3"] {
+        let ((on, chosen), (off, _)) = (lambda(spec, true), lambda(spec, false));
+        assert!(!chosen, "{spec}: the layers stay");
+        assert!(on >= off, "{spec}: QoS on {on} < QoS off {off}");
+    }
+}
+
+/// On the 6x6x6 torus with QoS on the dimension-order candidate fits the lanes by cycle
+/// breaking alone, and the result measures at least its Λ (it is taken, or something better
+/// is) and at least stock torus-2QoS's in OpenSM over the same 1000 patterns (0.3275),
+/// verified deadlock-free.
+#[test]
+fn a_torus_routes_at_least_as_well_as_in_dimension_order() {
+    let f = crate::topo::by_name("torus:6x6x6,4").unwrap();
+    let cfg = EngineConfig::new(EngineKind::Dfsssp);
+    let out = run(&f, &cfg).unwrap();
+    let g = &out.graph;
+    let mut dor = crate::dor::route(g, &crate::dor::recognise(g).expect("a torus"));
+    let opts = DfssspOptions::default();
+    let rep = dfsssp::make_deadlock_free_with(g, &mut dor, cfg.lanes, &opts, None).unwrap();
+    assert!(rep.escape_layer.is_none(), "{:?}", rep.dfsssp_layers_needed);
+    verify::verify(g, &dor).unwrap();
+    let lambda = |r: &Routing| candidates::candidate_lambda(g, r);
+    assert!(lambda(&out.routing) >= lambda(&dor));
+    assert!(out
+        .log
+        .iter()
+        .any(|(_, l)| l.contains("routing in dimension order")));
+    verify::verify(g, &out.routing).unwrap();
+    let spec = metrics::BisectionSpec::new(1000, 1);
+    let l = metrics::effective_bisection_bandwidth(g, &out.routing.lft, &spec).unwrap();
+    assert!(l.lambda >= 0.3275, "{}", l.lambda);
+}
+
+/// A full routing, then a cable fault re-routed from it as the plug-in does (with the
+/// summary): the check before the upload is incremental, the one after it exact.
+#[test]
+fn an_incremental_check_is_settled_after_the_upload() {
+    let f = crate::topo::by_name("torus:4x4x4,2").unwrap();
+    let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+    cfg.one_lane_candidate = false;
+    cfg.dor_candidate = false;
+    let first = run(&f, &cfg).unwrap();
+    assert!(!first.summary.edges_upper_bound);
+    let after = first_cable_cut(&f);
+    let prior = prior_of(&f, &cfg, &first);
+    let mut out = run_from(&after, &cfg, Some(prior), &RerouteConfig::default()).unwrap();
+    assert!(
+        matches!(out.mode, RouteMode::Incremental(_)),
+        "{:?}\n{:?}\n{:?}",
+        out.log,
+        "{:?}",
+        out.mode
+    );
+    let checked = out.verified.as_ref().unwrap();
+    assert!(checked.dests_reused > 0 && checked.edges_upper_bound);
+    assert!(out.summary.edges_upper_bound);
+
+    let exact = verify::verify(&out.graph, &out.routing).unwrap();
+    let rep = settle_summary(&after, &out.graph, &out.routing, &mut out.summary)
+        .unwrap()
+        .expect("a complete check");
+    assert_eq!(rep.paths_per_layer, exact.paths_per_layer);
+    assert_eq!(out.summary.layer_edges, exact.layer_edges);
+    assert!(!out.summary.edges_upper_bound);
+    assert_eq!(
+        settle_summary(&after, &out.graph, &out.routing, &mut out.summary).unwrap(),
+        None
+    );
+
+    // A routing that does not verify: reported, and the summary no longer vouches for it.
+    out.summary.edges_upper_bound = true;
+    let mut broken = out.routing.clone();
+    let d = out.graph.dests()[0];
+    let s = (d.switch + 1) % out.graph.num_switches() as u32;
+    broken.lft.set(s, d.lid, crate::routing::NO_PATH);
+    let e = settle_summary(&after, &out.graph, &broken, &mut out.summary).unwrap_err();
+    assert!(e.contains("LID"), "{e}");
+    assert!(out.summary.layer_edges.is_empty() && out.summary.paths_per_layer.is_empty());
+}
+
+/// With the multicast lane on, a fabric whose layers leave room routes on SLs 1.. and an
+/// incremental re-route keeps both the offset and the free lane.
+#[test]
+fn a_lane_left_to_multicast_stays_free_across_re_routes() {
+    let f = crate::topo::by_name("torus:4x4,2").unwrap();
+    let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+    cfg.mcast_lane = McastLane::WhenFree;
+    let first = run(&f, &cfg).unwrap();
+    assert_eq!(first.sl_offset, 1);
+    assert!(
+        first.routing.num_layers < cfg.lanes,
+        "{}",
+        first.routing.num_layers
+    );
+    let after = first_cable_cut(&f);
+    let prior = prior_of(&f, &cfg, &first);
+    let out = run_from(&after, &cfg, Some(prior), &RerouteConfig::default()).unwrap();
+    assert!(
+        matches!(out.mode, RouteMode::Incremental(_)),
+        "{:?}",
+        out.mode
+    );
+    assert_eq!(out.sl_offset, 1);
+    assert!(out.routing.num_layers < cfg.lanes);
+    // The setting changed: a full computation, without the offset.
+    let mut off = cfg.clone();
+    off.mcast_lane = McastLane::Off;
+    let prior = Prior { cfg: &cfg, ..prior };
+    let out = run_from(&after, &off, Some(prior), &RerouteConfig::default()).unwrap();
+    assert!(matches!(out.mode, RouteMode::Full(_)));
+    assert_eq!(out.sl_offset, 0);
+}
+
+/// A torus whose layers need every lane: `WhenFree` leaves none, `Always` leaves one anyway
+/// (unicast within the rest, the Up*/Down* escape where needed), both deadlock-free.
+#[test]
+fn always_leaves_a_lane_even_when_the_layers_need_every_one() {
+    let f = crate::topo::by_name("torus:4x4x4,2").unwrap();
+    let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+    cfg.one_lane_candidate = false;
+    cfg.dor_candidate = false;
+    cfg.mcast_lane = McastLane::WhenFree;
+    let when_free = run(&f, &cfg).unwrap();
+    assert_eq!(when_free.sl_offset, 0);
+    assert_eq!(when_free.routing.num_layers, cfg.lanes);
+    cfg.mcast_lane = McastLane::Always;
+    let always = run(&f, &cfg).unwrap();
+    assert_eq!(always.sl_offset, 1);
+    assert!(always.routing.num_layers < cfg.lanes);
+    verify::verify(&always.graph, &always.routing).unwrap();
+    assert_eq!("2".parse::<McastLane>(), Ok(McastLane::Always));
+    assert_eq!("when-free".parse::<McastLane>(), Ok(McastLane::WhenFree));
+    assert!("3".parse::<McastLane>().is_err());
+}
