@@ -399,3 +399,46 @@ fn read_log_pipe(path: &Path) -> (String, super::osm_log::VlTable) {
     }
     (kept, vls)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stopping a guard stops its whole process group: a child that ignores SIGTERM is killed
+    /// after the grace period, and a grandchild it started (as `time` starts opensm) goes too.
+    #[test]
+    fn stop_ends_the_whole_process_group() {
+        let dir = WorkDir::new("dfsssp-procs-test-").unwrap();
+        let pid_file = dir.path().join("grandchild");
+        let mut cmd = guarded_command("sh");
+        cmd.arg("-c")
+            .arg(format!(
+                "trap '' TERM; sleep 60 & echo $! > {}; wait",
+                pid_file.display()
+            ))
+            .stdin(Stdio::null());
+        let mut g = Guarded::spawn(cmd, "test", Duration::from_millis(300)).unwrap();
+        let t = Instant::now();
+        let grandchild: u32 = loop {
+            if let Some(p) = fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+            {
+                break p;
+            }
+            assert!(t.elapsed() < Duration::from_secs(10), "no grandchild");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        g.stop();
+        assert!(g.exited().is_some(), "the guarded child is reaped");
+        // The grandchild, reparented and reaped by init, disappears (or is a zombie a moment).
+        let t = Instant::now();
+        while !ended_unreaped(grandchild) {
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "grandchild still running"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
