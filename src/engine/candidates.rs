@@ -36,10 +36,16 @@ pub(super) fn one_lane_if_better(
         spare_lane: false,
         ..opts.clone()
     };
+    let t = std::time::Instant::now();
     let mut report = match dfsssp::make_deadlock_free_with(g, one, 1, &one_opts, Some(dist)) {
         Ok(report) => report,
-        Err(e @ dfsssp::DfssspError::Stopped { .. }) => {
-            return OneLaneVerdict::Dropped(Some(format!("candidate one-lane routing {e}")))
+        // The time said is the candidate's whole cost (the search's own clock, in the error,
+        // starts after the CDG, the orientation and the seeds).
+        Err(dfsssp::DfssspError::Stopped { .. }) => {
+            return OneLaneVerdict::Dropped(Some(format!(
+                "candidate one-lane routing stopped at its time budget after {:.3} s",
+                t.elapsed().as_secs_f64()
+            )))
         }
         // Not deadlock-free in one lane: the layers stay as they are.
         Err(_) => return OneLaneVerdict::Dropped(None),
