@@ -92,13 +92,14 @@ fn benches(c: &mut Criterion) {
     }
     group.finish();
 
-    // One lane on fabrics whose SSSP routes do not fit it: the balanced acyclic search
-    // (`one_lane`, the default) against the Up*/Down* escape it replaced.
+    // One lane on fabrics whose SSSP routes do not fit it: the balanced search within one
+    // channel order (`one_lane`, the default) against the Up*/Down* escape it replaced.
     let mut group = c.benchmark_group("dfsssp-1-lane-search");
     group.sample_size(10);
     for (label, spec) in [
         ("torus-6x6x6 (864 CAs)", "torus:6x6x6,4"),
         ("random-128 (2048 CAs)", "random:128,32,16,300,seed=1"),
+        ("random-320 (5120 CAs)", "random:320,36,16,2560"),
         // A 3-level fat tree with failed cables: its data routes fit one lane under a fitted
         // Up*/Down* order, the rest is searched with a bounded cost.
         ("ktree-12-3-cut5 (1728 CAs)", "ktree:12,3,cut=5"),

@@ -180,19 +180,20 @@ impl DynTopo {
         }
     }
 
+    /// Every channel's position in the order (between searches no [`SEEN`] bit is set).
+    pub fn into_positions(self) -> Vec<u32> {
+        let mut ord = self.ord;
+        for p in &mut ord {
+            *p &= !SEEN;
+        }
+        ord
+    }
+
     /// Refuses, without searching, every edge `a -> b` with `b` more than `span` positions before
     /// `a` (a refusal is always safe).
     pub fn with_max_span(mut self, span: usize) -> Self {
         self.max_span = u32::try_from(span).unwrap_or(u32::MAX);
         self
-    }
-
-    /// Whether the edge `a -> b` would be refused unsearched, its channels being more than the
-    /// span limit apart, `b` before `a` ([`Self::with_max_span`]).
-    #[inline]
-    pub fn beyond_span(&self, a: u32, b: u32) -> bool {
-        let (oa, ob) = (self.ord[a as usize], self.ord[b as usize]);
-        oa > ob && oa - ob > self.max_span
     }
 
     /// The span beyond which edges are refused unsearched ([`Self::with_max_span`]);

@@ -438,7 +438,6 @@ fn one_lane(
                 true => onelane::TREE_LIKE_SPAN,
                 false => usize::MAX,
             },
-            limit: onelane::SEARCH_LIMIT,
             deadline,
         };
         // Seeds win on most fabrics, but not on every one (a 6x6 mesh): route both ways and

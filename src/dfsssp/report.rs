@@ -76,7 +76,8 @@ pub struct OneLaneReport {
     pub tree_roots: Vec<u32>,
     /// Destination LIDs whose input (SSSP) routes are all legal under the spanning tree's
     /// Up*/Down* orientation; `tree_like` when they are at least half of them, and the cycle
-    /// checks then refuse far turns unsearched ([`onelane::TREE_LIKE_SPAN`]).
+    /// checks that fit the channel order then refuse far turns unsearched
+    /// ([`onelane::TREE_LIKE_SPAN`]).
     pub legal_input_dests: u64,
     pub tree_like: bool,
     /// Destination searches repeated because some switch could not be reached.
@@ -87,8 +88,8 @@ pub struct OneLaneReport {
     pub tree_routes: u64,
     /// Routed (switch, LID) paths longer than minimal.
     pub nonminimal_routes: u64,
-    /// Channels the incremental cycle checks of the routing kept searched (their cost: seeding,
-    /// search and rip-up pass together).
+    /// Channels the cycle checks searched while the channel order was fitted (the routing
+    /// kept).
     pub searched_channels: u64,
     /// Where every data route was legal under one Up*/Down* order and every route was made
     /// legal without a search ([`onelane::legal`]): the (switch, LID) routes changed.
@@ -162,10 +163,11 @@ impl LayerReport {
             ));
         } else if let Some(o) = &self.one_lane {
             v.push(format!(
-                "one lane: balanced searches that keep the layer acyclic, spanning-tree routes \
-                 (root switch(es) {:?}) where they cannot: {} of {} route(s) follow the tree \
+                "one lane: balanced searches whose turns go forward in one channel order, \
+                 spanning-tree routes (root switch(es) {:?}) where they cannot: {} of {} route(s) follow the tree \
                  from some switch on, {} route(s) longer than minimal, {} search(es) repeated; \
-                 {} destination LID(s) kept their SSSP routes{}; layer seeded: {} (estimated Λ {})",
+                 {} destination LID(s) kept their SSSP routes{}; order fitted to the SSSP routes: {} \
+                 (estimated Λ {})",
                 o.tree_roots,
                 o.tree_routes,
                 self.routes,
@@ -175,8 +177,8 @@ impl LayerReport {
                 if o.tree_like {
                     format!(
                         "; tree-like ({} destination LID(s) with legal Up*/Down* SSSP routes): \
-                         turns more than {} channels apart in the layer's order refused \
-                         unchecked, cycle checks searched {} channel(s)",
+                         fitting the channel order refused turns more than {} channels apart \
+                         unchecked, its cycle checks searched {} channel(s)",
                         o.legal_input_dests,
                         onelane::TREE_LIKE_SPAN,
                         o.searched_channels

@@ -1,55 +1,48 @@
 //! One lane, full bandwidth: deadlock-free routes within a single layer when its SSSP routes have
 //! a cyclic CDG (QoS off on tori and random fabrics), without falling back to Up*/Down* wholesale.
 //!
-//! Nue-like (Domke, Hoefler & Matsuoka, HPDC'16): destinations are routed one by one, each by a
-//! Dijkstra search backwards from its switch over the channels, weighted by the routes already
-//! placed on them (no per-hop cost: none tried did better, README "Measurements behind the
-//! design"), that only takes a channel `w -> u` when the dependency
-//! from it to `u`'s chosen channel is in the layer's CDG already or does not close a cycle there
-//! (an incremental topological order, [`super::dyntopo`]). Routes are therefore minimal where the
-//! layer allows and balanced detours elsewhere. A destination first tries its input (SSSP) routes
-//! whole: where all their dependencies fit the layer they stay (on fat trees every CA LID's do,
-//! and only the switch LIDs that close cycles are searched), else it is searched. A second pass
-//! takes every destination out again and routes it against all the others (rip-up and reroute).
+//! **A channel order, then balanced searches within it.** Before any route is searched, the
+//! channels are put in one total order ([`seeds`]): it starts as the Up*/Down* order of a BFS
+//! spanning tree and is then fitted to the input (SSSP) routes: their dependencies, heaviest
+//! first, go in where they close no cycle (an incremental topological order, [`super::dyntopo`]),
+//! and a local search moves channels to where the forward dependencies weigh most. A route may
+//! then take the turn `c -> c'` only when `c` comes before `c'` in this order: every route's
+//! dependencies go forward in one order, so the layer's CDG is acyclic by construction, whatever
+//! the routes are, and checking a turn costs two array reads. Destinations are routed one by
+//! one, Nue-like (Domke, Hoefler & Matsuoka, HPDC'16), each by a Dijkstra search backwards from
+//! its switch over the channels, weighted by the routes already placed on them (no per-hop cost:
+//! none tried did better, README "Measurements behind the design"), that only offers a channel
+//! whose turn into the next hop goes forward. Routes are therefore minimal where the order allows
+//! and balanced detours elsewhere. A destination first tries its input routes whole: where all
+//! their turns go forward they stay (on fat trees every CA LID's do). A second pass takes every
+//! destination out again and routes it against all the others (rip-up and reroute).
 //!
-//! **Seeds.** Searched one by one, the first destinations (no loads yet) would fill the layer with
-//! turns of little use that later ones must route around. Before any search the layer is seeded
-//! with a heavy acyclic part of the input routes' CDG ([`seed_input_turns`]); the searches then
-//! find minimal turns where the input routes had them. Seeds are taken out again before the
-//! rip-up pass, where only the routes hold the layer.
+//! Until 2026-11 the order grew during the searches too (a turn going backwards was admitted
+//! when a bounded cycle check found no cycle through the layer's edges): those checks were two
+//! thirds of the time on random fabrics for at most 0.4% of Λ (`benches/same-routes.sh`: random
+//! 128 switches 0.1196 -> 0.1192, 4x4x4 torus 0.6523 -> 0.6504, 6x6x6 torus 0.3079 -> 0.3082),
+//! and made the cost depend on how full the layer was rather than on the fabric.
 //!
-//! **Completeness.** The CDG starts with the dependencies of the routes along a BFS spanning tree
-//! (up to the lowest common ancestor, then down: Up*/Down* on the tree's links alone, acyclic).
-//! They stay for good, so every switch can always reach every destination along the tree. A
-//! switch the search cannot reach joins the set `A` of switches that forward along the tree, with
-//! every switch on its tree path (so `A` is closed under tree next hops), and the destination is
-//! searched again with `A` fixed; with `A` = everything the tree routes are used, so this ends.
-//! Unlike Up*/Down* on all links (the escape of more lanes, [`super::escape`]) the tree pins only
-//! turns between tree channels, leaving every other channel free for the search.
-//!
-//! **Tree-like fabrics.** Where the input routes of at least half the destinations are legal
-//! Up*/Down* routes under the tree's orientation (fat trees with CAs above the leaves: NVIDIA
-//! SHARP aggregation nodes on every switch, storage on the spines), the layer soon holds nearly
-//! every legal turn of the fabric, and the destinations searched are the few towards CAs above
-//! the leaves, whose minimal routes from other switches above the leaves turn down, then up.
-//! Such a turn almost always closes a cycle, which the check finds only after searching a large
-//! part of the layer. There, a dependency whose channels lie more than [`TREE_LIKE_SPAN`]
-//! positions apart in the layer's order is refused without a search (as the escape's layers do),
-//! and a search does not even queue such a candidate ([`Router::offer`]).
+//! **Completeness.** The order starts from the tree's turns (up to the lowest common ancestor,
+//! then down) and keeps them forward, so every switch can always reach every destination along
+//! the tree. A switch the search cannot reach joins the set `A` of switches that forward along
+//! the tree, with every switch on its tree path (so `A` is closed under tree next hops), and the
+//! destination is searched again with `A` fixed; with `A` = everything the tree routes are used,
+//! so this ends. Unlike Up*/Down* on all links (the escape of more lanes, [`super::escape`]) the
+//! tree fixes only turns between tree channels; the fitted order decides the others.
 //!
 //! **Every data route legal.** Where the routes from switches with CAs to CA LIDs are all legal
 //! under one Up*/Down* order ([`orientation`]: fat trees, with failed cables and switches too),
 //! no search runs: every route is made legal under that order, the data routes as they are
 //! ([`legal`], `O(S)` per destination).
 //!
-//! **Cost.** A search tries the candidate channels in order of cost; on tree-like fabrics its
-//! queue holds one entry per switch (its cheapest candidate not yet refused) rather than one per
-//! candidate. The tables are written only for destinations whose routes changed.
-//!
-//! **Deadlock freedom.** Every dependency edge is either a tree turn (present from the start) or
-//! was accepted by the incremental cycle check against everything in the layer; the layer's CDG
-//! is therefore acyclic after every step, and the routes use a subset of it. (Refusing, with or
-//! without a search, never adds an edge.)
+//! **Cost.** Fitting the order: the input's dependency edges sorted, one bounded cycle check
+//! each, and the local search's sweeps ([`seeds`]). Routing: per destination and pass, a search
+//! over the `C` channels of its component with one queue entry per switch and cheaper candidate
+//! (`O(C + S log S)`), and `O(S)` to write its column of the tables and update the loads; in all
+//! `O(D (C + S log S))` for `D` destination LIDs, the order of SSSP's own cost, independent of
+//! faults and of how full the layer is. The tables are written only for destinations whose routes
+//! changed.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -62,7 +55,7 @@ use crate::routing::{Routing, NO_PATH};
 use crate::updown::{best_roots, UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, EdgeIndex};
-use super::dyntopo::{DynTopo, TopoScratch};
+use super::dyntopo::DynTopo;
 use super::prepared::Prepared;
 use super::DfssspError;
 
@@ -73,28 +66,6 @@ mod tests;
 
 use seeds::seed_input_turns;
 
-/// Channels an incremental cycle check may visit before it refuses a dependency (refusing is
-/// safe: the search takes another channel, or the switch follows the tree). 65536 changed nothing
-/// on the 6x6x6 torus and the random 128-switch fabric; 64 lowers their Λ a little (0.3095 to
-/// 0.3092, 0.1197 to 0.1196; before the layer was seeded, the torus's to 0.295).
-pub(crate) const SEARCH_LIMIT: usize = 4096;
-
-/// The same for switch LIDs, whose routes carry no CA-to-CA traffic: on the 18-ary 3-tree only
-/// they need searching (every CA LID keeps its SSSP routes), and checks bounded by 4096 channels
-/// took a minute there, by 64 a few seconds.
-pub(crate) const SWITCH_LID_SEARCH_LIMIT: usize = 64;
-
-/// Channels the cycle checks of one destination may visit in all: one per channel of the fabric
-/// ([`WORK_PER_CHANNEL`]), at least four checks' [`SEARCH_LIMIT`]. Each check is bounded already,
-/// but a destination asks thousands; where the layer is dense and most checks refuse after a
-/// long search, that made the cost grow with the faults instead of the fabric (the 18-ary
-/// 3-tree with 1% of its cables missing: 111 s before the fitted order; random 640 switches,
-/// 10k CAs, QoS off: 99.5 s with 4 channels per channel, 26.6 s with 1, 19.5 s with none, Λ
-/// 0.3586 / 0.3581 over 100 patterns). With it a destination costs `O(C log C)` for its search
-/// (`C` channels) and `O(C)` for its checks, as SSSP's does.
-const WORK_PER_DEST: usize = 4 * SEARCH_LIMIT;
-const WORK_PER_CHANNEL: usize = 1;
-
 /// Rip-up-and-reroute passes after the first: each destination is taken out (its loads and
 /// dependencies) and searched again against all the others. One pass raises Λ on the 6x6x6 torus
 /// from 0.302 to 0.3095 (random 128-switch fabric: 0.1190 to 0.1197); more change little (0.3102
@@ -102,16 +73,12 @@ const WORK_PER_CHANNEL: usize = 1;
 const REROUTE_PASSES: usize = 1;
 
 /// On tree-like fabrics (the input routes of at least half the destinations are legal Up*/Down*
-/// routes, [`legal_input_dests`]), a dependency whose channels lie more than this many positions
-/// apart in the layer's order is refused without a cycle check, as in the escape's layers
-/// ([`DynTopo::with_max_span`]). There the layer holds nearly every legal turn of the fabric, and
-/// a down-then-up turn towards a CA above the leaves almost always closes a cycle, found only
-/// after searching hundreds of channels: on the 12-ary 3-tree with an aggregation node (a CA) on
-/// every switch, 99.8% of the searched checks found a cycle, after 670 channels on average, and
-/// the checks searched 58 M channels in all (2.6 s of CPU for one lane, 0.24 s with 8 lanes);
-/// with the bound, 0.14 M. Turns whose channels lie close in the order, the ones that may fit,
-/// are still checked: on every aggregated tree up to the 8-ary 3-tree (2,048 channels) the
-/// routes stay exactly the same.
+/// routes, [`legal_input_dests`]), while the order is fitted ([`seeds`]) a dependency whose
+/// channels lie more than this many positions apart is refused without a cycle check, as in the
+/// escape's layers ([`DynTopo::with_max_span`]). There the order holds nearly every legal turn of
+/// the fabric, and a down-then-up turn towards a CA above the leaves almost always closes a
+/// cycle, found only after searching hundreds of channels (12-ary 3-tree with an aggregation node
+/// on every switch: 99.8% of such checks found one, after 670 channels on average).
 pub(crate) const TREE_LIKE_SPAN: usize = 1024;
 
 /// How the layer is seeded before the searches ([`seed_input_turns`]).
@@ -144,7 +111,7 @@ pub(crate) struct OneLaneOutcome {
     /// destination's switch itself), and routed paths longer than minimal.
     pub tree_routes: u64,
     pub nonminimal_routes: u64,
-    /// Channels the incremental cycle checks searched (seeding included).
+    /// Channels the cycle checks searched while the order was fitted.
     pub searched_channels: u64,
     /// (switch, LID) routes that are not the input's ([`legal`]).
     pub rerouted: u64,
@@ -264,15 +231,13 @@ pub(crate) struct Orientation {
     pub data_legal: bool,
 }
 
-/// How far the searches of one-lane routing may go.
+/// How far one-lane routing may go.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SearchBounds {
-    /// A dependency whose channels lie more than this many positions apart in the layer's order
-    /// is refused without a cycle check ([`TREE_LIKE_SPAN`] on tree-like fabrics, else
-    /// unbounded).
+    /// While the order is fitted, a dependency whose channels lie more than this many positions
+    /// apart in it is refused without a cycle check ([`TREE_LIKE_SPAN`] on tree-like fabrics,
+    /// else unbounded).
     pub max_span: usize,
-    /// Channels a cycle check of a CA LID's route may visit ([`SEARCH_LIMIT`]).
-    pub limit: usize,
     /// Stop ([`DfssspError::Stopped`]) once past it, checked per destination.
     pub deadline: Option<Instant>,
 }
@@ -361,9 +326,9 @@ pub(crate) fn legal_input_dests(g: &SwitchGraph, ud: &UpDown, input: &[u8]) -> u
 }
 
 /// Routes every destination of `routing`'s fabric deadlock-free within one layer (module
-/// documentation); rewrites the LFT and hop tables. `ud` gives the spanning tree's roots;
+/// documentation); rewrites the LFT and hop tables. `oriented` gives the spanning tree's roots;
 /// `input_weight` is the weight of every dependency edge of the input routes (`input`).
-/// `bounds`: how far its searches may go.
+/// `bounds`: how far it may go.
 pub(crate) fn run(
     prep: &Prepared,
     oriented: &Orientation,
@@ -379,8 +344,8 @@ pub(crate) fn run(
     let tree = Tree::new(g, ud);
     let mut counts = vec![0u32; ei.num_edges()];
     tree.pin(g, ei, &mut counts);
-    // Tree turns are legal Up*/Down* turns, so the legal order fits them, and every legal turn
-    // the search adds later goes in without a search (on fat trees: every CA LID's SSSP routes).
+    // Tree turns are legal Up*/Down* turns, so the legal order fits them (and, on fat trees,
+    // every CA LID's SSSP routes).
     let mut topo = DynTopo::from_order(&ud.legal_order(g));
     if !topo.fits(g, ei, &counts) {
         let order = topological_order(g, ei, &counts)
@@ -388,8 +353,13 @@ pub(crate) fn run(
         topo = DynTopo::from_order(&order);
     }
     let mut topo = topo.with_max_span(bounds.max_span);
-    let seeds = seed_input_turns(g, ei, input_weight, seeding, &mut counts, &mut topo)?;
-    let mut r = Router::new(g, ei, tree, counts, topo);
+    seed_input_turns(g, ei, input_weight, seeding, &mut counts, &mut topo)?;
+    let mut out = OneLaneOutcome {
+        roots: ud.roots.clone(),
+        searched_channels: topo.searched,
+        ..Default::default()
+    };
+    let mut r = Router::new(g, tree, topo.into_positions());
     let ns = g.num_switches();
     // Destinations whose routes in the tables are no longer the input's. The others keep theirs
     // unwritten: a destination's entries are a column of the switch-major tables, a cache miss
@@ -398,23 +368,12 @@ pub(crate) fn run(
     let dests = interleaved_order(g);
     let mut udr = UpDownRouter::new(g, ud);
     let mut bal = Balancer::new(g);
-    let mut out = OneLaneOutcome {
-        roots: ud.roots.clone(),
-        ..Default::default()
-    };
-    let passes = REROUTE_PASSES;
-    for pass in 0..=passes {
-        if pass == 1 {
-            // The seeds have done their work: from now on only the routes hold the layer.
-            for &e in &seeds {
-                r.counts[e as usize] -= 1;
-            }
-        }
+    for pass in 0..=REROUTE_PASSES {
         for &di in &dests {
             super::past_deadline(bounds.deadline, start)?;
             let d = g.dests()[di as usize];
-            // Switch LIDs carry no CA-to-CA traffic: routed once, with cheap cycle checks.
-            let last = if d.exit_port == 0 { 0 } else { passes };
+            // Switch LIDs carry no CA-to-CA traffic: routed once.
+            let last = if d.exit_port == 0 { 0 } else { REROUTE_PASSES };
             if pass > last {
                 continue;
             }
@@ -428,11 +387,6 @@ pub(crate) fn run(
                     r.remove(&d, |s| input[s as usize], |s| to[s as usize] as u8);
                 }
             }
-            let limit = if d.exit_port == 0 {
-                SWITCH_LID_SEARCH_LIMIT
-            } else {
-                bounds.limit
-            };
             // Switch LIDs whose SSSP routes do not fit try a balanced Up*/Down* tree next: on fat
             // trees, whose CA LIDs keep their legal SSSP routes, it always fits, without a search.
             let alt = if d.exit_port == 0 {
@@ -440,7 +394,7 @@ pub(crate) fn run(
             } else {
                 None
             };
-            out.restarts += r.search(&d, input, to, alt, limit);
+            out.restarts += r.search(&d, input, to, alt);
             if pass == last {
                 out.kept_dests += u64::from(r.kept);
                 for &s in &r.members {
@@ -464,7 +418,6 @@ pub(crate) fn run(
             }
         }
     }
-    out.searched_channels = r.topo.searched;
     Ok(out)
 }
 
@@ -486,113 +439,134 @@ fn interleaved_order(g: &SwitchGraph) -> Vec<u32> {
     order
 }
 
-/// The layer being built and the per-destination search state.
+/// The channel order, the loads, and the per-destination search state.
 struct Router<'a> {
     g: &'a SwitchGraph,
-    ei: &'a EdgeIndex,
     tree: Tree,
     comp: Vec<u32>,
-    /// Routes (switch, LID) per dependency edge, plus one per pinned tree turn.
-    counts: Vec<u32>,
-    topo: DynTopo,
-    sc: TopoScratch,
+    /// Every channel's position in the order: a route may turn from `c` into `c'` only when
+    /// `ord[c] < ord[c']`.
+    ord: Vec<u32>,
+    /// The channels entering each switch (`g.in_start()` ranges), ascending in the order: those
+    /// a route may take into a switch that forwards by `c'` are a prefix.
+    ins: Vec<InChannel>,
     /// Routes (CA-port sources) per channel.
     load: Vec<u64>,
     // Per destination:
     /// Switches of the destination's component.
     members: Vec<u32>,
     next: Vec<u32>,
-    cost: Vec<u64>,
+    /// Per switch: its cost once settled, and its cheapest candidate so far.
+    label: Vec<Label>,
     depth: Vec<u16>,
     /// Switches that follow the tree.
     in_a: Vec<bool>,
     tree_next: Vec<u32>,
     settled: Vec<u32>,
-    added: Vec<u32>,
-    /// The search's queue of candidates `(cost, switch, channel)`: every one, or with
-    /// `per_switch` one live entry per unsettled switch, its cheapest candidate channel (entries
-    /// a cheaper candidate replaced stay behind, stale).
+    /// The search's queue `(cost, switch, channel)`: an entry whenever a switch's cheapest
+    /// candidate channel changes; entries a cheaper one replaced stay behind, stale.
     heap: BinaryHeap<Reverse<(u64, u32, u32)>>,
-    /// Whether the queue holds one candidate per switch (tree-like fabrics, see `search_once`)
-    /// rather than every candidate.
-    per_switch: bool,
-    /// Per switch, its cheapest candidate channel not yet refused (`(u64::MAX, _)`: none).
-    best: Vec<(u64, u32)>,
-    /// Per channel, its cost as a candidate of its tail switch, valid when the stamp is the
-    /// search's `stamp` (`u64::MAX`: refused).
-    cand: Vec<(u64, u32)>,
-    stamp: u32,
     flow: Vec<u64>,
     stack: Vec<u32>,
     hops: Vec<u16>,
     sort_counts: Vec<u32>,
     /// Whether the destination at hand kept its input routes.
     kept: bool,
-    /// Channels the destination's cycle checks may still visit ([`WORK_PER_DEST`]).
-    work_left: usize,
-    work_per_dest: usize,
+    /// Per destination switch, the switches of `A` in its last search (but itself).
+    followers: Vec<Vec<u32>>,
+}
+
+/// A switch in a search: its cost once settled (`u64::MAX` until then) and its cheapest
+/// candidate `(cost, channel)` so far (`u64::MAX`: none), side by side since a relaxation reads both.
+#[derive(Clone, Copy)]
+struct Label {
+    cost: u64,
+    best: (u64, u32),
+}
+
+impl Label {
+    const UNSEEN: Label = Label {
+        cost: u64::MAX,
+        best: (u64::MAX, NO_CHANNEL),
+    };
+}
+
+/// A channel into a switch, with what the search reads of it.
+#[derive(Clone, Copy)]
+struct InChannel {
+    ord: u32,
+    tail: u32,
+    chan: u32,
 }
 
 impl<'a> Router<'a> {
-    fn new(
-        g: &'a SwitchGraph,
-        ei: &'a EdgeIndex,
-        tree: Tree,
-        counts: Vec<u32>,
-        topo: DynTopo,
-    ) -> Self {
+    fn new(g: &'a SwitchGraph, tree: Tree, ord: Vec<u32>) -> Self {
         let ns = g.num_switches();
+        let mut ins = Vec::with_capacity(g.num_channels());
+        for s in 0..ns as u32 {
+            let from = ins.len();
+            ins.extend(g.in_channels(s).iter().map(|&c| InChannel {
+                ord: ord[c as usize],
+                tail: g.chan_tail()[c as usize],
+                chan: c,
+            }));
+            ins[from..].sort_unstable_by_key(|e| e.ord);
+        }
         Router {
             g,
-            ei,
             tree,
             comp: g.components(),
-            counts,
-            topo,
-            sc: TopoScratch::default(),
+            ord,
+            ins,
             load: vec![0; g.num_channels()],
             members: Vec::with_capacity(ns),
             next: vec![NO_CHANNEL; ns],
-            cost: vec![u64::MAX; ns],
+            label: vec![Label::UNSEEN; ns],
             depth: vec![0; ns],
             in_a: vec![false; ns],
             tree_next: vec![NO_CHANNEL; ns],
             settled: Vec::with_capacity(ns),
-            added: Vec::new(),
             heap: BinaryHeap::new(),
-            per_switch: false,
-            best: vec![(u64::MAX, NO_CHANNEL); ns],
-            cand: vec![(u64::MAX, 0); g.num_channels()],
-            stamp: 0,
             flow: vec![0; ns],
             stack: Vec::new(),
             hops: vec![u16::MAX; ns],
             sort_counts: Vec::new(),
             kept: false,
-            work_left: 0,
-            work_per_dest: WORK_PER_DEST.max(g.num_channels() * WORK_PER_CHANNEL),
+            followers: vec![Vec::new(); ns],
         }
     }
 
-    /// Whether the dependency `c -> cu` (not in the layer) may join it: the incremental cycle
-    /// check, bounded by `limit` channels and by what is left of the destination's
-    /// [`WORK_PER_DEST`] (refusing is always safe; once it is spent only dependencies that go
-    /// forward in the layer's order are taken).
-    fn admits(&mut self, c: u32, cu: u32, limit: usize) -> bool {
-        let before = self.topo.searched;
-        let bound = limit.min(self.work_left);
-        let ok = (self.topo).try_insert(self.g, self.ei, &self.counts, &mut self.sc, c, cu, bound);
-        let spent = (self.topo.searched - before) as usize;
-        self.work_left = self.work_left.saturating_sub(spent);
-        ok
+    /// Whether a route may take channel `c` when the switch it leads to forwards by `cu`
+    /// ([`NO_CHANNEL`] at the destination's switch: no turn).
+    #[inline(always)]
+    fn turn_allowed(&self, c: u32, cu: u32) -> bool {
+        cu == NO_CHANNEL || self.ord[c as usize] < self.ord[cu as usize]
+    }
+
+    /// Adds (`add`) or takes out the loads of the routes in `next`, every CA port sending one
+    /// route along its switch's path (`settled` lists every switch after the head of its
+    /// channel).
+    fn apply_loads(&mut self, add: bool) {
+        let g = self.g;
+        for &s in &self.settled {
+            self.flow[s as usize] = u64::from(g.terminal_count()[s as usize]);
+        }
+        for &s in self.settled.iter().rev() {
+            let c = self.next[s as usize];
+            if c != NO_CHANNEL {
+                let f = self.flow[s as usize];
+                let l = &mut self.load[c as usize];
+                *l = if add { *l + f } else { *l - f };
+                self.flow[g.chan_head()[c as usize] as usize] += f;
+            }
+        }
     }
 
     /// Takes destination `d`'s routes (every switch's port, and its distance along them: only
-    /// their order matters) out of the loads and the CDG.
+    /// their order matters) out of the loads.
     fn remove(&mut self, d: &Dest, port: impl Fn(u32) -> u8, hops: impl Fn(u32) -> u8) {
         let g = self.g;
-        let ns = g.num_switches() as u32;
-        for s in 0..ns {
+        for s in 0..g.num_switches() as u32 {
             let p = port(s);
             self.hops[s as usize] = if p == NO_PATH {
                 u16::MAX
@@ -606,23 +580,7 @@ impl<'a> Router<'a> {
             };
         }
         order_by_distance(&self.hops, &mut self.settled, &mut self.sort_counts);
-        for &s in &self.settled {
-            self.flow[s as usize] = u64::from(g.terminal_count()[s as usize]);
-        }
-        for &s in self.settled.iter().rev() {
-            let c = self.next[s as usize];
-            if c == NO_CHANNEL {
-                continue;
-            }
-            let f = self.flow[s as usize];
-            self.load[c as usize] -= f;
-            let h = g.chan_head()[c as usize];
-            self.flow[h as usize] += f;
-            let cu = self.next[h as usize];
-            if cu != NO_CHANNEL {
-                self.counts[self.ei.edge(g, c, cu) as usize] -= 1;
-            }
-        }
+        self.apply_loads(false);
     }
 
     /// The tree's next hop of every switch towards `root`: down where `root` lies below, else up.
@@ -639,16 +597,9 @@ impl<'a> Router<'a> {
         self.tree_next[root as usize] = NO_CHANNEL;
     }
 
-    /// Chooses destination `d`'s routes (`next`, `depth`), adds their dependencies to the CDG and
-    /// their routes to the loads. Returns how many times the search was repeated.
-    fn search(
-        &mut self,
-        d: &Dest,
-        input: &[u8],
-        to: &[u16],
-        alt: Option<&[u32]>,
-        limit: usize,
-    ) -> u64 {
+    /// Chooses destination `d`'s routes (`next`, `depth`) and adds them to the loads. Returns
+    /// how many times the search was repeated.
+    fn search(&mut self, d: &Dest, input: &[u8], to: &[u16], alt: Option<&[u32]>) -> u64 {
         let g = self.g;
         let root = d.switch;
         let my_comp = self.comp[root as usize];
@@ -658,47 +609,34 @@ impl<'a> Router<'a> {
         self.tree_routes(root);
         self.in_a.fill(false);
         self.in_a[root as usize] = true;
-        self.work_left = self.work_per_dest;
         let mut restarts = 0;
-        self.kept = self.try_input(root, input, to, limit);
-        let fitted = self.kept || alt.is_some_and(|next| self.try_tree(root, next, limit));
+        self.kept = self.try_input(root, input, to);
+        let fitted = self.kept || alt.is_some_and(|next| self.try_tree(root, next));
         if !fitted {
+            // `A` starts as it ended for the switch's previous LID: the same switches are
+            // unreachable for the next one, and each found again costs a whole search (random
+            // 1,250 switches: 20,595 of 42,500 searches repeated; with this, 653).
+            for &s in &self.followers[root as usize] {
+                self.in_a[s as usize] = true;
+            }
             // Until `A` stops growing.
-            while !self.search_once(root, limit) {
+            while !self.search_once(root) {
                 restarts += 1;
             }
+            let followers = &mut self.followers[root as usize];
+            followers.clear();
+            followers.extend(
+                (self.members.iter().copied()).filter(|&s| self.in_a[s as usize] && s != root),
+            );
         }
-        // The tree turns of `A`'s routes are pinned already; count them too, so that taking the
-        // destination out again (the next pass) leaves the pins.
-        for &s in &self.members {
-            let c = self.next[s as usize];
-            if self.in_a[s as usize] && c != NO_CHANNEL {
-                let cu = self.next[g.chan_head()[c as usize] as usize];
-                if cu != NO_CHANNEL {
-                    self.counts[self.ei.edge(g, c, cu) as usize] += 1;
-                }
-            }
-        }
-        // Loads: every CA port sends one route along its switch's path (`settled` lists every
-        // switch after the head of its channel).
-        for &s in &self.settled {
-            self.flow[s as usize] = u64::from(g.terminal_count()[s as usize]);
-        }
-        for &s in self.settled.iter().rev() {
-            let c = self.next[s as usize];
-            if c != NO_CHANNEL {
-                let f = self.flow[s as usize];
-                self.load[c as usize] += f;
-                self.flow[g.chan_head()[c as usize] as usize] += f;
-            }
-        }
+        self.apply_loads(true);
         restarts
     }
 
     /// Takes the input routes (`input`: the port of every switch, minimal when `to` gives their
-    /// lengths) as they are when all their dependencies fit the layer; `false` (nothing changed)
-    /// when one does not, or the routes are not minimal.
-    fn try_input(&mut self, root: u32, input: &[u8], to: &[u16], limit: usize) -> bool {
+    /// lengths) when every turn of theirs goes forward in the order; `false` when one does not,
+    /// or the routes are not minimal.
+    fn try_input(&mut self, root: u32, input: &[u8], to: &[u16]) -> bool {
         let g = self.g;
         self.next.fill(NO_CHANNEL);
         self.hops.fill(u16::MAX);
@@ -716,12 +654,12 @@ impl<'a> Router<'a> {
                 _ => return false,
             }
         }
-        self.fit_tree(limit)
+        self.fit_tree()
     }
 
     /// Takes the tree `next` (every member switch but the root routed, [`NO_CHANNEL`] elsewhere)
-    /// when all its dependencies fit the layer; `false` (nothing changed) when one does not.
-    fn try_tree(&mut self, root: u32, next: &[u32], limit: usize) -> bool {
+    /// when every turn of it goes forward in the order; `false` when one does not.
+    fn try_tree(&mut self, root: u32, next: &[u32]) -> bool {
         let g = self.g;
         self.next.copy_from_slice(next);
         self.next[root as usize] = NO_CHANNEL;
@@ -744,62 +682,54 @@ impl<'a> Router<'a> {
                 self.hops[v as usize] = self.hops[h as usize] + 1;
             }
         }
-        self.fit_tree(limit)
+        self.fit_tree()
     }
 
-    /// Adds the dependencies of `next` (lengths in `hops`) to the layer if all fit.
-    fn fit_tree(&mut self, limit: usize) -> bool {
-        let (g, ei) = (self.g, self.ei);
-        order_by_distance(&self.hops, &mut self.settled, &mut self.sort_counts);
-        self.added.clear();
-        for i in 0..self.settled.len() {
-            let c = self.next[self.settled[i] as usize];
-            if c == NO_CHANNEL {
-                continue;
-            }
-            let cu = self.next[g.chan_head()[c as usize] as usize];
-            if cu == NO_CHANNEL {
-                continue;
-            }
-            let e = ei.edge(g, c, cu) as usize;
-            if self.counts[e] == 0 && !self.admits(c, cu, limit) {
-                for &e in &self.added {
-                    self.counts[e as usize] -= 1;
-                }
-                return false;
-            }
-            self.counts[e] += 1;
-            self.added.push(e as u32);
+    /// Whether every turn of `next` (lengths in `hops`) goes forward; then its switches' depths
+    /// are set and `settled` lists them by distance.
+    fn fit_tree(&mut self) -> bool {
+        let g = self.g;
+        let fits = self.members.iter().all(|&s| {
+            let c = self.next[s as usize];
+            c == NO_CHANNEL || self.turn_allowed(c, self.next[g.chan_head()[c as usize] as usize])
+        });
+        if !fits {
+            return false;
         }
+        order_by_distance(&self.hops, &mut self.settled, &mut self.sort_counts);
         for &s in &self.settled {
             self.depth[s as usize] = self.hops[s as usize];
         }
         true
     }
 
-    /// Channel `c` (from switch `w` to a settled switch) becomes a candidate of `w` at `cost`:
-    /// queued (with `per_switch`, if it is `w`'s cheapest). On tree-like fabrics a candidate
-    /// whose dependency the layer would refuse unsearched, being too far back in its order
-    /// ([`DynTopo::with_max_span`]), is dropped at once: most are such, a switch above the leaves
-    /// would otherwise queue and refuse every down-then-up turn towards a CA above the leaves.
+    /// Switch `u` is settled at `cost` (forwarding by `next[u]`): every unsettled switch with a
+    /// channel into it whose turn goes forward gets that channel as a candidate, queued if it is
+    /// the switch's cheapest so far. Channels are taken in the order's sequence, so the first
+    /// whose turn goes backwards ends the scan.
     #[inline(always)]
-    fn offer(&mut self, w: u32, c: u32, cost: u64) {
-        if !self.per_switch {
-            self.heap.push(Reverse((cost, w, c)));
-            return;
-        }
-        let (g, ei) = (self.g, self.ei);
-        let cu = self.next[g.chan_head()[c as usize] as usize];
-        if cu != NO_CHANNEL
-            && self.topo.beyond_span(c, cu)
-            && self.counts[ei.edge(g, c, cu) as usize] == 0
-        {
-            return;
-        }
-        self.cand[c as usize] = (cost, self.stamp);
-        if (cost, c) < self.best[w as usize] {
-            self.best[w as usize] = (cost, c);
-            self.heap.push(Reverse((cost, w, c)));
+    fn relax(&mut self, u: u32, cost: u64) {
+        let cu = self.next[u as usize];
+        let bound = if cu == NO_CHANNEL {
+            u32::MAX
+        } else {
+            self.ord[cu as usize]
+        };
+        let range =
+            self.g.in_start()[u as usize] as usize..self.g.in_start()[u as usize + 1] as usize;
+        for e in &self.ins[range] {
+            if e.ord >= bound {
+                break;
+            }
+            let label = &mut self.label[e.tail as usize];
+            if label.cost != u64::MAX {
+                continue;
+            }
+            let k = cost + self.load[e.chan as usize];
+            if (k, e.chan) < label.best {
+                label.best = (k, e.chan);
+                self.heap.push(Reverse((k, e.tail, e.chan)));
+            }
         }
     }
 
@@ -813,113 +743,61 @@ impl<'a> Router<'a> {
             }
             self.stack.clear();
             let mut v = s;
-            while self.cost[v as usize] == u64::MAX {
+            while self.label[v as usize].cost == u64::MAX {
                 self.stack.push(v);
                 v = g.chan_head()[self.tree_next[v as usize] as usize];
             }
             while let Some(v) = self.stack.pop() {
                 let c = self.tree_next[v as usize];
                 let h = g.chan_head()[c as usize] as usize;
-                self.cost[v as usize] = self.cost[h] + self.load[c as usize];
+                self.label[v as usize].cost = self.label[h].cost + self.load[c as usize];
                 self.depth[v as usize] = self.depth[h] + 1;
                 self.next[v as usize] = c;
             }
         }
     }
 
-    /// One search with `A` fixed; `false` (and `A` grown, the dependencies it added taken out
-    /// again) when some switch could not be reached.
-    fn search_once(&mut self, root: u32, limit: usize) -> bool {
-        let (g, ei) = (self.g, self.ei);
+    /// One search with `A` fixed; `false` (and `A` grown) when some switch could not be reached.
+    fn search_once(&mut self, root: u32) -> bool {
+        let g = self.g;
         self.next.fill(NO_CHANNEL);
-        self.cost.fill(u64::MAX);
+        self.label.fill(Label::UNSEEN);
         self.settled.clear();
         self.heap.clear();
         // Switches of `A` forward along the tree; their costs along it.
-        self.cost[root as usize] = 0;
+        self.label[root as usize].cost = 0;
         self.depth[root as usize] = 0;
         self.settle_tree();
         // `A` in order of depth, so each after its next hop.
         self.hops.fill(u16::MAX);
         for &s in &self.members {
-            if self.cost[s as usize] != u64::MAX {
+            if self.label[s as usize].cost != u64::MAX {
                 self.hops[s as usize] = self.depth[s as usize];
             }
         }
         order_by_distance(&self.hops, &mut self.settled, &mut self.sort_counts);
-        // Candidates are tried in increasing (cost, switch, channel) order, as one queue of all
-        // candidate channels gives them. On tree-like fabrics the queue holds only each switch's
-        // cheapest one, the others wait in `cand` until it is refused: a switch above the leaves
-        // collects one candidate per settled neighbour and sees many refused (ktree:18,3 with
-        // aggregation nodes: 3.6 -> 2.8 s of CPU), while elsewhere most switches take their
-        // first, and the bookkeeping costs more than it saves (6x6x6 torus: 22% more L1 misses).
-        self.per_switch = self.topo.max_span() != usize::MAX;
-        if self.per_switch {
-            self.stamp = self.stamp.wrapping_add(1);
-            if self.stamp == 0 {
-                self.cand.fill((u64::MAX, 0));
-                self.stamp = 1;
-            }
-            for &s in &self.members {
-                self.best[s as usize] = (u64::MAX, NO_CHANNEL);
-            }
-        }
+        // Candidates are taken in increasing (cost, switch, channel) order; the queue holds each
+        // switch's cheapest one (a queue of every candidate gives the same order, with a queue as
+        // long as the channels).
         for i in 0..self.settled.len() {
             let s = self.settled[i];
-            for &c in g.in_channels(s) {
-                let w = g.chan_tail()[c as usize];
-                if self.cost[w as usize] == u64::MAX {
-                    self.offer(w, c, self.cost[s as usize] + self.load[c as usize]);
-                }
-            }
+            self.relax(s, self.label[s as usize].cost);
         }
-        self.added.clear();
         while let Some(Reverse((k, w, c))) = self.heap.pop() {
-            if self.cost[w as usize] != u64::MAX
-                || self.per_switch && self.best[w as usize] != (k, c)
-            {
+            let label = &mut self.label[w as usize];
+            if label.cost != u64::MAX || label.best != (k, c) {
                 continue; // settled, or a stale entry
             }
             let u = g.chan_head()[c as usize];
-            let cu = self.next[u as usize];
-            if cu != NO_CHANNEL {
-                let e = ei.edge(g, c, cu) as usize;
-                if self.counts[e] == 0 && !self.admits(c, cu, limit) {
-                    if !self.per_switch {
-                        continue;
-                    }
-                    // Refused: the switch's next cheapest candidate takes its place.
-                    self.cand[c as usize].0 = u64::MAX;
-                    let mut b = (u64::MAX, NO_CHANNEL);
-                    for c2 in g.out_channels(w) {
-                        let (k2, stamp) = self.cand[c2 as usize];
-                        if stamp == self.stamp && (k2, c2) < b {
-                            b = (k2, c2);
-                        }
-                    }
-                    self.best[w as usize] = b;
-                    if b.0 != u64::MAX {
-                        self.heap.push(Reverse((b.0, w, b.1)));
-                    }
-                    continue;
-                }
-                self.counts[e] += 1;
-                self.added.push(e as u32);
-            }
-            self.cost[w as usize] = k;
+            label.cost = k;
             self.next[w as usize] = c;
             self.depth[w as usize] = self.depth[u as usize] + 1;
             self.settled.push(w);
-            for &c2 in g.in_channels(w) {
-                let x = g.chan_tail()[c2 as usize];
-                if self.cost[x as usize] == u64::MAX {
-                    self.offer(x, c2, k + self.load[c2 as usize]);
-                }
-            }
+            self.relax(w, k);
         }
         let mut grew = false;
         for &s in &self.members {
-            if self.cost[s as usize] == u64::MAX {
+            if self.label[s as usize].cost == u64::MAX {
                 // Unreachable: it and its tree path follow the tree.
                 let mut v = s;
                 while !self.in_a[v as usize] {
@@ -927,11 +805,6 @@ impl<'a> Router<'a> {
                     v = g.chan_head()[self.tree_next[v as usize] as usize];
                 }
                 grew = true;
-            }
-        }
-        if grew {
-            for &e in &self.added {
-                self.counts[e as usize] -= 1;
             }
         }
         !grew
