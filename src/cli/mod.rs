@@ -530,7 +530,15 @@ fn load_fabric(file: Option<&Path>, spec: Option<&str>, lmc: u8) -> CliResult<Fa
     let opts = ibsim::NetOptions { lmc };
     let parsed = match detect_format(&text) {
         InputFormat::SubnetLst => osm_dump::parse_subnet_lst(&text, &name, lmc),
-        InputFormat::Ibnetdiscover => ibnetdiscover::parse(&text, &name, opts),
+        InputFormat::Ibnetdiscover => {
+            ibnetdiscover::parse_with_notes(&text, &name, opts).map(|(f, notes)| {
+                // What was forgiven, on standard error: tables and JSON stay as they are.
+                for n in notes {
+                    eprintln!("input: {name}: {n}");
+                }
+                f
+            })
+        }
         InputFormat::IbsimNet => ibsim::parse_net(&text, &name, opts),
         InputFormat::RunRecord => fabric_json::parse_fabric(&text, &name),
     };
@@ -548,7 +556,7 @@ enum InputFormat {
 fn detect_format(text: &str) -> InputFormat {
     let significant = text
         .lines()
-        .map(str::trim)
+        .map(|l| l.trim_start_matches('\u{feff}').trim())
         .filter(|l| !l.is_empty() && !l.starts_with('#'));
     for (i, l) in significant.take(50).enumerate() {
         if i == 0 && l.starts_with('{') && !l.contains("Ports:") {

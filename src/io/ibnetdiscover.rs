@@ -60,14 +60,17 @@ pub struct Tolerated {
 
 /// Real dumps as they come: CRLF line ends, a byte-order mark, tabs turned into spaces and lines
 /// indented (pasted from a terminal), comments in other tools' styles (`//`, `;`, `!`, `/* */`),
-/// `lid 0` on ports no SM configured yet (the file's LIDs are then dropped and all assigned),
-/// speeds the simulator does not know (NDR, HDR, XDR: they are only comments here). Any other
-/// line that is not ibnetdiscover's is refused with its number: a line silently skipped could be
-/// a lost node.
+/// `lid 0` or `lid 65535` on ports no SM configured yet (the file's LIDs are then dropped and all
+/// assigned), speeds the simulator does not know (NDR, HDR, XDR: they are only comments here),
+/// text before the first record and after the last (a terminal log's header, the shell prompt
+/// and command, a switch CLI's prompt). Any other line that is not ibnetdiscover's is refused
+/// with its number: a line silently skipped inside the records could be a lost node.
 pub fn tolerate(text: &str, file: &str) -> Result<Tolerated, IoError> {
     let ctx = super::Ctx { file };
     let mut out = String::with_capacity(text.len());
     let (mut crlf, mut indented, mut foreign_comments, mut lid0, mut speeds) = (0, 0, 0, 0, 0);
+    let (mut before, mut after) = (0, 0);
+    let records = record_span(text);
     let mut in_block = false;
     // split_inclusive: the same lines as str::lines, with their ends visible
     for (i, raw) in text.split_inclusive('\n').enumerate() {
@@ -102,7 +105,18 @@ pub fn tolerate(text: &str, file: &str) -> Result<Tolerated, IoError> {
             out.push('\n');
             continue;
         }
-        let record_line = is_header(t) || t.starts_with('[');
+        // Around the records: a terminal log's header, a prompt. (Without any record the
+        // first such line is refused below: that is no fabric.)
+        if let Some(r) = records.as_ref().filter(|r| !r.contains(&i)) {
+            if i > *r.end() {
+                after += 1;
+            } else {
+                before += 1;
+            }
+            out.push_str("#\n");
+            continue;
+        }
+        let record_line = is_header(t) || is_port_line(t);
         if t.len() != line.len() || (record_line && !t.contains('\t')) {
             indented += 1;
         }
@@ -113,7 +127,7 @@ pub fn tolerate(text: &str, file: &str) -> Result<Tolerated, IoError> {
             let (s, zero) = drop_zero_lid(t, true);
             lid0 += usize::from(zero);
             s
-        } else if t.starts_with('[') {
+        } else if is_port_line(t) {
             let (s, zero) = drop_zero_lid(&tighten_port_line(t), false);
             lid0 += usize::from(zero);
             s
@@ -141,13 +155,45 @@ pub fn tolerate(text: &str, file: &str) -> Result<Tolerated, IoError> {
     note(foreign_comments, "comment(s) in //, ;, ! or /* */ style");
     note(
         lid0,
-        "port(s) with lid 0 (not configured): the file's LIDs are dropped, all assigned anew",
+        "port(s) with lid 0 or 65535 (not configured): the file's LIDs are dropped, all assigned \
+         anew",
     );
+    note(
+        before,
+        "line(s) before the first record skipped (a terminal log's header, a shell prompt)",
+    );
+    note(after, "line(s) after the last record skipped (a prompt)");
     note(
         speeds,
         "line(s) with NDR/HDR/XDR/GDR speeds (not read: links are equal to routing engines)",
     );
     Ok(Tolerated { text: out, notes })
+}
+
+/// The lines (0-based) from the first record's first line (a `key=value` line or a node header)
+/// to the last line of ibnetdiscover's grammar (a header, `key=value` or a `[port]` line);
+/// `None` when there is no such line.
+fn record_span(text: &str) -> Option<std::ops::RangeInclusive<usize>> {
+    let mut first = None;
+    let mut last = None;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start_matches('\u{feff}').trim();
+        let start = is_header(t) || is_assignment(t);
+        if first.is_none() && start {
+            first = Some(i);
+        }
+        if first.is_some() && (start || is_port_line(t)) {
+            last = Some(i);
+        }
+    }
+    Some(first?..=last?)
+}
+
+/// `[N]` and then the rest of a port line (a prompt such as `[root@host ~]#` is not one).
+fn is_port_line(t: &str) -> bool {
+    t.strip_prefix('[')
+        .and_then(|r| r.split_once(']'))
+        .is_some_and(|(n, _)| !n.is_empty() && n.trim().chars().all(|c| c.is_ascii_digit()))
 }
 
 /// `Switch`, `Ca`, `Hca` or `Rt` and then the port count.
@@ -196,7 +242,7 @@ fn tighten_port_line(t: &str) -> String {
 }
 
 /// The line without its LID fields when the first LID it gives (a switch's port 0 on a header, a
-/// CA port's own on a port line) is 0: everything from the `lid` on (a header) or the whole
+/// CA port's own on a port line) is 0 or 65535 (unassigned): everything from the `lid` on (a header) or the whole
 /// comment (a port line: the remote's LID follows, and must not be read as the port's).
 fn drop_zero_lid(t: &str, header: bool) -> (String, bool) {
     // the comment starts after the last quote-free '#' following the node/remote id
@@ -222,7 +268,8 @@ fn drop_zero_lid(t: &str, header: bool) -> (String, bool) {
     let digits = num
         .find(|c: char| !c.is_ascii_alphanumeric())
         .unwrap_or(num.len());
-    if super::parse_c_number(&num[..digits]) != Some(0) {
+    // 65535 (0xFFFF, not a unicast LID) is how some tools print a LID not assigned yet.
+    if !matches!(super::parse_c_number(&num[..digits]), Some(0 | 0xFFFF)) {
         return (t.to_string(), false);
     }
     let keep = if header { h + l } else { h };
@@ -487,6 +534,86 @@ mod tests {
         let (g, notes) = parsed(&(lines.join("\n") + "\n"));
         assert!(
             notes.iter().any(|n| n.starts_with("2 port(s) with lid 0")),
+            "{notes:?}"
+        );
+        let links = |x: &Fabric| x.canonical().links;
+        assert_eq!(links(&f), links(&g));
+        assert_eq!(g.endpoints().len(), f.endpoints().len());
+    }
+
+    /// A terminal log of a session on a switch: PuTTY's header first, the CLI's prompt last.
+    #[test]
+    fn terminal_log_header_and_prompt() {
+        let (f, text) = sample();
+        let log = format!(
+            "=~=~=~=~=~=~=~=~=~=~=~= PuTTY log 2026.11.20 10:00:00 =~=~=~=~=~=~=~=~=~=~=~=\r\n\
+             switch-5a3b2c [standalone: master] # ibnetdiscover\r\n{}\
+             switch-5a3b2c [standalone: master] # ",
+            text.replace('\n', "\r\n")
+        );
+        let (g, notes) = parsed(&log);
+        assert_eq!(f.canonical(), g.canonical());
+        assert!(
+            notes.iter().any(|n| n.starts_with("2 line(s) before")),
+            "{notes:?}"
+        );
+        assert!(
+            notes.iter().any(|n| n.starts_with("1 line(s) after")),
+            "{notes:?}"
+        );
+    }
+
+    /// A byte-order mark, then the shell prompt and command (a `[` line that is no port line).
+    #[test]
+    fn shell_prompt_after_a_byte_order_mark() {
+        let (f, text) = sample();
+        let dump =
+            format!("\u{feff}[root@head01 topo]# ibnetdiscover\n{text}[root@head01 topo]# \n");
+        let (g, notes) = parsed(&dump);
+        assert_eq!(f.canonical(), g.canonical());
+        assert!(notes.iter().any(|n| n.contains("before the first record")));
+        // Inside the records such a line is still refused, with its number.
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.insert(9, "[root@head01 topo]# ls");
+        let e = parse(&lines.join("\n"), "dump.topo", NetOptions::default()).unwrap_err();
+        assert_eq!(e.line(), Some(10), "{e}");
+        // No record at all is no fabric.
+        assert!(parse(
+            "[root@head01 topo]# ibnetdiscover\n",
+            "d",
+            NetOptions::default()
+        )
+        .is_err());
+    }
+
+    /// `lid 65535` (0xFFFF) is printed by some tools for a port without a LID, like `lid 0`.
+    #[test]
+    fn lid_65535_is_unassigned() {
+        let (f, text) = sample();
+        let mut n = 0;
+        let lines: Vec<String> = text
+            .lines()
+            .map(|l| match l.find("# lid ") {
+                Some(at) if l.starts_with('[') && n < 3 => {
+                    n += 1;
+                    let at = at + 6;
+                    let end = at + l[at..].find(' ').unwrap();
+                    format!(
+                        "{}{}{}",
+                        &l[..at],
+                        ["65535", "0xffff", "0xFFFF"][n - 1],
+                        &l[end..]
+                    )
+                }
+                _ => l.to_string(),
+            })
+            .collect();
+        assert_eq!(n, 3);
+        let (g, notes) = parsed(&(lines.join("\n") + "\n"));
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("3 port(s) with lid 0 or 65535")),
             "{notes:?}"
         );
         let links = |x: &Fabric| x.canonical().links;
