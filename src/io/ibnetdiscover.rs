@@ -63,14 +63,17 @@ pub struct Tolerated {
 /// `lid 0` or `lid 65535` on ports no SM configured yet (the file's LIDs are then dropped and all
 /// assigned), speeds the simulator does not know (NDR, HDR, XDR: they are only comments here),
 /// text before the first record and after the last (a terminal log's header, the shell prompt
-/// and command, a switch CLI's prompt). Any other line that is not ibnetdiscover's is refused
+/// and command, a switch CLI's prompt), switches that share the node GUID of `switchguid=0xA(B)`
+/// (ibdiagnet writes a director chassis' system GUID there for every ASIC: they are keyed by
+/// their own port GUID `B`, as the devices define them). Any other line that is not ibnetdiscover's is refused
 /// with its number: a line silently skipped inside the records could be a lost node.
 pub fn tolerate(text: &str, file: &str) -> Result<Tolerated, IoError> {
     let ctx = super::Ctx { file };
     let mut out = String::with_capacity(text.len());
     let (mut crlf, mut indented, mut foreign_comments, mut lid0, mut speeds) = (0, 0, 0, 0, 0);
-    let (mut before, mut after) = (0, 0);
+    let (mut before, mut after, mut chassis) = (0, 0, 0);
     let records = record_span(text);
+    let shared = shared_switch_guids(text);
     let mut in_block = false;
     // split_inclusive: the same lines as str::lines, with their ends visible
     for (i, raw) in text.split_inclusive('\n').enumerate() {
@@ -131,6 +134,9 @@ pub fn tolerate(text: &str, file: &str) -> Result<Tolerated, IoError> {
             let (s, zero) = drop_zero_lid(&tighten_port_line(t), false);
             lid0 += usize::from(zero);
             s
+        } else if let Some(port) = switch_guid(t).filter(|(a, b)| shared.contains(a) && a != b) {
+            chassis += 1;
+            format!("switchguid=0x{:x}({:x})", port.1, port.1)
         } else if is_assignment(t) || t.starts_with('@') {
             t.to_string()
         } else {
@@ -164,6 +170,11 @@ pub fn tolerate(text: &str, file: &str) -> Result<Tolerated, IoError> {
     );
     note(after, "line(s) after the last record skipped (a prompt)");
     note(
+        chassis,
+        "switch(es) whose switchguid= node GUID another shares (a chassis' system GUID, as \
+         ibdiagnet writes director ASICs): keyed by the port GUID in parentheses",
+    );
+    note(
         speeds,
         "line(s) with NDR/HDR/XDR/GDR speeds (not read: links are equal to routing engines)",
     );
@@ -187,6 +198,31 @@ fn record_span(text: &str) -> Option<std::ops::RangeInclusive<usize>> {
         }
     }
     Some(first?..=last?)
+}
+
+/// `switchguid=0xA(B)`: the node GUID `A` and the port GUID `B` (with or without `0x`).
+fn switch_guid(t: &str) -> Option<(u64, u64)> {
+    let v = t.strip_prefix("switchguid=")?.trim();
+    let (a, b) = v.split_once('(')?;
+    let b = b.strip_suffix(')')?;
+    Some((
+        super::parse_hex_u64(a.trim())?,
+        super::parse_hex_u64(b.trim())?,
+    ))
+}
+
+/// Node GUIDs that more than one `switchguid=` line gives.
+fn shared_switch_guids(text: &str) -> std::collections::HashSet<u64> {
+    let mut seen = std::collections::HashSet::new();
+    let mut shared = std::collections::HashSet::new();
+    for line in text.lines() {
+        if let Some((a, _)) = switch_guid(line.trim_start_matches('\u{feff}').trim()) {
+            if !seen.insert(a) {
+                shared.insert(a);
+            }
+        }
+    }
+    shared
 }
 
 /// `[N]` and then the rest of a port line (a prompt such as `[root@host ~]#` is not one).
@@ -619,6 +655,52 @@ mod tests {
         let links = |x: &Fabric| x.canonical().links;
         assert_eq!(links(&f), links(&g));
         assert_eq!(g.endpoints().len(), f.endpoints().len());
+    }
+
+    /// ibdiagnet's dump of a fabric with director chassis: every ASIC of a chassis carries the
+    /// chassis' GUID as its node GUID, its own in parentheses (and in its `S-` id).
+    #[test]
+    fn chassis_asics_sharing_a_node_guid() {
+        let (f, text) = sample();
+        let chassis = 0x0002_c903_00ab_cd00u64;
+        let mut n = 0;
+        let lines: Vec<String> = text
+            .lines()
+            .map(|l| match switch_guid(l) {
+                Some((_, port)) if n < 3 => {
+                    n += 1;
+                    format!("switchguid=0x{chassis:x}(0x{port:x})")
+                }
+                _ => l.to_string(),
+            })
+            .collect();
+        assert_eq!(n, 3);
+        let (g, notes) = parsed(&(lines.join("\n") + "\n"));
+        assert_eq!(f.canonical(), g.canonical());
+        assert!(
+            notes.iter().any(|n| n.starts_with("3 switch(es)")),
+            "{notes:?}"
+        );
+        // Two switches whose own GUIDs collide too are still refused.
+        let (_, port) = switch_guid(
+            &lines
+                .iter()
+                .find(|l| switch_guid(l).is_some())
+                .unwrap()
+                .clone(),
+        )
+        .unwrap();
+        let mut twice = lines.clone();
+        let second = twice
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| switch_guid(l).is_some())
+            .nth(1)
+            .unwrap()
+            .0;
+        twice[second] = format!("switchguid=0x{chassis:x}(0x{port:x})");
+        let e = parse(&(twice.join("\n") + "\n"), "d", NetOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("already used"), "{e}");
     }
 
     /// NDR switches have 65 ports, a SHARP aggregation node on the last.
