@@ -112,6 +112,14 @@ pub enum McastLane {
     Always = 2,
 }
 
+impl McastLane {
+    /// The plug-in's default: multicast on SL 0 / VL 0 of its own, deadlock-free by
+    /// construction. Offline (`route`, `eval`, [`EngineConfig::new`]) the default is
+    /// [`McastLane::Off`], unicast alone, as engines are compared; `--mcast-lane=always` there
+    /// reproduces the plug-in.
+    pub const PLUGIN_DEFAULT: McastLane = McastLane::Always;
+}
+
 impl FromStr for McastLane {
     type Err = String;
 

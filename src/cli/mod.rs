@@ -154,7 +154,7 @@ struct EngineArgs {
     #[arg(long)]
     no_qos: bool,
     /// Leave a lane to multicast as the plug-in does (layer i is then SL i + 1 in the path-SL
-    /// output): off, when-free (the plug-in's default; the flag alone) or always
+    /// output): off, when-free (the flag alone) or always (the plug-in's default)
     #[arg(long, default_value = "off", num_args = 0..=1, default_missing_value = "when-free")]
     mcast_lane: McastLane,
     #[command(flatten)]

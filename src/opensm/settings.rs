@@ -20,76 +20,87 @@ use crate::engine::{self, EngineConfig, EngineKind, McastLane};
 /// The file name looked for next to OpenSM's configuration file.
 pub(crate) const CONF_FILE: &str = "dfsssp-rs.conf";
 
-/// One setting: its key, its environment variable, its accepted range.
+/// One setting: its key, its environment variable, what it takes.
 struct Key {
     name: &'static str,
     env: &'static str,
-    min: u64,
-    max: u64,
+    value: Value,
+}
+
+/// What a setting takes, and so how its value is read and what a problem says.
+#[derive(Clone, Copy)]
+enum Value {
+    /// A whole number within `min..=max`.
+    Number { min: u64, max: u64 },
+    /// On or off: `1`/`0`, or `TRUE`/`FALSE` as opensm.conf writes them (`true`, `on`, `off`...).
+    Flag,
+    /// `off`, `when-free` or `always` (or 0..=2).
+    McastLane,
+    /// A range `A-B` of SLs (and the VLs of the same numbers), both within `0..=max`.
+    SlRange { max: u8 },
+    /// An absolute path, or `none`.
+    Path,
 }
 
 const KEYS: [Key; 10] = [
     Key {
         name: "max_lanes",
         env: super::ENV_MAX_LANES,
-        min: 1,
-        max: 15,
+        value: Value::Number { min: 1, max: 15 },
     },
     Key {
         name: "incremental",
         env: super::ENV_INCREMENTAL,
-        min: 0,
-        max: 1,
+        value: Value::Flag,
     },
     Key {
         name: "rebalance_pct",
         env: super::ENV_REBALANCE_PCT,
-        min: 0,
-        max: 100_000,
+        value: Value::Number {
+            min: 0,
+            max: 100_000,
+        },
     },
     Key {
         name: "mcast_lane",
         env: super::ENV_MCAST_LANE,
-        min: 0,
-        max: 2,
+        value: Value::McastLane,
     },
     Key {
         name: "bisection_patterns",
         env: super::ENV_BISECTION_PATTERNS,
-        min: 0,
-        max: 100_000,
+        value: Value::Number {
+            min: 0,
+            max: 100_000,
+        },
     },
     Key {
         name: "seed",
         env: super::ENV_SEED,
-        min: 0,
-        max: u64::MAX,
+        value: Value::Number {
+            min: 0,
+            max: u64::MAX,
+        },
     },
     Key {
         name: "one_lane_candidate",
         env: super::ENV_ONE_LANE_CANDIDATE,
-        min: 0,
-        max: 1,
+        value: Value::Flag,
     },
     Key {
         name: "dor_candidate",
         env: super::ENV_DOR_CANDIDATE,
-        min: 0,
-        max: 1,
+        value: Value::Flag,
     },
-    // A range `A-B` of SLs (and the VLs of the same numbers), both within min..=max.
     Key {
         name: "layer_sls",
         env: super::ENV_LAYER_SLS,
-        min: 0,
-        max: 14,
+        value: Value::SlRange { max: 14 },
     },
-    // A path (absolute), or `none`: no range.
     Key {
         name: "state_file",
         env: super::ENV_STATE_FILE,
-        min: 0,
-        max: 0,
+        value: Value::Path,
     },
 ];
 
@@ -97,13 +108,13 @@ const KEYS: [Key; 10] = [
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Settings {
     pub max_lanes: Option<u64>,
-    pub incremental: Option<u64>,
+    pub incremental: Option<bool>,
     pub rebalance_pct: Option<u64>,
     pub mcast_lane: Option<McastLane>,
     pub bisection_patterns: Option<u64>,
     pub seed: Option<u64>,
-    pub one_lane_candidate: Option<u64>,
-    pub dor_candidate: Option<u64>,
+    pub one_lane_candidate: Option<bool>,
+    pub dor_candidate: Option<bool>,
     /// The SLs (and VLs of the same numbers) the layers may use, first and last; the admin's QoS
     /// policy keeps every SL outside them.
     pub layer_sls: Option<(u8, u8)>,
@@ -124,13 +135,19 @@ impl Settings {
             .map(|(_, src)| src.as_str())
     }
 
-    fn slot(&mut self, key: &str) -> Option<&mut Option<u64>> {
+    fn number_slot(&mut self, key: &str) -> Option<&mut Option<u64>> {
         Some(match key {
             "max_lanes" => &mut self.max_lanes,
-            "incremental" => &mut self.incremental,
             "rebalance_pct" => &mut self.rebalance_pct,
             "bisection_patterns" => &mut self.bisection_patterns,
             "seed" => &mut self.seed,
+            _ => return None,
+        })
+    }
+
+    fn flag_slot(&mut self, key: &str) -> Option<&mut Option<bool>> {
+        Some(match key {
+            "incremental" => &mut self.incremental,
             "one_lane_candidate" => &mut self.one_lane_candidate,
             "dor_candidate" => &mut self.dor_candidate,
             _ => return None,
@@ -147,76 +164,67 @@ impl Settings {
             return;
         };
         let v = value.trim();
-        let in_range = |n: u64| (k.min..=k.max).contains(&n);
-        let ok = if key == "state_file" {
-            match v {
+        let expected = match k.value {
+            Value::Number { min, max } => {
+                let n = v.parse::<u64>().ok().filter(|n| (min..=max).contains(n));
+                match (n, self.number_slot(key)) {
+                    (Some(n), Some(slot)) => {
+                        *slot = Some(n);
+                        None
+                    }
+                    _ => Some(format!("a number {min}..={max}")),
+                }
+            }
+            Value::Flag => match (parse_flag(v), self.flag_slot(key)) {
+                (Some(b), Some(slot)) => {
+                    *slot = Some(b);
+                    None
+                }
+                _ => Some("1 or 0 (TRUE or FALSE)".to_string()),
+            },
+            // By name (off, when-free, always), as the CLI takes it, or by number 0..=2.
+            Value::McastLane => match v.parse::<McastLane>() {
+                Ok(m) => {
+                    self.mcast_lane = Some(m);
+                    None
+                }
+                Err(_) => Some("off, when-free or always (a number 0..=2)".to_string()),
+            },
+            Value::SlRange { max } => match parse_sl_range(v).filter(|&(_, b)| b <= max) {
+                Some(r) => {
+                    self.layer_sls = Some(r);
+                    None
+                }
+                None => Some(format!("a range A-B of SLs with 0<=A<=B<={max} (e.g. 0-3)")),
+            },
+            Value::Path => match v {
                 "none" | "off" => {
                     self.state_file = Some(None);
-                    true
+                    None
                 }
                 p if Path::new(p).is_absolute() => {
                     self.state_file = Some(Some(PathBuf::from(p)));
-                    true
+                    None
                 }
-                _ => {
-                    problems.push(format!(
-                        "{source}: {key}={v:?} ignored: expected an absolute path or none"
-                    ));
-                    false
-                }
-            }
-        } else if key == "mcast_lane" {
-            // By name (off, when-free, always), as the CLI takes it, or by number 0..=2.
-            match v.parse::<McastLane>() {
-                Ok(m) => {
-                    self.mcast_lane = Some(m);
-                    true
-                }
-                Err(_) => {
-                    problems.push(format!(
-                        "{source}: {key}={v:?} ignored: expected a number {}..={}",
-                        k.min, k.max
-                    ));
-                    false
-                }
-            }
-        } else if key == "layer_sls" {
-            match parse_sl_range(v) {
-                Some((a, b)) if in_range(a.into()) && in_range(b.into()) => {
-                    self.layer_sls = Some((a, b));
-                    true
-                }
-                _ => {
-                    problems.push(format!(
-                        "{source}: {key}={v:?} ignored: expected a range A-B of SLs with \
-                         {}<=A<=B<={} (e.g. 0-3)",
-                        k.min, k.max
-                    ));
-                    false
-                }
-            }
-        } else {
-            match (
-                v.parse::<u64>().ok().filter(|&n| in_range(n)),
-                self.slot(key),
-            ) {
-                (Some(n), Some(slot)) => {
-                    *slot = Some(n);
-                    true
-                }
-                _ => {
-                    problems.push(format!(
-                        "{source}: {key}={v:?} ignored: expected a number {}..={}",
-                        k.min, k.max
-                    ));
-                    false
-                }
-            }
+                _ => Some("an absolute path or none".to_string()),
+            },
         };
-        if ok {
-            self.sources.retain(|(name, _)| *name != k.name);
-            self.sources.push((k.name, source.to_string()));
+        match expected {
+            Some(what) => problems.push(format!("{source}: {key}={v:?} ignored: expected {what}")),
+            None => {
+                self.sources.retain(|(name, _)| *name != k.name);
+                self.sources.push((k.name, source.to_string()));
+            }
         }
+    }
+}
+
+/// On or off as admins write it: `1`/`0`, `TRUE`/`FALSE` (opensm.conf), `yes`/`no`, `on`/`off`.
+fn parse_flag(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
     }
 }
 
@@ -415,8 +423,8 @@ impl EngineCtx {
         heavy_sweep: bool,
     ) -> Result<engine::RerouteConfig, AdapterError> {
         let mut rc = engine::RerouteConfig::default();
-        if let Some(n) = set.incremental {
-            rc.incremental = n == 1;
+        if let Some(on) = set.incremental {
+            rc.incremental = on;
         }
         if let Some(n) = set.rebalance_pct {
             rc.max_load_growth_pct = n as u32;
@@ -449,9 +457,9 @@ impl EngineCtx {
         if let Some(n) = set.seed {
             cfg.seed = n;
         }
-        cfg.one_lane_candidate = set.one_lane_candidate != Some(0);
-        cfg.dor_candidate = set.dor_candidate != Some(0);
-        cfg.mcast_lane = set.mcast_lane.unwrap_or(McastLane::Always);
+        cfg.one_lane_candidate = set.one_lane_candidate.unwrap_or(true);
+        cfg.dor_candidate = set.dor_candidate.unwrap_or(true);
+        cfg.mcast_lane = set.mcast_lane.unwrap_or(McastLane::PLUGIN_DEFAULT);
         cfg.lanes = match subnet.min_data_vls {
             Some(v) => v,
             None => {
@@ -536,7 +544,7 @@ mod tests {
 
         problems.clear();
         read_plugin_options("max_lanes=2, incremental=0,bogus", &mut s, &mut problems);
-        assert_eq!((s.max_lanes, s.incremental), (Some(2), Some(0)));
+        assert_eq!((s.max_lanes, s.incremental), (Some(2), Some(false)));
         assert_eq!(
             problems,
             vec!["event_plugin_options: expected key=value, found \"bogus\"".to_string()]
@@ -565,6 +573,29 @@ mod tests {
             "bisection_patterns",
             "DFSSSP_RS_BISECTION_PATTERNS".to_string()
         )));
+    }
+
+    /// Flags take 1/0 and opensm.conf's TRUE/FALSE; anything else is a problem, the value before
+    /// it stands.
+    #[test]
+    fn flags_take_numbers_and_words() {
+        let mut s = Settings::default();
+        let mut problems = Vec::new();
+        read_conf(
+            "incremental FALSE\none_lane_candidate 0\ndor_candidate TRUE\n",
+            "c",
+            &mut s,
+            &mut problems,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        let flags = |s: &Settings| (s.incremental, s.one_lane_candidate, s.dor_candidate);
+        assert_eq!(flags(&s), (Some(false), Some(false), Some(true)));
+        read_plugin_options("incremental=on,dor_candidate=2", &mut s, &mut problems);
+        assert_eq!(flags(&s), (Some(true), Some(false), Some(true)));
+        assert!(
+            problems.len() == 1 && problems[0].contains("expected 1 or 0 (TRUE or FALSE)"),
+            "{problems:?}"
+        );
     }
 
     #[test]
