@@ -14,6 +14,7 @@
 //! it are one hop; a 4-ring is read as two 2-rings); deadlock freedom is left to the layers
 //! ([`crate::dfsssp`]) like any other routing's.
 
+pub mod conf;
 pub mod coords;
 
 #[cfg(test)]
