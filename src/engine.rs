@@ -338,54 +338,10 @@ fn incremental(
     let (routing, st, loads) =
         reroute::reroute_guided(prev, p.summary, fabric, &graph, &opts, &fresh)
             .map_err(|e: FullReason| format!("not incremental: {e}"))?;
-    // What a full computation would reach on the changed fabric: the last one's load, scaled by
-    // how much the fabric's lower bound moved (a leaf that lost one of two uplinks doubles it).
-    let (was, now) = (load_bound(p.graph), load_bound(&graph));
-    let estimate = if was > 0 {
-        (u128::from(p.full_max_load) * u128::from(now) / u128::from(was)) as u64
-    } else {
-        p.full_max_load
-    };
-    let limit = u128::from(estimate) * (100 + u128::from(rc.max_load_growth_pct)) / 100;
-    // Only a change that made the balance worse triggers a re-balance: a repaired cable leaves
-    // the routes (and their load) as they were, so a flapping cable never re-routes everything.
-    if estimate > 0 && st.max_load > p.max_load && u128::from(st.max_load) > limit {
-        return Err(format!(
-            "re-balancing: the incremental routes' highest channel load {} exceeds a full \
-             computation's estimate {estimate} by more than {}% (the last full computation's \
-             {}, scaled by the fabric's lower bound {was} -> {now})",
-            st.max_load, rc.max_load_growth_pct, p.full_max_load
-        ));
-    }
+    let estimate = judge_balance(&p, &graph, st.max_load, rc)?;
     let route_time = start.elapsed();
-    let mut scope_note = None;
     let verify_start = Instant::now();
-    // Only the destinations whose paths changed, when the previous routing was verified.
-    let before = p
-        .summary
-        .filter(|sm| !sm.paths_per_layer.is_empty())
-        .map(|sm| VerifiedBefore {
-            graph: p.graph,
-            routing: p.routing,
-            layer_edges: &sm.layer_edges,
-            paths_per_layer: &sm.paths_per_layer,
-            unreachable: sm.unreachable,
-        });
-    let verified = match verify::verify_since(before, &graph, &routing) {
-        Ok((report, scope)) => {
-            if let VerifyScope::Full(why) = scope {
-                scope_note = Some(why);
-            }
-            Some(report)
-        }
-        Err(VerifyError::CreditLoop { .. }) if cfg.kind == EngineKind::Sssp => None,
-        Err(e) => {
-            return Err(format!(
-                "the incremental routes failed verification: {}",
-                e.describe(fabric, &graph)
-            ))
-        }
-    };
+    let (verified, scope_note) = verify_incremental(&p, fabric, &graph, &routing, cfg)?;
     let stats = EngineStats {
         switches: graph.num_switches(),
         ca_ports: graph.terminals().len(),
@@ -432,6 +388,74 @@ fn incremental(
     })
 }
 
+/// What a full computation would reach on the changed fabric (the last one's load, scaled by
+/// how much the fabric's lower bound moved); `Err` when the incremental routes' highest load
+/// `max_load` exceeds it by more than allowed, so that a full re-balance is due.
+fn judge_balance(
+    p: &Prior<'_>,
+    graph: &SwitchGraph,
+    max_load: u64,
+    rc: &RerouteConfig,
+) -> Result<u64, String> {
+    // A leaf that lost one of two uplinks doubles the bound.
+    let (was, now) = (load_bound(p.graph), load_bound(graph));
+    let estimate = if was > 0 {
+        (u128::from(p.full_max_load) * u128::from(now) / u128::from(was)) as u64
+    } else {
+        p.full_max_load
+    };
+    let limit = u128::from(estimate) * (100 + u128::from(rc.max_load_growth_pct)) / 100;
+    // Only a change that made the balance worse triggers a re-balance: a repaired cable leaves
+    // the routes (and their load) as they were, so a flapping cable never re-routes everything.
+    if estimate > 0 && max_load > p.max_load && u128::from(max_load) > limit {
+        return Err(format!(
+            "re-balancing: the incremental routes' highest channel load {} exceeds a full \
+             computation's estimate {estimate} by more than {}% (the last full computation's \
+             {}, scaled by the fabric's lower bound {was} -> {now})",
+            max_load, rc.max_load_growth_pct, p.full_max_load
+        ));
+    }
+    Ok(estimate)
+}
+
+/// The incremental routes verified (only the destinations whose paths changed, when the previous
+/// routing was verified), and why every LID was verified instead; `Err` when they fail.
+fn verify_incremental(
+    p: &Prior<'_>,
+    fabric: &Fabric,
+    graph: &SwitchGraph,
+    routing: &Routing,
+    cfg: &EngineConfig,
+) -> Result<(Option<VerifyReport>, Option<&'static str>), String> {
+    let mut scope_note = None;
+    let before = p
+        .summary
+        .filter(|sm| !sm.paths_per_layer.is_empty())
+        .map(|sm| VerifiedBefore {
+            graph: p.graph,
+            routing: p.routing,
+            layer_edges: &sm.layer_edges,
+            paths_per_layer: &sm.paths_per_layer,
+            unreachable: sm.unreachable,
+        });
+    let verified = match verify::verify_since(before, graph, routing) {
+        Ok((report, scope)) => {
+            if let VerifyScope::Full(why) = scope {
+                scope_note = Some(why);
+            }
+            Some(report)
+        }
+        Err(VerifyError::CreditLoop { .. }) if cfg.kind == EngineKind::Sssp => None,
+        Err(e) => {
+            return Err(format!(
+                "the incremental routes failed verification: {}",
+                e.describe(fabric, graph)
+            ))
+        }
+    };
+    Ok((verified, scope_note))
+}
+
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct EngineStats {
     pub switches: usize,
@@ -445,13 +469,16 @@ pub struct EngineStats {
     pub verify_time: Duration,
 }
 
-/// Routes the fabric with the configured engine and verifies the result before returning it:
-/// every route complete and, for dfsssp-rs, every layer's channel dependency graph acyclic,
-/// checked by [`verify`] (a code path separate from the router).
 /// The least time the candidate routings get, however fast the base routing was: fabrics routed
 /// in milliseconds keep every candidate, so their routes do not depend on the machine's speed.
 const CANDIDATE_BUDGET_FLOOR: Duration = Duration::from_secs(1);
 
+/// The engine's log: (level, line).
+type Log = Vec<(LogLevel, String)>;
+
+/// Routes the fabric with the configured engine and verifies the result before returning it:
+/// every route complete and, for dfsssp-rs, every layer's channel dependency graph acyclic,
+/// checked by [`verify`] (a code path separate from the router).
 pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineError> {
     let start = Instant::now();
     let graph = SwitchGraph::new(fabric)?;
@@ -475,164 +502,14 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
     ));
 
     let dist = SwitchDistances::new(&graph);
-    // The SSSP routes' edge forwarding index (CA to CA), when they are plain SSSP routes.
-    let mut sssp_efi = None;
-    // Their layer-0 dependency graph, where it was gathered while they were computed.
-    let mut layer0 = None;
-    let mut routing = if cfg.multipath && fabric.endpoints().iter().any(|e| e.lmc > 0) {
-        let opts = multipath::MultipathOptions::default();
-        let (r, mp) = multipath::route_with_distances(&graph, &dist, &opts)?;
-        for line in mp.log_lines() {
-            log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
-        }
-        if cfg.classes.as_ref().is_some_and(|c| c.any()) {
-            log.push((
-                LogLevel::Info,
-                format!(
-                    "{}: with LMC > 0 the paths are spread per port, not routed compute nodes \
-                     first; the classes' Λ is still measured",
-                    cfg.kind
-                ),
-            ));
-        }
-        r
-    } else if let Some(classes) = cfg.classes.as_ref().filter(|c| c.any()) {
-        log.push((
-            LogLevel::Info,
-            format!(
-                "{}: compute nodes' LIDs routed first, then I/O nodes', each class balanced on \
-                 its own traffic",
-                cfg.kind
-            ),
-        ));
-        traffic::route(&graph, &dist, classes)
-    } else if cfg.kind == EngineKind::Dfsssp {
-        let (r, efi, l0) = sssp_with_layer0(
-            &graph,
-            &dist,
-            &dfsssp_options(cfg),
-            layers_for_deadlock_removal(cfg).0 >= 2,
-        );
-        sssp_efi = Some(efi);
-        layer0 = l0;
-        r
+    let base = route_base(fabric, &graph, &dist, cfg, &mut log)?;
+    let (routing, layer_report, sl_offset) = if cfg.kind == EngineKind::Dfsssp {
+        let (routing, report, sl_offset) =
+            make_deadlock_free(&graph, &dist, cfg, start, base, &mut log)?;
+        (routing, Some(report), sl_offset)
     } else {
-        let (r, efi) = sssp::route_with_efi(&graph, &dist);
-        sssp_efi = Some(efi);
-        r
+        (base.routing, None, 0)
     };
-    let mut layer_report = None;
-    let mut sl_offset = 0;
-    if cfg.kind == EngineKind::Dfsssp {
-        let (budget, always) = layers_for_deadlock_removal(cfg);
-        if !cfg.qos {
-            log.push((
-                LogLevel::Info,
-                format!(
-                    "{}: QoS is off, so SL-to-VL tables are not programmed: routing deadlock-free \
-                     within one lane; `qos TRUE` in opensm.conf enables multi-lane routing",
-                    cfg.kind
-                ),
-            ));
-        }
-        // Several lanes give minimal routes over layers; one lane's search may detour onto
-        // idle channels and balance better (tori, faulty trees). Both are deadlock-free; keep
-        // what measures better, unless the minimal routes already reach the load bound.
-        let one_lane_candidate = (cfg.qos
-            && cfg.one_lane_candidate
-            && budget >= 2
-            && sssp_efi.is_some_and(|efi| efi > crate::balance::leaf_bound(&graph)))
-        .then(|| routing.clone());
-        let opts = DfssspOptions {
-            judge_one_lane: one_lane_candidate.is_some(),
-            ..dfsssp_options(cfg)
-        };
-        let mut report = dfsssp::make_deadlock_free_fed(
-            &graph,
-            &mut routing,
-            layer0,
-            budget,
-            &opts,
-            Some(&dist),
-        )?;
-        // The candidates together may take as long again as the routing so far (at least
-        // CANDIDATE_BUDGET_FLOOR): no candidate costs more than it can win.
-        let base = start.elapsed();
-        let candidate_opts = DfssspOptions {
-            deadline: Some(Instant::now() + base.max(CANDIDATE_BUDGET_FLOOR)),
-            ..opts.clone()
-        };
-        // Λ of the routing so far, once measured.
-        let mut lambda = None;
-        // (Deadlock removal may have routed in one lane already: fat trees with failed cables.)
-        // Where every data route is legal under one Up*/Down* order and the layers keep every
-        // SSSP route, one lane would keep the same data routes: the same Λ, it cannot win (a
-        // fat tree with a spine switch missing: 0.5 s saved).
-        let one_lane_ties = report.one_lane_keeps_data && report.escape_routes == 0;
-        if one_lane_ties && one_lane_candidate.is_some() {
-            log.push((
-                LogLevel::Verbose,
-                format!(
-                    "{}: candidate one-lane routing not computed: it would keep every CA-to-CA \
-                     route as the layers do (the same Λ)",
-                    cfg.kind
-                ),
-            ));
-        }
-        let one_lane_candidate = one_lane_candidate.filter(|_| !one_lane_ties);
-        if let Some(mut one) = one_lane_candidate.filter(|_| routing.num_layers > 1) {
-            use candidates::OneLaneVerdict;
-            match candidates::one_lane_if_better(&graph, &dist, &routing, &mut one, &candidate_opts)
-            {
-                OneLaneVerdict::Better(one_report, line, l) => {
-                    routing = one;
-                    report = *one_report;
-                    lambda = Some(l);
-                    log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
-                }
-                OneLaneVerdict::Kept(l) => lambda = Some(l),
-                OneLaneVerdict::Dropped(Some(line)) => {
-                    log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
-                }
-                OneLaneVerdict::Dropped(None) => {}
-            }
-        }
-        // Dimension-order routes on tori (and meshes), where the coordinates can be inferred.
-        if cfg.qos && cfg.dor_candidate && budget >= 2 && sssp_efi.is_some() {
-            let verdict =
-                candidates::dor_if_better(&graph, &dist, &routing, lambda, budget, &candidate_opts);
-            match verdict {
-                Some(candidates::DorVerdict::Better(better, line)) => {
-                    (routing, report) = *better;
-                    log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
-                }
-                Some(candidates::DorVerdict::Kept(line)) => {
-                    log.push((LogLevel::Verbose, format!("{}: {line}", cfg.kind)));
-                }
-                Some(candidates::DorVerdict::Stopped(line)) => {
-                    log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
-                }
-                None => {}
-            }
-        }
-        for line in report.log_lines() {
-            log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
-        }
-        if always {
-            log.push((
-                LogLevel::Info,
-                format!(
-                    "{}: lane {} of {} left to multicast (layers on SL/VL 1..{})",
-                    cfg.kind,
-                    0,
-                    cfg.layer_budget(),
-                    cfg.layer_budget() - 1
-                ),
-            ));
-        }
-        sl_offset = u8::from(always || report.spare_lane);
-        layer_report = Some(report);
-    }
     stats.route_time = start.elapsed();
     stats.layers = routing.num_layers;
 
@@ -684,6 +561,240 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         summary,
         sl_offset,
     })
+}
+
+/// The routes before deadlock removal, and what was learnt while computing them.
+struct BaseRoutes {
+    routing: Routing,
+    /// The SSSP routes' edge forwarding index (CA to CA), when they are plain SSSP routes.
+    sssp_efi: Option<u64>,
+    /// Their layer-0 dependency graph, where it was gathered while they were computed.
+    layer0: Option<dfsssp::Layer0>,
+}
+
+/// The base routes: spread over the LMC's paths, routed class by class, or balanced SSSP.
+fn route_base(
+    fabric: &Fabric,
+    graph: &SwitchGraph,
+    dist: &SwitchDistances,
+    cfg: &EngineConfig,
+    log: &mut Log,
+) -> Result<BaseRoutes, EngineError> {
+    let mut sssp_efi = None;
+    let mut layer0 = None;
+    let routing = if cfg.multipath && fabric.endpoints().iter().any(|e| e.lmc > 0) {
+        let opts = multipath::MultipathOptions::default();
+        let (r, mp) = multipath::route_with_distances(graph, dist, &opts)?;
+        for line in mp.log_lines() {
+            log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
+        }
+        if cfg.classes.as_ref().is_some_and(|c| c.any()) {
+            log.push((
+                LogLevel::Info,
+                format!(
+                    "{}: with LMC > 0 the paths are spread per port, not routed compute nodes \
+                     first; the classes' Λ is still measured",
+                    cfg.kind
+                ),
+            ));
+        }
+        r
+    } else if let Some(classes) = cfg.classes.as_ref().filter(|c| c.any()) {
+        log.push((
+            LogLevel::Info,
+            format!(
+                "{}: compute nodes' LIDs routed first, then I/O nodes', each class balanced on \
+                 its own traffic",
+                cfg.kind
+            ),
+        ));
+        traffic::route(graph, dist, classes)
+    } else if cfg.kind == EngineKind::Dfsssp {
+        let (r, efi, l0) = sssp_with_layer0(
+            graph,
+            dist,
+            &dfsssp_options(cfg),
+            layers_for_deadlock_removal(cfg).0 >= 2,
+        );
+        sssp_efi = Some(efi);
+        layer0 = l0;
+        r
+    } else {
+        let (r, efi) = sssp::route_with_efi(graph, dist);
+        sssp_efi = Some(efi);
+        r
+    };
+    Ok(BaseRoutes {
+        routing,
+        sssp_efi,
+        layer0,
+    })
+}
+
+/// dfsssp-rs: the base routes made deadlock-free within the lane budget, replaced by a candidate
+/// routing where one measures better; the routing, the layer report and the SL offset.
+fn make_deadlock_free(
+    graph: &SwitchGraph,
+    dist: &SwitchDistances,
+    cfg: &EngineConfig,
+    start: Instant,
+    base: BaseRoutes,
+    log: &mut Log,
+) -> Result<(Routing, LayerReport, u8), EngineError> {
+    let BaseRoutes {
+        mut routing,
+        sssp_efi,
+        layer0,
+    } = base;
+    let (budget, always) = layers_for_deadlock_removal(cfg);
+    if !cfg.qos {
+        log.push((
+            LogLevel::Info,
+            format!(
+                "{}: QoS is off, so SL-to-VL tables are not programmed: routing deadlock-free \
+                 within one lane; `qos TRUE` in opensm.conf enables multi-lane routing",
+                cfg.kind
+            ),
+        ));
+    }
+    // Several lanes give minimal routes over layers; one lane's search may detour onto
+    // idle channels and balance better (tori, faulty trees). Both are deadlock-free; keep
+    // what measures better, unless the minimal routes already reach the load bound.
+    let one_lane_candidate = (cfg.qos
+        && cfg.one_lane_candidate
+        && budget >= 2
+        && sssp_efi.is_some_and(|efi| efi > crate::balance::leaf_bound(graph)))
+    .then(|| routing.clone());
+    let opts = DfssspOptions {
+        judge_one_lane: one_lane_candidate.is_some(),
+        ..dfsssp_options(cfg)
+    };
+    let report =
+        dfsssp::make_deadlock_free_fed(graph, &mut routing, layer0, budget, &opts, Some(dist))?;
+    // The candidates together may take as long again as the routing so far (at least
+    // CANDIDATE_BUDGET_FLOOR): no candidate costs more than it can win.
+    let elapsed = start.elapsed();
+    let candidate_opts = DfssspOptions {
+        deadline: Some(Instant::now() + elapsed.max(CANDIDATE_BUDGET_FLOOR)),
+        ..opts.clone()
+    };
+    let mut layered = Layered {
+        routing,
+        report,
+        lambda: None,
+    };
+    // (Deadlock removal may have routed in one lane already: fat trees with failed cables.)
+    // Where every data route is legal under one Up*/Down* order and the layers keep every
+    // SSSP route, one lane would keep the same data routes: the same Λ, it cannot win (a
+    // fat tree with a spine switch missing: 0.5 s saved).
+    let one_lane_ties = layered.report.one_lane_keeps_data && layered.report.escape_routes == 0;
+    if one_lane_ties && one_lane_candidate.is_some() {
+        log.push((
+            LogLevel::Verbose,
+            format!(
+                "{}: candidate one-lane routing not computed: it would keep every CA-to-CA \
+                 route as the layers do (the same Λ)",
+                cfg.kind
+            ),
+        ));
+    }
+    let one_lane_candidate = one_lane_candidate.filter(|_| !one_lane_ties);
+    let setting = CandidateSetting {
+        graph,
+        dist,
+        cfg,
+        opts: &candidate_opts,
+    };
+    if let Some(one) = one_lane_candidate.filter(|_| layered.routing.num_layers > 1) {
+        try_one_lane(&setting, one, &mut layered, log);
+    }
+    // Dimension-order routes on tori (and meshes), where the coordinates can be inferred.
+    if cfg.qos && cfg.dor_candidate && budget >= 2 && sssp_efi.is_some() {
+        try_dimension_order(&setting, budget, &mut layered, log);
+    }
+    let Layered {
+        routing, report, ..
+    } = layered;
+    for line in report.log_lines() {
+        log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
+    }
+    if always {
+        log.push((
+            LogLevel::Info,
+            format!(
+                "{}: lane {} of {} left to multicast (layers on SL/VL 1..{})",
+                cfg.kind,
+                0,
+                cfg.layer_budget(),
+                cfg.layer_budget() - 1
+            ),
+        ));
+    }
+    let sl_offset = u8::from(always || report.spare_lane);
+    Ok((routing, report, sl_offset))
+}
+
+/// The deadlock-free routing kept so far, which a better candidate replaces.
+struct Layered {
+    routing: Routing,
+    report: LayerReport,
+    /// Its Λ, once measured.
+    lambda: Option<f64>,
+}
+
+/// What the candidate routings are computed on and with.
+struct CandidateSetting<'a> {
+    graph: &'a SwitchGraph,
+    dist: &'a SwitchDistances,
+    cfg: &'a EngineConfig,
+    /// The deadlock removal's options, with the candidates' deadline.
+    opts: &'a DfssspOptions,
+}
+
+/// The one-lane search's routing (`one`, the base routes to search from) instead of the layers'
+/// where it measures a higher Λ.
+fn try_one_lane(set: &CandidateSetting<'_>, mut one: Routing, kept: &mut Layered, log: &mut Log) {
+    use candidates::OneLaneVerdict;
+    let kind = set.cfg.kind;
+    match candidates::one_lane_if_better(set.graph, set.dist, &kept.routing, &mut one, set.opts) {
+        OneLaneVerdict::Better(one_report, line, l) => {
+            kept.routing = one;
+            kept.report = *one_report;
+            kept.lambda = Some(l);
+            log.push((LogLevel::Info, format!("{kind}: {line}")));
+        }
+        OneLaneVerdict::Kept(l) => kept.lambda = Some(l),
+        OneLaneVerdict::Dropped(Some(line)) => {
+            log.push((LogLevel::Info, format!("{kind}: {line}")));
+        }
+        OneLaneVerdict::Dropped(None) => {}
+    }
+}
+
+/// Dimension-order routes (tori, meshes) instead of the kept routing where they measure better.
+fn try_dimension_order(set: &CandidateSetting<'_>, budget: u8, kept: &mut Layered, log: &mut Log) {
+    let kind = set.cfg.kind;
+    let verdict = candidates::dor_if_better(
+        set.graph,
+        set.dist,
+        &kept.routing,
+        kept.lambda,
+        budget,
+        set.opts,
+    );
+    match verdict {
+        Some(candidates::DorVerdict::Better(better, line)) => {
+            (kept.routing, kept.report) = *better;
+            log.push((LogLevel::Info, format!("{kind}: {line}")));
+        }
+        Some(candidates::DorVerdict::Kept(line)) => {
+            log.push((LogLevel::Verbose, format!("{kind}: {line}")));
+        }
+        Some(candidates::DorVerdict::Stopped(line)) => {
+            log.push((LogLevel::Info, format!("{kind}: {line}")));
+        }
+        None => {}
+    }
 }
 
 /// The layers deadlock removal may use under `cfg`, and whether a lane is kept for multicast

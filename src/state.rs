@@ -245,35 +245,11 @@ pub fn parse_header(bytes: &[u8], path: &str) -> Result<Header, StateError> {
 
 /// Parses and validates a whole file's bytes.
 pub fn decode(bytes: &[u8], path: &str) -> Result<SavedState, StateError> {
-    let header = parse_header(bytes, path)?;
-    // A length beyond any file (a damaged header) must not wrap around.
-    let need = (HEADER_LEN as u64).saturating_add(header.payload_len);
-    if (bytes.len() as u64) < need {
-        return Err(StateError::Truncated {
-            path: path.into(),
-            len: bytes.len() as u64,
-            need,
-        });
-    }
+    let (header, payload) = checked_payload(bytes, path)?;
     let corrupt = |why: String| StateError::Corrupt {
         path: path.into(),
         why,
     };
-    if bytes.len() as u64 > need {
-        return Err(corrupt(format!(
-            "{} bytes after the payload",
-            bytes.len() as u64 - need
-        )));
-    }
-    let payload = &bytes[HEADER_LEN..];
-    let computed = checksum(payload);
-    if computed != header.checksum {
-        return Err(StateError::Checksum {
-            path: path.into(),
-            stored: header.checksum,
-            computed,
-        });
-    }
     if payload.len() < 4 {
         return Err(corrupt("no JSON part".into()));
     }
@@ -313,6 +289,68 @@ pub fn decode(bytes: &[u8], path: &str) -> Result<SavedState, StateError> {
             rows.len()
         )));
     }
+    check_layers(&meta, path)?;
+    let routing = routing_of_rows(&meta, &graph, rows, path)?;
+    // Never trusted: the routing adopted must pass the full verification (every route a
+    // route, every layer's CDG acyclic) that a computed one passes.
+    crate::verify::verify(&graph, &routing)
+        .map_err(|e| corrupt(format!("routing: {}", e.describe(&meta.fabric, &graph))))?;
+    let mut cfg = EngineConfig::new(kind);
+    cfg.lanes = meta.lanes;
+    cfg.qos = meta.qos;
+    cfg.mcast_lane = meta.mcast_lane;
+    Ok(SavedState {
+        header,
+        fabric: meta.fabric,
+        graph,
+        routing,
+        cfg,
+        sl_offset: meta.sl_offset,
+        full_max_load: meta.full_max_load,
+        max_load: meta.max_load,
+    })
+}
+
+/// The header and the payload, whose length and checksum the header gives.
+fn checked_payload<'b>(bytes: &'b [u8], path: &str) -> Result<(Header, &'b [u8]), StateError> {
+    let header = parse_header(bytes, path)?;
+    // A length beyond any file (a damaged header) must not wrap around.
+    let need = (HEADER_LEN as u64).saturating_add(header.payload_len);
+    if (bytes.len() as u64) < need {
+        return Err(StateError::Truncated {
+            path: path.into(),
+            len: bytes.len() as u64,
+            need,
+        });
+    }
+    let corrupt = |why: String| StateError::Corrupt {
+        path: path.into(),
+        why,
+    };
+    if bytes.len() as u64 > need {
+        return Err(corrupt(format!(
+            "{} bytes after the payload",
+            bytes.len() as u64 - need
+        )));
+    }
+    let payload = &bytes[HEADER_LEN..];
+    let computed = checksum(payload);
+    if computed != header.checksum {
+        return Err(StateError::Checksum {
+            path: path.into(),
+            stored: header.checksum,
+            computed,
+        });
+    }
+    Ok((header, payload))
+}
+
+/// The layers and lanes the file declares: consistent with each other and with its tables.
+fn check_layers(meta: &Meta<Fabric>, path: &str) -> Result<(), StateError> {
+    let corrupt = |why: String| StateError::Corrupt {
+        path: path.into(),
+        why,
+    };
     if meta.num_layers == 0 || meta.num_layers > crate::dfsssp::MAX_LAYERS {
         return Err(corrupt(format!("{} layers", meta.num_layers)));
     }
@@ -333,6 +371,23 @@ pub fn decode(bytes: &[u8], path: &str) -> Result<SavedState, StateError> {
             meta.num_layers
         )));
     }
+    Ok(())
+}
+
+/// The routing in the file's table `rows` (LFTs, then layers if any; checked to have the size
+/// `meta` says), with its hop counts walked.
+fn routing_of_rows(
+    meta: &Meta<Fabric>,
+    graph: &SwitchGraph,
+    rows: &[u8],
+    path: &str,
+) -> Result<Routing, StateError> {
+    let corrupt = |why: String| StateError::Corrupt {
+        path: path.into(),
+        why,
+    };
+    let ns = graph.num_switches();
+    let stride = usize::from(meta.max_lid) + 1;
     let mut lft = Lft::new(ns, meta.max_lid);
     for (s, row) in lft.tables_mut().enumerate() {
         row.copy_from_slice(&rows[s * stride..(s + 1) * stride]);
@@ -355,30 +410,12 @@ pub fn decode(bytes: &[u8], path: &str) -> Result<SavedState, StateError> {
             )));
         }
     }
-    let hops = walked_hops(&graph, &lft);
-    let routing = Routing {
+    let hops = walked_hops(graph, &lft);
+    Ok(Routing {
         lft,
         hops,
         layers,
         num_layers: meta.num_layers,
-    };
-    // Never trusted: the routing adopted must pass the full verification (every route a
-    // route, every layer's CDG acyclic) that a computed one passes.
-    crate::verify::verify(&graph, &routing)
-        .map_err(|e| corrupt(format!("routing: {}", e.describe(&meta.fabric, &graph))))?;
-    let mut cfg = EngineConfig::new(kind);
-    cfg.lanes = meta.lanes;
-    cfg.qos = meta.qos;
-    cfg.mcast_lane = meta.mcast_lane;
-    Ok(SavedState {
-        header,
-        fabric: meta.fabric,
-        graph,
-        routing,
-        cfg,
-        sl_offset: meta.sl_offset,
-        full_max_load: meta.full_max_load,
-        max_load: meta.max_load,
     })
 }
 

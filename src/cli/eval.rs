@@ -190,13 +190,25 @@ fn pct(a: u64, b: u64) -> f64 {
     }
 }
 
+/// Report rows: (label, value), aligned into two columns at the end.
+type Rows = Vec<(String, String)>;
+
 /// The human report: one section per question, two aligned columns.
 pub fn report(ev: &Evaluation) -> String {
-    let mut rows: Vec<(String, String)> = Vec::new();
-    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
-    let m = &ev.metrics;
-    let f = &ev.fabric;
+    let mut rows: Rows = Vec::new();
+    report_subject(&mut rows, ev);
+    report_connectivity(&mut rows, ev);
+    report_hops(&mut rows, ev);
+    report_load(&mut rows, ev);
+    report_lanes(&mut rows, ev);
+    report_times(&mut rows, ev);
+    aligned(&rows)
+}
 
+/// Which routing of which fabric is judged.
+fn report_subject(rows: &mut Rows, ev: &Evaluation) {
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
+    let f = &ev.fabric;
     match &ev.source {
         Source::Dumps { dir, path_sl } => row(
             "routing",
@@ -229,7 +241,12 @@ pub fn report(ev: &Evaluation) -> String {
             f.switches, f.ca_ports, f.ca_nodes, f.lids, f.lmc, f.links, f.channels
         ),
     );
+}
 
+/// Whether every switch and CA reaches every LID, and the failures found.
+fn report_connectivity(rows: &mut Rows, ev: &Evaluation) {
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
+    let m = &ev.metrics;
     let c = &m.connectivity;
     row("", String::new());
     row(
@@ -259,7 +276,12 @@ pub fn report(ev: &Evaluation) -> String {
             format!("... {} failing (switch, LID) pairs in all", failed),
         );
     }
+}
 
+/// Path lengths between CAs and their histogram.
+fn report_hops(rows: &mut Rows, ev: &Evaluation) {
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
+    let m = &ev.metrics;
     let h = &m.hops;
     row("", String::new());
     row(
@@ -280,7 +302,12 @@ pub fn report(ev: &Evaluation) -> String {
         .map(|(i, n)| format!("{i}:{n}"))
         .collect();
     row("  histogram", hist.join("  "));
+}
 
+/// Channel load: the edge forwarding index, the max link load and Λ (per class too).
+fn report_load(rows: &mut Rows, ev: &Evaluation) {
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
+    let m = &ev.metrics;
     row("", String::new());
     row(
         "edge forwarding index",
@@ -340,7 +367,11 @@ pub fn report(ev: &Evaluation) -> String {
             );
         }
     }
+}
 
+/// Lanes used and the deadlock check, lane by lane, and DFSSSP's layer count.
+fn report_lanes(rows: &mut Rows, ev: &Evaluation) {
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
     let d = &ev.deadlock;
     row("", String::new());
     row(
@@ -413,6 +444,11 @@ pub fn report(ev: &Evaluation) -> String {
             ),
         );
     }
+}
+
+/// How long routing and evaluating took.
+fn report_times(rows: &mut Rows, ev: &Evaluation) {
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
     if let Some(e) = &ev.engine {
         row("", String::new());
         row(
@@ -443,6 +479,4 @@ pub fn report(ev: &Evaluation) -> String {
             s.all_pairs, s.bisection, s.deadlock_check
         ),
     );
-
-    aligned(&rows)
 }

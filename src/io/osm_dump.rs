@@ -101,18 +101,7 @@ pub fn parse_subnet_lst(text: &str, file: &str, lmc: u8) -> Result<Fabric, IoErr
     if lmc > 7 {
         return Err(ctx.err(1, "", format!("LMC {lmc} above 7")));
     }
-    struct NodeInfo {
-        kind: NodeKind,
-        ports: u8,
-        desc: String,
-        line: usize,
-    }
-    let mut nodes: HashMap<u64, NodeInfo> = HashMap::new();
-    // (node guid, port) -> (remote guid, remote port, line)
-    let mut remote: HashMap<(u64, u8), (u64, u8, usize)> = HashMap::new();
-    // (node guid, port) -> (port guid, base LID, line); switches use port 0
-    let mut lids: HashMap<(u64, u8), (u64, u16, usize)> = HashMap::new();
-
+    let mut lst = SubnetLst::default();
     for (i, line) in text.lines().enumerate() {
         let lineno = i + 1;
         if line.trim().is_empty() {
@@ -123,130 +112,176 @@ pub fn parse_subnet_lst(text: &str, file: &str, lmc: u8) -> Result<Fabric, IoErr
         if !rest.trim_start().starts_with("PHY=") && !rest.trim().is_empty() {
             return Err(ctx.err(lineno, line, "unexpected text after the two ports"));
         }
+        let at = LineAt { ctx, lineno, line };
         for h in [&a, &b] {
-            match nodes.get(&h.node_guid) {
-                Some(n) if n.kind != h.kind || n.ports != h.num_ports => {
-                    return Err(ctx.err(
-                        lineno,
-                        line,
-                        format!(
-                            "node 0x{:016x} described differently on line {}",
-                            h.node_guid, n.line
-                        ),
-                    ));
-                }
-                Some(_) => {}
-                None => {
-                    nodes.insert(
-                        h.node_guid,
-                        NodeInfo {
-                            kind: h.kind,
-                            ports: h.num_ports,
-                            desc: h.desc.clone(),
-                            line: lineno,
-                        },
-                    );
-                }
-            }
-            let key = (
-                h.node_guid,
-                if h.kind == NodeKind::Switch {
-                    0
-                } else {
-                    h.port
-                },
-            );
-            match lids.get(&key) {
-                Some(&(g, l, ln))
-                    if (g, l) != (h.port_guid, h.lid) && h.kind != NodeKind::Switch =>
-                {
-                    return Err(ctx.err(
-                        lineno,
-                        line,
-                        format!(
-                            "port {} of 0x{:016x}: LID/GUID differ from line {ln}",
-                            key.1, key.0
-                        ),
-                    ));
-                }
-                Some(&(_, l, ln)) if l != h.lid => {
-                    return Err(ctx.err(
-                        lineno,
-                        line,
-                        format!("switch 0x{:016x}: LID differs from line {ln}", key.0),
-                    ));
-                }
-                Some(_) => {}
-                None => {
-                    lids.insert(key, (h.port_guid, h.lid, lineno));
-                }
-            }
+            lst.add_port(at, h)?;
         }
         if a.node_guid == b.node_guid && a.port == b.port {
             return Err(ctx.err(lineno, line, "port linked to itself"));
         }
-        for (x, y) in [(&a, &b), (&b, &a)] {
-            let prev = remote.insert((x.node_guid, x.port), (y.node_guid, y.port, lineno));
+        lst.add_link(at, &a, &b)?;
+    }
+    lst.build(ctx, text, lmc)
+}
+
+/// A subnet.lst node as its lines describe it.
+struct NodeInfo {
+    kind: NodeKind,
+    ports: u8,
+    desc: String,
+    line: usize,
+}
+
+/// A line being read, for its errors.
+#[derive(Clone, Copy)]
+struct LineAt<'a> {
+    ctx: Ctx<'a>,
+    lineno: usize,
+    line: &'a str,
+}
+
+impl LineAt<'_> {
+    /// The error `why` at this line.
+    fn err(&self, why: impl Into<String>) -> IoError {
+        self.ctx.err(self.lineno, self.line, why)
+    }
+}
+
+/// What subnet.lst's lines said so far, each fact checked against the lines before.
+#[derive(Default)]
+struct SubnetLst {
+    nodes: HashMap<u64, NodeInfo>,
+    /// (node guid, port) -> (remote guid, remote port, line)
+    remote: HashMap<(u64, u8), (u64, u8, usize)>,
+    /// (node guid, port) -> (port guid, base LID, line); switches use port 0
+    lids: HashMap<(u64, u8), (u64, u16, usize)>,
+}
+
+impl SubnetLst {
+    /// One half's node and port (LID, port GUID), consistent with earlier lines.
+    fn add_port(&mut self, at: LineAt<'_>, h: &Half) -> Result<(), IoError> {
+        let lineno = at.lineno;
+        match self.nodes.get(&h.node_guid) {
+            Some(n) if n.kind != h.kind || n.ports != h.num_ports => {
+                return Err(at.err(format!(
+                    "node 0x{:016x} described differently on line {}",
+                    h.node_guid, n.line
+                )));
+            }
+            Some(_) => {}
+            None => {
+                self.nodes.insert(
+                    h.node_guid,
+                    NodeInfo {
+                        kind: h.kind,
+                        ports: h.num_ports,
+                        desc: h.desc.clone(),
+                        line: lineno,
+                    },
+                );
+            }
+        }
+        let key = (
+            h.node_guid,
+            if h.kind == NodeKind::Switch {
+                0
+            } else {
+                h.port
+            },
+        );
+        match self.lids.get(&key) {
+            Some(&(g, l, ln)) if (g, l) != (h.port_guid, h.lid) && h.kind != NodeKind::Switch => {
+                return Err(at.err(format!(
+                    "port {} of 0x{:016x}: LID/GUID differ from line {ln}",
+                    key.1, key.0
+                )));
+            }
+            Some(&(_, l, ln)) if l != h.lid => {
+                return Err(at.err(format!(
+                    "switch 0x{:016x}: LID differs from line {ln}",
+                    key.0
+                )));
+            }
+            Some(_) => {}
+            None => {
+                self.lids.insert(key, (h.port_guid, h.lid, lineno));
+            }
+        }
+        Ok(())
+    }
+
+    /// The link between halves `a` and `b`, which neither port may have elsewhere.
+    fn add_link(&mut self, at: LineAt<'_>, a: &Half, b: &Half) -> Result<(), IoError> {
+        let lineno = at.lineno;
+        for (x, y) in [(a, b), (b, a)] {
+            let prev = self
+                .remote
+                .insert((x.node_guid, x.port), (y.node_guid, y.port, lineno));
             if let Some((g, p, ln)) = prev {
                 if (g, p) != (y.node_guid, y.port) {
-                    return Err(ctx.err(
-                        lineno,
-                        line,
-                        format!(
-                            "port {} of 0x{:016x} is linked elsewhere on line {ln}",
-                            x.port, x.node_guid
-                        ),
-                    ));
+                    return Err(at.err(format!(
+                        "port {} of 0x{:016x} is linked elsewhere on line {ln}",
+                        x.port, x.node_guid
+                    )));
                 }
             }
         }
+        Ok(())
     }
 
-    // OpenSM's qmaps are keyed by the GUID in network byte order, compared as a host integer.
-    let qmap_key = |g: u64| g.to_be();
-    let mut guids: Vec<u64> = nodes.keys().copied().collect();
-    guids.sort_unstable_by_key(|&g| qmap_key(g));
-    let mut b = FabricBuilder::new();
-    let mut index: HashMap<u64, u32> = HashMap::with_capacity(guids.len());
-    for &g in &guids {
-        let n = &nodes[&g];
-        let idx = b
-            .add_node(n.kind, g, n.ports, n.desc.clone())
-            .map_err(|e| ctx.fabric(n.line, e))?;
-        index.insert(g, idx);
-    }
-    let mut ports: Vec<_> = remote.iter().collect();
-    ports.sort_unstable_by_key(|((g, p), _)| (index[g], *p));
-    for ((g, p), (rg, rp, ln)) in ports {
-        let (a, r) = (index[g], index[rg]);
-        if (a, *p) < (r, *rp) {
-            b.link(
-                PortRef { node: a, port: *p },
-                PortRef { node: r, port: *rp },
+    /// The fabric, built the way the OpenSM adapter builds one from OpenSM's tables.
+    fn build(self, ctx: Ctx<'_>, text: &str, lmc: u8) -> Result<Fabric, IoError> {
+        let SubnetLst {
+            nodes,
+            remote,
+            lids,
+        } = self;
+        // OpenSM's qmaps are keyed by the GUID in network byte order, compared as a host integer.
+        let qmap_key = |g: u64| g.to_be();
+        let mut guids: Vec<u64> = nodes.keys().copied().collect();
+        guids.sort_unstable_by_key(|&g| qmap_key(g));
+        let mut b = FabricBuilder::new();
+        let mut index: HashMap<u64, u32> = HashMap::with_capacity(guids.len());
+        for &g in &guids {
+            let n = &nodes[&g];
+            let idx = b
+                .add_node(n.kind, g, n.ports, n.desc.clone())
+                .map_err(|e| ctx.fabric(n.line, e))?;
+            index.insert(g, idx);
+        }
+        let mut ports: Vec<_> = remote.iter().collect();
+        ports.sort_unstable_by_key(|((g, p), _)| (index[g], *p));
+        for ((g, p), (rg, rp, ln)) in ports {
+            let (a, r) = (index[g], index[rg]);
+            if (a, *p) < (r, *rp) {
+                b.link(
+                    PortRef { node: a, port: *p },
+                    PortRef { node: r, port: *rp },
+                )
+                .map_err(|e| ctx.fabric(*ln, e))?;
+            }
+        }
+        let mut eps: Vec<_> = lids.iter().collect();
+        eps.sort_unstable_by_key(|(_, (pg, ..))| qmap_key(*pg));
+        for ((g, p), (pg, lid, ln)) in eps {
+            if *lid == 0 {
+                continue;
+            }
+            let l = if *p == 0 { 0 } else { lmc };
+            b.set_lid(
+                PortRef {
+                    node: index[g],
+                    port: *p,
+                },
+                *pg,
+                *lid,
+                l,
             )
             .map_err(|e| ctx.fabric(*ln, e))?;
         }
+        let last = text.lines().count().max(1);
+        b.build().map_err(|e| ctx.fabric(last, e))
     }
-    let mut eps: Vec<_> = lids.iter().collect();
-    eps.sort_unstable_by_key(|(_, (pg, ..))| qmap_key(*pg));
-    for ((g, p), (pg, lid, ln)) in eps {
-        if *lid == 0 {
-            continue;
-        }
-        let l = if *p == 0 { 0 } else { lmc };
-        b.set_lid(
-            PortRef {
-                node: index[g],
-                port: *p,
-            },
-            *pg,
-            *lid,
-            l,
-        )
-        .map_err(|e| ctx.fabric(*ln, e))?;
-    }
-    let last = text.lines().count().max(1);
-    b.build().map_err(|e| ctx.fabric(last, e))
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -7,11 +7,24 @@ use std::time::Instant;
 
 use super::lid_matrix::LidMatrixWriter;
 use super::persist::{self, PriorRouting};
+use super::qos::SlRange;
 use super::raw::{self, LockedSubnet};
 use super::{ffi, log, subnet, tables};
 use super::{Active, AdapterError, EngineCtx, Pending, Previous};
 use crate::engine;
 use crate::routing::{SwitchLidTable, NO_PATH};
+
+/// What a run routes with.
+struct RunSetup {
+    cfg: engine::EngineConfig,
+    /// The SLs the routing may use.
+    sls: SlRange,
+    rc: engine::RerouteConfig,
+    /// The routing to re-route from.
+    prior: Option<PriorRouting>,
+    /// Where the routing's state is kept.
+    state_path: Option<std::path::PathBuf>,
+}
 
 impl EngineCtx {
     /// build_lid_matrices: everything is computed here.
@@ -34,7 +47,106 @@ impl EngineCtx {
         // the call's only LockedSubnet.
         let mut osm = unsafe { LockedSubnet::new(self.osm) };
         let subnet = subnet::read(api, &osm)?;
-        let read_time = started.elapsed();
+        self.log_subnet(name, &subnet, started.elapsed());
+        let setup = self.run_setup(&subnet, active, heavy_sweep)?;
+        // OpenSM's LID matrix depends on the fabric alone: written beside the routing, on a
+        // thread that takes only what the routing leaves of the cores, then on both.
+        let fail_from =
+            (hook.as_deref() == Some("lid-matrix")).then(|| subnet.fabric.switch_count() / 2);
+        let matrix = LidMatrixWriter::new(api, &mut osm, &subnet.fabric, fail_from)?;
+        let helper = raw::IdleHelper::default();
+        let (out, beside) = std::thread::scope(|scope| {
+            let beside = scope.spawn(|| {
+                helper.enter();
+                matrix.work();
+            });
+            let out = catch_unwind(AssertUnwindSafe(|| {
+                // (While the LID matrix is being written.)
+                #[cfg(feature = "test-hooks")]
+                if hook.as_deref() == Some("panic") {
+                    panic!(
+                        "{}=panic: injected panic (test hook)",
+                        super::ENV_INJECT_FAILURE
+                    );
+                }
+                let out = engine::run_from(
+                    &subnet.fabric,
+                    &setup.cfg,
+                    setup.prior.as_ref().map(PriorRouting::as_prior),
+                    &setup.rc,
+                );
+                // From here on this thread may wait for the helper (the matrix it builds, the
+                // rows it writes): it runs normally again, however busy the host. A failed
+                // routing needs no more rows: they are reset.
+                helper.raise();
+                if out.is_err() {
+                    matrix.stop();
+                }
+                matrix.work();
+                out
+            }));
+            // A panic stops the helper too, before the join.
+            if out.is_err() {
+                helper.raise();
+                matrix.stop();
+            }
+            (out, beside.join())
+        });
+        // On any failure from here on, the hop counts written are reset; a panic then goes on
+        // to the callback's guard, which logs it and gives OpenSM its fallback.
+        let out = match (out, beside) {
+            (Ok(out), Ok(())) => out,
+            (Err(p), _) | (_, Err(p)) => {
+                matrix.reset(api);
+                resume_unwind(p)
+            }
+        };
+        let fail = |e: AdapterError| {
+            matrix.reset(api);
+            Err(e)
+        };
+        let out = match out {
+            Ok(out) => out,
+            Err(e) => return fail(e.into()),
+        };
+        let hop_rows = matrix.finish(api)?;
+        for (level, line) in &out.log {
+            self.log.log(*level, line);
+        }
+        let plan = match tables::plan(&subnet, &out.graph, &out.routing) {
+            Ok(plan) => plan,
+            Err(e) => return fail(AdapterError::Plan(e)),
+        };
+        drop(matrix);
+        self.log_computed(name, &out, started);
+        self.write().pending = Some(Pending {
+            subnet,
+            cfg: setup.cfg,
+            graph: out.graph,
+            routing: out.routing,
+            plan,
+            hop_rows,
+            routing_log: self.log.is_active(log::ROUTING),
+            started,
+            full_max_load: out.full_max_load,
+            max_load: out.max_load,
+            summary: out.summary,
+            sl_offset: out.sl_offset,
+            sls: setup.sls,
+            previous: setup.prior.map(|a| Previous {
+                graph: a.graph,
+                routing: a.routing,
+                fabric: a.fabric,
+            }),
+            state_path: setup.state_path,
+        });
+        raw::release_free_heap();
+        Ok(())
+    }
+
+    /// Logs what was read of the subnet: its size, the links left out and OpenSM's options
+    /// (when they changed since the last run).
+    fn log_subnet(&self, name: &str, subnet: &subnet::Subnet, read_time: std::time::Duration) {
         let f = &subnet.fabric;
         self.log.verbose(&format!(
             "{name}: read the subnet in {:.3} s: {} switches, {} CAs/routers, {} links, {} LID \
@@ -80,89 +192,40 @@ impl EngineCtx {
             *last = line;
         }
         drop(last);
-        let set = self.settings(&subnet);
+    }
+
+    /// The run's configuration from OpenSM's options and the settings, and the routing to
+    /// re-route from: the state file's at this process's first run (a restart, a takeover), else
+    /// the one in memory (`active`).
+    fn run_setup(
+        &self,
+        subnet: &subnet::Subnet,
+        active: Option<Active>,
+        heavy_sweep: bool,
+    ) -> Result<RunSetup, AdapterError> {
+        let set = self.settings(subnet);
         let state_path = persist::state_path(&set);
-        // The state file's routing at this process's first run (a restart, a takeover), else the
-        // one in memory.
         let prior = match self.adopt_state(state_path.as_deref(), &subnet.fabric, active.is_some())
         {
             Some(p) => Some(p),
             None => active.map(PriorRouting::from_active),
         };
-        let (mut cfg, sls) = self.config(&subnet, &set)?;
+        let (mut cfg, sls) = self.config(subnet, &set)?;
         let mut rc = self.reroute_config(&set, heavy_sweep)?;
-        if let Some(changed) = self.traffic_classes(&subnet, &mut cfg) {
+        if let Some(changed) = self.traffic_classes(subnet, &mut cfg) {
             rc.force_full.get_or_insert(changed);
         }
-        // OpenSM's LID matrix depends on the fabric alone: written beside the routing, on a
-        // thread that takes only what the routing leaves of the cores, then on both.
-        let fail_from =
-            (hook.as_deref() == Some("lid-matrix")).then(|| subnet.fabric.switch_count() / 2);
-        let matrix = LidMatrixWriter::new(api, &mut osm, &subnet.fabric, fail_from)?;
-        let helper = raw::IdleHelper::default();
-        let (out, beside) = std::thread::scope(|scope| {
-            let beside = scope.spawn(|| {
-                helper.enter();
-                matrix.work();
-            });
-            let out = catch_unwind(AssertUnwindSafe(|| {
-                // (While the LID matrix is being written.)
-                #[cfg(feature = "test-hooks")]
-                if hook.as_deref() == Some("panic") {
-                    panic!(
-                        "{}=panic: injected panic (test hook)",
-                        super::ENV_INJECT_FAILURE
-                    );
-                }
-                let out = engine::run_from(
-                    &subnet.fabric,
-                    &cfg,
-                    prior.as_ref().map(PriorRouting::as_prior),
-                    &rc,
-                );
-                // From here on this thread may wait for the helper (the matrix it builds, the
-                // rows it writes): it runs normally again, however busy the host. A failed
-                // routing needs no more rows: they are reset.
-                helper.raise();
-                if out.is_err() {
-                    matrix.stop();
-                }
-                matrix.work();
-                out
-            }));
-            // A panic stops the helper too, before the join.
-            if out.is_err() {
-                helper.raise();
-                matrix.stop();
-            }
-            (out, beside.join())
-        });
-        // On any failure from here on, the hop counts written are reset; a panic then goes on
-        // to the callback's guard, which logs it and gives OpenSM its fallback.
-        let out = match (out, beside) {
-            (Ok(out), Ok(())) => out,
-            (Err(p), _) | (_, Err(p)) => {
-                matrix.reset(api);
-                resume_unwind(p)
-            }
-        };
-        let fail = |e: AdapterError| {
-            matrix.reset(api);
-            Err(e)
-        };
-        let out = match out {
-            Ok(out) => out,
-            Err(e) => return fail(e.into()),
-        };
-        let hop_rows = matrix.finish(api)?;
-        for (level, line) in &out.log {
-            self.log.log(*level, line);
-        }
-        let plan = match tables::plan(&subnet, &out.graph, &out.routing) {
-            Ok(plan) => plan,
-            Err(e) => return fail(AdapterError::Plan(e)),
-        };
-        drop(matrix);
+        Ok(RunSetup {
+            cfg,
+            sls,
+            rc,
+            prior,
+            state_path,
+        })
+    }
+
+    /// Logs the tables computed and how long the run took so far.
+    fn log_computed(&self, name: &str, out: &engine::EngineOutput, started: Instant) {
         self.log.info(&format!(
             "{name}: computed tables for {} switches, {} CA/router ports, {} LIDs, {} layer(s) in \
              {:.3} s",
@@ -172,29 +235,6 @@ impl EngineCtx {
             out.routing.num_layers,
             started.elapsed().as_secs_f64()
         ));
-        self.write().pending = Some(Pending {
-            subnet,
-            cfg,
-            graph: out.graph,
-            routing: out.routing,
-            plan,
-            hop_rows,
-            routing_log: self.log.is_active(log::ROUTING),
-            started,
-            full_max_load: out.full_max_load,
-            max_load: out.max_load,
-            summary: out.summary,
-            sl_offset: out.sl_offset,
-            sls,
-            previous: prior.map(|a| Previous {
-                graph: a.graph,
-                routing: a.routing,
-                fabric: a.fabric,
-            }),
-            state_path,
-        });
-        raw::release_free_heap();
-        Ok(())
     }
 
     /// ucast_build_fwd_tables: only writes what build() computed.

@@ -184,6 +184,8 @@ pub fn by_name(spec: &str) -> Result<Fabric, TopoError> {
     build(spec).map_err(|e| name_spec(spec, e))
 }
 
+/// [`by_name`] before the generator's errors are renamed: tokens, common options, the family's
+/// generator, then faults and rewiring.
 fn build(spec: &str) -> Result<Fabric, TopoError> {
     let err = |why: &str| TopoError::Spec {
         spec: spec.to_string(),
@@ -216,6 +218,27 @@ fn build(spec: &str) -> Result<Fabric, TopoError> {
         switches_down: p.option("spinedown", 0)?,
         seed: p.option("faultseed", 1)?,
     };
+    let fabric = match tree_family(name, &p, lmc)? {
+        Some(fabric) => fabric,
+        None => match direct_family(name, &p, lmc)? {
+            Some(fabric) => fabric,
+            None => return Err(err(&format!("unknown topology \"{name}\"; known: ktree xgft fattree2 fattree3 director edgedirector rail torus mesh hypercube kautz dragonfly random irregular"))),
+        },
+    };
+    // Faults first, so that which cables fail does not depend on the wiring's seed.
+    let fabric = match faults == Faults::default() {
+        true => fabric,
+        false => super::faults::fail(&fabric, &faults)?,
+    };
+    match shuffle {
+        Some(seed) => super::rewire(&fabric, seed),
+        None => Ok(fabric),
+    }
+}
+
+/// The tree-like families (ktree, xgft, fattree2/3, director, edgedirector, rail); `None` when
+/// `name` is not one of them.
+fn tree_family(name: &str, p: &Parsed<'_>, lmc: u8) -> Result<Option<Fabric>, TopoError> {
     let fabric = match name {
         "ktree" => {
             p.allow(TREE_OPTIONS)?;
@@ -264,7 +287,9 @@ fn build(spec: &str) -> Result<Fabric, TopoError> {
                     lmc,
                 },
                 Some(r) => {
-                    let (d, u) = r.split_once(':').ok_or_else(|| p.err("ratio must be D:U"))?;
+                    let (d, u) = r
+                        .split_once(':')
+                        .ok_or_else(|| p.err("ratio must be D:U"))?;
                     FatTreeParams::with_ratio(radix, p.num("D", d)?, p.num("U", u)?, lmc)?
                 }
             };
@@ -322,6 +347,15 @@ fn build(spec: &str) -> Result<Fabric, TopoError> {
                 lmc,
             })
         }
+        _ => return Ok(None),
+    }?;
+    Ok(Some(fabric))
+}
+
+/// The direct networks (torus, mesh, hypercube, kautz, dragonfly) and the random fabrics; `None`
+/// when `name` is not one of them.
+fn direct_family(name: &str, p: &Parsed<'_>, lmc: u8) -> Result<Option<Fabric>, TopoError> {
+    let fabric = match name {
         "torus" | "mesh" => {
             p.allow(&["par"])?;
             p.count(1, 2)?;
@@ -395,17 +429,9 @@ fn build(spec: &str) -> Result<Fabric, TopoError> {
                 &mut rng,
             )
         }
-        _ => Err(err(&format!("unknown topology \"{name}\"; known: ktree xgft fattree2 fattree3 director edgedirector rail torus mesh hypercube kautz dragonfly random irregular"))),
+        _ => return Ok(None),
     }?;
-    // Faults first, so that which cables fail does not depend on the wiring's seed.
-    let fabric = match faults == Faults::default() {
-        true => fabric,
-        false => super::faults::fail(&fabric, &faults)?,
-    };
-    match shuffle {
-        Some(seed) => super::rewire(&fabric, seed),
-        None => Ok(fabric),
-    }
+    Ok(Some(fabric))
 }
 
 /// A generator's parameter error as an error of the spec that asked for it, so the message names

@@ -198,6 +198,7 @@ pub struct Context {
     pub limit_s: u64,
 }
 
+/// Runs every planned engine in ibsim on the dump `file` and prints the verdict.
 pub fn run(
     file: &Path,
     osm: &OsmArgs,
@@ -233,85 +234,167 @@ pub fn run(
     let plans = plan(osm, torus_text.is_some())?;
 
     let work = procs::WorkDir::new("dfsssp-compare-")?;
-    let net = work.path().join("fabric.net");
-    std::fs::write(&net, ibsim::write_net(fabric))
-        .map_err(|e| format!("{}: {e}", net.display()))?;
-    let caps = ibsim::IbsimCaps::of(fabric).args();
-    let mut extra_conf = Vec::new();
-    if let Some(list) = &prepared.compute {
-        let p = work.path().join("cn_guids");
-        let body: String = list.iter().map(|g| format!("0x{g:016x}\n")).collect();
-        std::fs::write(&p, body).map_err(|e| format!("{}: {e}", p.display()))?;
-        // only the admin's own list goes to OpenSM: engines (ftree, dfsssp-rs) route compute
-        // nodes first with it, which production would do only with that configuration
-        if measure.classes.cn_guids.is_some() {
-            extra_conf.push(format!("cn_guid_file {}", p.display()));
-        }
-    }
-    let torus_path = work.path().join("torus-2QoS.conf");
-    if let Some(t) = &torus_text {
-        std::fs::write(&torus_path, t).map_err(|e| format!("{}: {e}", torus_path.display()))?;
-    }
-
+    let bench = Bench::set_up(
+        &work,
+        &prepared,
+        osm,
+        measure,
+        torus_text.as_deref(),
+        &plans,
+    )?;
     let mut opts = measure.options()?;
     opts.classes = prepared.compute.as_ref().map(|c| ClassLists {
         compute: c.clone(),
         io: Vec::new(),
     });
-    // a private copy: a concurrent build must not swap the library under a running opensm
-    let plugin_dir = match osm.plugin_dir.clone().or_else(procs::plugin_dir) {
-        Some(d) => {
-            let from = d.join("libdfsssp_rs.so");
-            let to = work.path().join("plugin");
-            std::fs::create_dir_all(&to).map_err(|e| format!("{}: {e}", to.display()))?;
-            std::fs::copy(&from, to.join("libdfsssp_rs.so"))
-                .map_err(|e| format!("{}: {e}", from.display()))?;
-            Some(to)
-        }
-        None => None,
-    };
-    let bar = if measure.quiet {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::with_draw_target(Some(plans.len() as u64), ProgressDrawTarget::stderr())
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{bar:24} {pos}/{len} {msg} [{elapsed}]")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let quiet = Progress::new(true);
-    let limit = Duration::from_secs(osm.limit.max(1));
     let mut runs: Vec<Run> = Vec::with_capacity(plans.len());
     for (k, p) in plans.iter().enumerate() {
-        let dir = work.path().join(format!(
+        runs.push(bench.run_plan(k, p, fabric, &opts)?);
+        bench.bar.inc(1);
+    }
+    bench.bar.finish_and_clear();
+
+    let ctx = Context {
+        input: name.clone(),
+        fabric: verdict::FabricFacts::of(
+            fabric,
+            prepared.aggregation_nodes,
+            prepared.compute.as_ref().map(Vec::len),
+        ),
+        notes,
+        patterns: opts.patterns,
+        seed: opts.seed,
+        limit_s: bench.limit.as_secs(),
+    };
+    let rec = verdict::recommend(&runs);
+    if let Some(path) = svg {
+        let t = title.map_or_else(|| format!("{name}: {}", ctx.fabric.line()), str::to_string);
+        write_output(Some(path), &verdict::chart(&t, &ctx, &runs))?;
+    }
+    if json {
+        println!("{}", verdict::json(&ctx, &runs, &rec)?);
+    } else {
+        print!("{}", verdict::text(&ctx, &runs, &rec));
+    }
+    if osm.keep {
+        let kept = work.keep();
+        eprintln!("dfsssp-rs: work directory kept: {}", kept.display());
+    }
+    Ok(())
+}
+
+/// What every opensm run of a comparison shares: the files in the work directory (ibsim's net
+/// file, the compute nodes' list, the torus configuration, a copy of the plug-in), the time limit
+/// and the progress bar.
+struct Bench {
+    work: PathBuf,
+    net: PathBuf,
+    caps: Vec<String>,
+    /// opensm.conf lines for every run.
+    extra_conf: Vec<String>,
+    /// The torus-2QoS.conf written, if any.
+    torus_path: Option<PathBuf>,
+    plugin_dir: Option<PathBuf>,
+    limit: Duration,
+    bar: ProgressBar,
+}
+
+impl Bench {
+    /// Writes the shared files into `work` and starts the progress bar over `plans`.
+    fn set_up(
+        work: &procs::WorkDir,
+        prepared: &prepare::Prepared,
+        osm: &OsmArgs,
+        measure: &MeasureArgs,
+        torus_text: Option<&str>,
+        plans: &[Plan],
+    ) -> CliResult<Bench> {
+        let fabric = &prepared.fabric;
+        let net = work.path().join("fabric.net");
+        std::fs::write(&net, ibsim::write_net(fabric))
+            .map_err(|e| format!("{}: {e}", net.display()))?;
+        let caps = ibsim::IbsimCaps::of(fabric).args();
+        let mut extra_conf = Vec::new();
+        if let Some(list) = &prepared.compute {
+            let p = work.path().join("cn_guids");
+            let body: String = list.iter().map(|g| format!("0x{g:016x}\n")).collect();
+            std::fs::write(&p, body).map_err(|e| format!("{}: {e}", p.display()))?;
+            // only the admin's own list goes to OpenSM: engines (ftree, dfsssp-rs) route compute
+            // nodes first with it, which production would do only with that configuration
+            if measure.classes.cn_guids.is_some() {
+                extra_conf.push(format!("cn_guid_file {}", p.display()));
+            }
+        }
+        let torus_path = work.path().join("torus-2QoS.conf");
+        if let Some(t) = torus_text {
+            std::fs::write(&torus_path, t).map_err(|e| format!("{}: {e}", torus_path.display()))?;
+        }
+        // a private copy: a concurrent build must not swap the library under a running opensm
+        let plugin_dir = match osm.plugin_dir.clone().or_else(procs::plugin_dir) {
+            Some(d) => {
+                let from = d.join("libdfsssp_rs.so");
+                let to = work.path().join("plugin");
+                std::fs::create_dir_all(&to).map_err(|e| format!("{}: {e}", to.display()))?;
+                std::fs::copy(&from, to.join("libdfsssp_rs.so"))
+                    .map_err(|e| format!("{}: {e}", from.display()))?;
+                Some(to)
+            }
+            None => None,
+        };
+        let bar = if measure.quiet {
+            ProgressBar::hidden()
+        } else {
+            ProgressBar::with_draw_target(Some(plans.len() as u64), ProgressDrawTarget::stderr())
+        };
+        bar.set_style(
+            ProgressStyle::with_template("{bar:24} {pos}/{len} {msg} [{elapsed}]")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        Ok(Bench {
+            work: work.path().to_path_buf(),
+            net,
+            caps,
+            extra_conf,
+            torus_path: torus_text.map(|_| torus_path),
+            plugin_dir,
+            limit: Duration::from_secs(osm.limit.max(1)),
+            bar,
+        })
+    }
+
+    /// Plan `p` (the `k`th) run in ibsim, its dumps judged, and stock dfsssp's SLs checked.
+    fn run_plan(
+        &self,
+        k: usize,
+        p: &Plan,
+        fabric: &Fabric,
+        opts: &judge::EvalOptions,
+    ) -> CliResult<Run> {
+        let quiet = Progress::new(true);
+        let dir = self.work.join(format!(
             "{k:02}-{}",
             p.label.replace([' ', '(', ')', '/'], "_")
         ));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let sock = format!("dfsssp-cmp-{}-{k}", std::process::id());
-        let mut conf = extra_conf.clone();
-        if p.engine == "torus-2QoS" && torus_text.is_some() {
+        let mut conf = self.extra_conf.clone();
+        if let Some(torus_path) = self
+            .torus_path
+            .as_ref()
+            .filter(|_| p.engine == "torus-2QoS")
+        {
             conf.push(format!("torus_config {}", torus_path.display()));
         }
-        bar.set_message(format!("{}: starting ibsim", p.label));
-        let mut run = one_run(
-            p,
-            &dir,
-            &net,
-            &caps,
-            &sock,
-            &conf,
-            plugin_dir.as_deref(),
-            limit,
-            &bar,
-            false,
-        )
-        .map_or_else(|e| Run::failed(&p.label, &p.engine, p.qos, e), |x| x.0);
+        self.bar.set_message(format!("{}: starting ibsim", p.label));
+        let mut run = self
+            .one_run(p, &dir, &sock, &conf, false)
+            .map_or_else(|e| Run::failed(&p.label, &p.engine, p.qos, e), |x| x.0);
         if matches!(run.status, Status::Ok | Status::Fallback) {
-            bar.set_message(format!("{}: judging OpenSM's dumps", p.label));
+            self.bar
+                .set_message(format!("{}: judging OpenSM's dumps", p.label));
             match judge::load_dumps(&p.label, &dir, None, &quiet)
                 .map(judge::Subject::ca_sent_paths_only)
-                .and_then(|s| judge::evaluate(s, &opts, &quiet))
+                .and_then(|s| judge::evaluate(s, opts, &quiet))
             {
                 Ok(ev) => run.eval = Some(ev),
                 Err(e) => {
@@ -333,120 +416,87 @@ pub fn run(
                 ),
             });
         } else if p.engine == "dfsssp" && run.status == Status::Ok && run.eval.is_some() {
-            // stock dfsssp's SLs stay in its SA: a second run, with debug logging of its module
-            // only, prints them
-            bar.set_message("dfsssp: its SLs (a run with debug logging), ibdmchk".to_string());
-            let ddir = work.path().join(format!("{k:02}-dfsssp-debug"));
-            std::fs::create_dir_all(&ddir).map_err(|e| format!("{}: {e}", ddir.display()))?;
-            let per_module = ddir.join("per-module-logging.conf");
-            std::fs::write(&per_module, "osm_ucast_dfsssp.c 0x08\n")
-                .map_err(|e| format!("{}: {e}", per_module.display()))?;
-            let mut dconf = conf.clone();
-            dconf.push(format!("per_module_logging_file {}", per_module.display()));
-            let sock = format!("dfsssp-cmp-{}-{k}d", std::process::id());
-            let dbg = one_run(
-                p,
-                &ddir,
-                &net,
-                &caps,
-                &sock,
-                &dconf,
-                plugin_dir.as_deref(),
-                limit,
-                &bar,
-                true,
-            );
-            run.stock_sls = Some(match dbg {
-                Ok((r, vls)) if r.status == Status::Ok => {
-                    stock_sls::check(&dir, &ddir, &vls, limit)
-                }
-                Ok((r, _)) => stock_sls::StockSls {
-                    base_lanes: 0,
-                    deadlock_free: None,
-                    note: format!(
-                        "the run with debug logging: {}",
-                        r.reason.unwrap_or_else(|| "no tables".into())
-                    ),
-                },
-                Err(e) => stock_sls::StockSls {
-                    base_lanes: 0,
-                    deadlock_free: None,
-                    note: e,
-                },
-            });
+            run.stock_sls = Some(self.stock_dfsssp_sls(k, p, &dir, &conf)?);
         }
-        runs.push(run);
-        bar.inc(1);
+        Ok(run)
     }
-    bar.finish_and_clear();
 
-    let ctx = Context {
-        input: name.clone(),
-        fabric: verdict::FabricFacts::of(
-            fabric,
-            prepared.aggregation_nodes,
-            prepared.compute.as_ref().map(Vec::len),
-        ),
-        notes,
-        patterns: opts.patterns,
-        seed: opts.seed,
-        limit_s: limit.as_secs(),
-    };
-    let rec = verdict::recommend(&runs);
-    if let Some(path) = svg {
-        let t = title.map_or_else(|| format!("{name}: {}", ctx.fabric.line()), str::to_string);
-        write_output(Some(path), &verdict::chart(&t, &ctx, &runs))?;
+    /// Stock dfsssp's SLs stay in its SA: a second run, with debug logging of its module only,
+    /// prints them; checked against the first run's dumps in `dir`.
+    fn stock_dfsssp_sls(
+        &self,
+        k: usize,
+        p: &Plan,
+        dir: &Path,
+        conf: &[String],
+    ) -> CliResult<stock_sls::StockSls> {
+        self.bar
+            .set_message("dfsssp: its SLs (a run with debug logging), ibdmchk".to_string());
+        let ddir = self.work.join(format!("{k:02}-dfsssp-debug"));
+        std::fs::create_dir_all(&ddir).map_err(|e| format!("{}: {e}", ddir.display()))?;
+        let per_module = ddir.join("per-module-logging.conf");
+        std::fs::write(&per_module, "osm_ucast_dfsssp.c 0x08\n")
+            .map_err(|e| format!("{}: {e}", per_module.display()))?;
+        let mut dconf = conf.to_vec();
+        dconf.push(format!("per_module_logging_file {}", per_module.display()));
+        let sock = format!("dfsssp-cmp-{}-{k}d", std::process::id());
+        let dbg = self.one_run(p, &ddir, &sock, &dconf, true);
+        Ok(match dbg {
+            Ok((r, vls)) if r.status == Status::Ok => {
+                stock_sls::check(dir, &ddir, &vls, self.limit)
+            }
+            Ok((r, _)) => stock_sls::StockSls {
+                base_lanes: 0,
+                deadlock_free: None,
+                note: format!(
+                    "the run with debug logging: {}",
+                    r.reason.unwrap_or_else(|| "no tables".into())
+                ),
+            },
+            Err(e) => stock_sls::StockSls {
+                base_lanes: 0,
+                deadlock_free: None,
+                note: e,
+            },
+        })
     }
-    if json {
-        println!("{}", verdict::json(&ctx, &runs, &rec)?);
-    } else {
-        print!("{}", verdict::text(&ctx, &runs, &rec));
-    }
-    if osm.keep {
-        let kept = work.keep();
-        eprintln!("dfsssp-rs: work directory kept: {}", kept.display());
-    }
-    Ok(())
-}
 
-/// ibsim and opensm for one plan; the log read.
-#[allow(clippy::too_many_arguments)]
-fn one_run(
-    p: &Plan,
-    dir: &Path,
-    net: &Path,
-    caps: &[String],
-    sock: &str,
-    conf: &[String],
-    plugin_dir: Option<&Path>,
-    limit: Duration,
-    bar: &ProgressBar,
-    log_pipe: bool,
-) -> Result<(Run, stock_sls::VlTable), String> {
-    let mut sim = procs::start_ibsim(dir, net, caps, sock)?;
-    let setup = procs::OsmSetup {
-        dir,
-        engine: &p.engine,
-        qos: p.qos,
-        sock,
-        plugin_dir,
-        extra_conf: conf,
-        limit,
-        log_pipe,
-    };
-    let label = &p.label;
-    let r = procs::run_opensm(&setup, |t| {
-        bar.set_message(format!("{label}: opensm {:.0} s", t.as_secs_f64()));
-    });
-    sim.stop();
-    let mut r = r?;
-    let log = std::fs::read_to_string(dir.join("osm.log")).unwrap_or_default();
-    let facts = osm_log::read(&log, &p.engine);
-    let vls = std::mem::take(&mut r.vl_table);
-    Ok((
-        Run::from_opensm(&p.label, &p.engine, p.qos, &r, facts, limit),
-        vls,
-    ))
+    /// ibsim and opensm for one plan, in `dir` with socket `sock` and opensm.conf lines `conf`;
+    /// the log read.
+    fn one_run(
+        &self,
+        p: &Plan,
+        dir: &Path,
+        sock: &str,
+        conf: &[String],
+        log_pipe: bool,
+    ) -> Result<(Run, stock_sls::VlTable), String> {
+        let mut sim = procs::start_ibsim(dir, &self.net, &self.caps, sock)?;
+        let setup = procs::OsmSetup {
+            dir,
+            engine: &p.engine,
+            qos: p.qos,
+            sock,
+            plugin_dir: self.plugin_dir.as_deref(),
+            extra_conf: conf,
+            limit: self.limit,
+            log_pipe,
+        };
+        let label = &p.label;
+        let bar = &self.bar;
+        let r = procs::run_opensm(&setup, |t| {
+            bar.set_message(format!("{label}: opensm {:.0} s", t.as_secs_f64()));
+        });
+        sim.stop();
+        let mut r = r?;
+        let log = std::fs::read_to_string(dir.join("osm.log")).unwrap_or_default();
+        let facts = osm_log::read(&log, &p.engine);
+        let vls = std::mem::take(&mut r.vl_table);
+        Ok((
+            Run::from_opensm(&p.label, &p.engine, p.qos, &r, facts, self.limit),
+            vls,
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -25,7 +25,71 @@ pub struct RandomParams {
     pub lmc: u8,
 }
 
+/// Builds the [`RandomParams`] fabric: the switches and their CAs, a random spanning tree, then
+/// random links between switches with free ports until there are `links`.
 pub fn random(p: &RandomParams) -> Result<Fabric, TopoError> {
+    const G: &str = "random";
+    check_random(p)?;
+    let n = p.switches;
+    let free_per = p.ports - p.cas_per_switch;
+    let nl = u64::from(p.links);
+
+    let mut net = Net::new(G);
+    for s in 0..n {
+        net.switch(p.ports, format!("rnd S{s}"))?;
+    }
+    let mut ca_count = 0;
+    for s in 0..n {
+        attach_cas(&mut net, s, p.cas_per_switch, &mut ca_count)?;
+        net.reserve_until(s, p.cas_per_switch + 1);
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
+    let mut open = OpenSwitches {
+        open: Vec::with_capacity(n as usize),
+        pos: vec![u32::MAX; n as usize],
+        adjacent: HashSet::new(),
+    };
+
+    // random spanning tree: attach the switches in random order to a random placed one
+    let mut order: Vec<u32> = (0..n).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.gen_range(0..=i));
+    }
+    if free_per > 0 {
+        open.add(order[0]);
+    }
+    for &s in &order[1..] {
+        if open.open.is_empty() {
+            return Err(param_err(
+                G,
+                "ran out of free ports while connecting the switches",
+            ));
+        }
+        let u = open.open[rng.gen_range(0..open.open.len())];
+        open.link(&mut net, s, u)?;
+        open.drop_if_full(&net, u);
+        open.add(s);
+        open.drop_if_full(&net, s);
+    }
+
+    let mut placed = u64::from(n - 1);
+    while placed < nl {
+        let Some((a, b)) = open.pick_pair(&mut rng, p.parallel) else {
+            return Err(param_err(
+                G,
+                format!("could place only {placed} of {} links (free ports left only between adjacent switches)", p.links),
+            ));
+        };
+        open.link(&mut net, a, b)?;
+        open.drop_if_full(&net, a);
+        open.drop_if_full(&net, b);
+        placed += 1;
+    }
+    net.into_fabric(p.lmc)
+}
+
+/// The [`RandomParams`]' errors: too few or too many links for the switches and their ports.
+fn check_random(p: &RandomParams) -> Result<(), TopoError> {
     const G: &str = "random";
     let n = p.switches;
     if n == 0 {
@@ -80,26 +144,32 @@ pub fn random(p: &RandomParams) -> Result<Fabric, TopoError> {
         ));
     }
 
-    let mut net = Net::new(G);
-    for s in 0..n {
-        net.switch(p.ports, format!("rnd S{s}"))?;
+    Ok(())
+}
+
+/// The random fabric's switches with a free port (with positions for O(1) removal), and the
+/// switch pairs already linked.
+struct OpenSwitches {
+    open: Vec<u32>,
+    pos: Vec<u32>,
+    adjacent: HashSet<(u32, u32)>,
+}
+
+impl OpenSwitches {
+    /// A switch pair as `adjacent` holds it.
+    fn key(a: u32, b: u32) -> (u32, u32) {
+        (a.min(b), a.max(b))
     }
-    let mut ca_count = 0;
-    for s in 0..n {
-        attach_cas(&mut net, s, p.cas_per_switch, &mut ca_count)?;
-        net.reserve_until(s, p.cas_per_switch + 1);
+
+    /// Switch `s` has a free port.
+    fn add(&mut self, s: u32) {
+        self.pos[s as usize] = self.open.len() as u32;
+        self.open.push(s);
     }
-    let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
-    let mut adjacent: HashSet<(u32, u32)> = HashSet::new();
-    let key = |a: u32, b: u32| (a.min(b), a.max(b));
-    // `open`: switches with a free port, with positions for O(1) removal
-    let mut open: Vec<u32> = Vec::with_capacity(n as usize);
-    let mut pos = vec![u32::MAX; n as usize];
-    let add_open = |open: &mut Vec<u32>, pos: &mut Vec<u32>, s: u32| {
-        pos[s as usize] = open.len() as u32;
-        open.push(s);
-    };
-    let drop_if_full = |net: &Net, open: &mut Vec<u32>, pos: &mut Vec<u32>, s: u32| {
+
+    /// Switch `s` leaves the open set once its ports are all used.
+    fn drop_if_full(&mut self, net: &Net, s: u32) {
+        let (open, pos) = (&mut self.open, &mut self.pos);
         if net.free_ports(s) == 0 && pos[s as usize] != u32::MAX {
             let i = pos[s as usize] as usize;
             let last = *open.last().expect("s is in open");
@@ -109,36 +179,21 @@ pub fn random(p: &RandomParams) -> Result<Fabric, TopoError> {
             }
             pos[s as usize] = u32::MAX;
         }
-    };
-
-    // random spanning tree: attach the switches in random order to a random placed one
-    let mut order: Vec<u32> = (0..n).collect();
-    for i in (1..order.len()).rev() {
-        order.swap(i, rng.gen_range(0..=i));
-    }
-    if free_per > 0 {
-        add_open(&mut open, &mut pos, order[0]);
-    }
-    for &s in &order[1..] {
-        if open.is_empty() {
-            return Err(param_err(
-                G,
-                "ran out of free ports while connecting the switches",
-            ));
-        }
-        let u = open[rng.gen_range(0..open.len())];
-        net.connect(s, u)?;
-        adjacent.insert(key(s, u));
-        drop_if_full(&net, &mut open, &mut pos, u);
-        add_open(&mut open, &mut pos, s);
-        drop_if_full(&net, &mut open, &mut pos, s);
     }
 
-    let mut placed = u64::from(n - 1);
-    while placed < nl {
-        let ok = |a: u32, b: u32| a != b && (p.parallel || !adjacent.contains(&key(a, b)));
+    /// Links switches `a` and `b` (the caller drops them if now full).
+    fn link(&mut self, net: &mut Net, a: u32, b: u32) -> Result<(), TopoError> {
+        net.connect(a, b)?;
+        self.adjacent.insert(Self::key(a, b));
+        Ok(())
+    }
+
+    /// Two open switches that may be linked (distinct; not yet adjacent unless `parallel`):
+    /// random tries first, then a scan so that a feasible link is never missed.
+    fn pick_pair(&self, rng: &mut ChaCha8Rng, parallel: bool) -> Option<(u32, u32)> {
+        let open = &self.open;
+        let ok = |a: u32, b: u32| a != b && (parallel || !self.adjacent.contains(&Self::key(a, b)));
         let mut pick = None;
-        // random tries first; fall back to scanning so a feasible link is never missed
         for _ in 0..64 {
             if open.len() < 2 {
                 break;
@@ -169,19 +224,8 @@ pub fn random(p: &RandomParams) -> Result<Fabric, TopoError> {
                 }
             }
         }
-        let Some((a, b)) = pick else {
-            return Err(param_err(
-                G,
-                format!("could place only {placed} of {} links (free ports left only between adjacent switches)", p.links),
-            ));
-        };
-        net.connect(a, b)?;
-        adjacent.insert(key(a, b));
-        drop_if_full(&net, &mut open, &mut pos, a);
-        drop_if_full(&net, &mut open, &mut pos, b);
-        placed += 1;
+        pick
     }
-    net.into_fabric(p.lmc)
 }
 
 /// A uniform random connected simple switch graph with `switches * avg_degree / 2` links and
@@ -206,42 +250,7 @@ pub fn random_irregular<R: Rng>(
             format!("{switches} switches cannot have average degree {avg_degree} and be connected"),
         ));
     }
-    let pair = |i: usize| -> (usize, usize) {
-        // Unrank i into (a, b), a < b, row by row.
-        let mut a = 0;
-        let mut i = i;
-        while i >= n - 1 - a {
-            i -= n - 1 - a;
-            a += 1;
-        }
-        (a, a + 1 + i)
-    };
-    let edges = loop {
-        let chosen: Vec<(usize, usize)> = sample(rng, all_pairs, links)
-            .into_iter()
-            .map(pair)
-            .collect();
-        let mut parent: Vec<usize> = (0..n).collect();
-        fn find(p: &mut [usize], x: usize) -> usize {
-            let mut x = x;
-            while p[x] != x {
-                p[x] = p[p[x]];
-                x = p[x];
-            }
-            x
-        }
-        let mut comps = n;
-        for &(a, b) in &chosen {
-            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
-            if ra != rb {
-                parent[ra] = rb;
-                comps -= 1;
-            }
-        }
-        if comps == 1 {
-            break chosen;
-        }
-    };
+    let edges = connected_random_edges(rng, n, links);
     let mut degree = vec![0u32; n];
     for &(a, b) in &edges {
         degree[a] += 1;
@@ -312,4 +321,46 @@ pub fn random_irregular<R: Rng>(
             .map_err(fab)?;
     }
     b.build().map_err(fab)
+}
+
+/// `links` distinct switch pairs drawn uniformly, drawn again until they connect all `n`
+/// switches.
+fn connected_random_edges<R: Rng>(rng: &mut R, n: usize, links: usize) -> Vec<(usize, usize)> {
+    let all_pairs = n * n.saturating_sub(1) / 2;
+    let pair = |i: usize| -> (usize, usize) {
+        // Unrank i into (a, b), a < b, row by row.
+        let mut a = 0;
+        let mut i = i;
+        while i >= n - 1 - a {
+            i -= n - 1 - a;
+            a += 1;
+        }
+        (a, a + 1 + i)
+    };
+    loop {
+        let chosen: Vec<(usize, usize)> = sample(rng, all_pairs, links)
+            .into_iter()
+            .map(pair)
+            .collect();
+        let mut parent: Vec<usize> = (0..n).collect();
+        fn find(p: &mut [usize], x: usize) -> usize {
+            let mut x = x;
+            while p[x] != x {
+                p[x] = p[p[x]];
+                x = p[x];
+            }
+            x
+        }
+        let mut comps = n;
+        for &(a, b) in &chosen {
+            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+            if ra != rb {
+                parent[ra] = rb;
+                comps -= 1;
+            }
+        }
+        if comps == 1 {
+            break chosen;
+        }
+    }
 }

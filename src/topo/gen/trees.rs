@@ -126,94 +126,12 @@ pub fn xgft(p: &XgftParams) -> Result<Fabric, TopoError> {
     xgft_named(p, "xgft", "xgft")
 }
 
+/// An XGFT whose nodes are described `{label} L{i} S{k}`, its errors named `generator`.
 fn xgft_named(p: &XgftParams, generator: &'static str, label: &str) -> Result<Fabric, TopoError> {
+    let sizes = xgft_sizes_checked(p, generator)?;
     let h = p.m.len();
-    if h == 0 || h != p.w.len() {
-        return Err(param_err(
-            generator,
-            format!(
-                "need h >= 1 and as many w as m (got {} m, {} w)",
-                h,
-                p.w.len()
-            ),
-        ));
-    }
-    if h > 16 {
-        return Err(param_err(generator, format!("height {h} above 16")));
-    }
-    if p.m.iter().chain(&p.w).any(|&x| x == 0) {
-        return Err(param_err(generator, "every m_i and w_i must be >= 1"));
-    }
-    if p.w[0] > (1 << crate::topo::CA_GUID_SHIFT) - 1 {
-        return Err(param_err(
-            generator,
-            format!("w_1 = {} CA ports; at most 15", p.w[0]),
-        ));
-    }
-    let bundle = p.opts.bundle;
-    if !(1..=MAX_BUNDLE).contains(&bundle) {
-        return Err(param_err(
-            generator,
-            format!("bundle={bundle}: 1..={MAX_BUNDLE} cables per leaf and switch above"),
-        ));
-    }
-    if bundle > 1 && h < 2 {
-        return Err(param_err(
-            generator,
-            format!("bundle={bundle}: no switches above the leaves to bundle cables to"),
-        ));
-    }
-    for i in 0..=h {
-        let mut xs: Vec<u64> = p.w[..i].iter().map(|&x| u64::from(x)).collect();
-        xs.extend(p.m[i..].iter().map(|&x| u64::from(x)));
-        checked_product(generator, xs)?;
-    }
-    let sizes = xgft_level_sizes(&p.m, &p.w);
     let switches: u64 = sizes[1..].iter().sum();
-    let ans = if p.opts.aggr { switches } else { 0 };
-    if sizes.iter().sum::<u64>() + ans > MAX_NODES {
-        return Err(param_err(generator, format!("more than {MAX_NODES} nodes")));
-    }
-    // Cables between a level-i node and each of its parents: the bundle at the leaves, else one.
-    let mult = |i: usize| if i == 1 { bundle } else { 1 };
-    // Ports a level-i switch (i >= 1) uses downwards: m_i children, bundled at level 2.
-    let down = |i: usize| u64::from(p.m[i - 1]) * u64::from(mult(i - 1));
-    let up = |i: usize| {
-        if i < h {
-            u64::from(p.w[i]) * u64::from(mult(i))
-        } else {
-            0
-        }
-    };
-    let (need, level) = (1..=h)
-        .map(|i| (down(i) + up(i), i))
-        .max()
-        .unwrap_or((0, 0));
-    let radix = match p.radix {
-        None if need > 254 => {
-            return Err(param_err(
-                generator,
-                format!("level-{level} switches would need {need} ports (at most 254)"),
-            ))
-        }
-        None => need as u32,
-        Some(r) if u64::from(r) < need => {
-            let why = if bundle > 1 {
-                format!(" with bundles of {bundle}")
-            } else {
-                String::new()
-            };
-            return Err(param_err(
-                generator,
-                format!(
-                    "radix {r} < the {need} ports level-{level} switches need ({} down, {} up){why}",
-                    down(level),
-                    up(level)
-                ),
-            ));
-        }
-        Some(r) => r,
-    };
+    let radix = xgft_radix(p, generator)?;
     let ports = radix.saturating_add(u32::from(p.opts.aggr));
     // CAs per leaf, when not every leaf is full
     let per_leaf = match p.opts.uneven {
@@ -262,6 +180,141 @@ fn xgft_named(p: &XgftParams, generator: &'static str, label: &str) -> Result<Fa
         });
     }
 
+    link_xgft_levels(&mut net, p, &sizes, &first, &ca_node)?;
+    if p.opts.aggr {
+        attach_aggregation_nodes(&mut net, (0..switches as u32).map(|s| (s, ports)))?;
+    }
+    net.into_fabric(p.lmc)
+}
+
+/// The XGFT's node counts per level (index 0 = CAs), once its parameters are checked.
+fn xgft_sizes_checked(p: &XgftParams, generator: &'static str) -> Result<Vec<u64>, TopoError> {
+    let h = p.m.len();
+    if h == 0 || h != p.w.len() {
+        return Err(param_err(
+            generator,
+            format!(
+                "need h >= 1 and as many w as m (got {} m, {} w)",
+                h,
+                p.w.len()
+            ),
+        ));
+    }
+    if h > 16 {
+        return Err(param_err(generator, format!("height {h} above 16")));
+    }
+    if p.m.iter().chain(&p.w).any(|&x| x == 0) {
+        return Err(param_err(generator, "every m_i and w_i must be >= 1"));
+    }
+    if p.w[0] > (1 << crate::topo::CA_GUID_SHIFT) - 1 {
+        return Err(param_err(
+            generator,
+            format!("w_1 = {} CA ports; at most 15", p.w[0]),
+        ));
+    }
+    let bundle = p.opts.bundle;
+    if !(1..=MAX_BUNDLE).contains(&bundle) {
+        return Err(param_err(
+            generator,
+            format!("bundle={bundle}: 1..={MAX_BUNDLE} cables per leaf and switch above"),
+        ));
+    }
+    if bundle > 1 && h < 2 {
+        return Err(param_err(
+            generator,
+            format!("bundle={bundle}: no switches above the leaves to bundle cables to"),
+        ));
+    }
+    for i in 0..=h {
+        let mut xs: Vec<u64> = p.w[..i].iter().map(|&x| u64::from(x)).collect();
+        xs.extend(p.m[i..].iter().map(|&x| u64::from(x)));
+        checked_product(generator, xs)?;
+    }
+    let sizes = xgft_level_sizes(&p.m, &p.w);
+    let switches: u64 = sizes[1..].iter().sum();
+    let ans = if p.opts.aggr { switches } else { 0 };
+    if sizes.iter().sum::<u64>() + ans > MAX_NODES {
+        return Err(param_err(generator, format!("more than {MAX_NODES} nodes")));
+    }
+    Ok(sizes)
+}
+
+impl XgftParams {
+    /// Cables between a level-i node and each of its parents: the bundle at the leaves, else one.
+    fn cables_up(&self, i: usize) -> u32 {
+        if i == 1 {
+            self.opts.bundle
+        } else {
+            1
+        }
+    }
+
+    /// Ports a level-i switch (i >= 1) uses downwards: m_i children, bundled at level 2.
+    fn ports_down(&self, i: usize) -> u64 {
+        u64::from(self.m[i - 1]) * u64::from(self.cables_up(i - 1))
+    }
+
+    /// Ports a level-i switch uses upwards (none at the top).
+    fn ports_up(&self, i: usize) -> u64 {
+        if i < self.m.len() {
+            u64::from(self.w[i]) * u64::from(self.cables_up(i))
+        } else {
+            0
+        }
+    }
+}
+
+/// The switches' cable ports: the given radix, checked to hold every level's, or the most any
+/// level needs.
+fn xgft_radix(p: &XgftParams, generator: &'static str) -> Result<u32, TopoError> {
+    let h = p.m.len();
+    let bundle = p.opts.bundle;
+    let down = |i: usize| p.ports_down(i);
+    let up = |i: usize| p.ports_up(i);
+    let (need, level) = (1..=h)
+        .map(|i| (down(i) + up(i), i))
+        .max()
+        .unwrap_or((0, 0));
+    let radix = match p.radix {
+        None if need > 254 => {
+            return Err(param_err(
+                generator,
+                format!("level-{level} switches would need {need} ports (at most 254)"),
+            ))
+        }
+        None => need as u32,
+        Some(r) if u64::from(r) < need => {
+            let why = if bundle > 1 {
+                format!(" with bundles of {bundle}")
+            } else {
+                String::new()
+            };
+            return Err(param_err(
+                generator,
+                format!(
+                    "radix {r} < the {need} ports level-{level} switches need ({} down, {} up){why}",
+                    down(level),
+                    up(level)
+                ),
+            ));
+        }
+        Some(r) => r,
+    };
+    Ok(radix)
+}
+
+/// Links every level-i node to its w_{i+1} parents (`cables_up(i)` cables each), numbering
+/// ports as [`XgftParams`] says; `first` is each level's first node id, `ca_node` level 0's.
+fn link_xgft_levels(
+    net: &mut Net,
+    p: &XgftParams,
+    sizes: &[u64],
+    first: &[u32],
+    ca_node: &[Option<u32>],
+) -> Result<(), TopoError> {
+    let h = p.m.len();
+    let down = |i: usize| p.ports_down(i);
+    let mult = |i: usize| p.cables_up(i);
     // Digit j (1-based) of a level-i label has radix w_j for j <= i and m_j above.
     let radices = |i: usize| -> Vec<u64> {
         (1..=h)
@@ -307,10 +360,7 @@ fn xgft_named(p: &XgftParams, generator: &'static str, label: &str) -> Result<Fa
             }
         }
     }
-    if p.opts.aggr {
-        attach_aggregation_nodes(&mut net, (0..switches as u32).map(|s| (s, ports)))?;
-    }
-    net.into_fabric(p.lmc)
+    Ok(())
 }
 
 /// `ports` cable ports (`what`, e.g. "uplinks per leaf") split into bundles of `bundle` cables: how many switches they
