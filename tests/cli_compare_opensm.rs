@@ -117,12 +117,17 @@ fn admins_fabric() -> Fabric {
     fb.build().unwrap()
 }
 
-/// The dump as it reaches us: pasted from a terminal (tabs lost, CRLF, indented), NDR/HDR/XDR
-/// speeds, comments of other tools, a port without a LID yet.
+/// The dump as it reaches us: a terminal log (PuTTY's header after a byte-order mark, the
+/// shell prompt and command, the prompt again at the end), pasted (tabs lost, CRLF, indented),
+/// NDR/HDR/XDR speeds, comments of other tools, ports without a LID yet (`lid 0`, `lid 65535`),
+/// two switches sharing a chassis GUID in `switchguid=` as ibdiagnet writes director ASICs.
 fn with_quirks(text: &str) -> String {
-    let mut out =
-        String::from("// ibnetdiscover on login01\r\n; fabric A\r\n/* exported\r\n by hand */\r\n");
-    let (mut lid0_done, mut in_ca) = (false, false);
+    let mut out = String::from(
+        "\u{feff}=~=~=~=~=~=~=~=~=~=~=~= PuTTY log 2026.11.20 10:00:00 =~=~=~=~=~=~=~=~=~=~=~=\r\n\
+         [root@login01 ~]# ibnetdiscover\r\n\
+         // ibnetdiscover on login01\r\n; fabric A\r\n/* exported\r\n by hand */\r\n",
+    );
+    let (mut unassigned, mut in_ca, mut chassis) = (0, false, 0);
     for (i, l) in text.lines().enumerate() {
         if l.starts_with("Ca") || l.starts_with("Switch") {
             in_ca = l.starts_with("Ca") && l.contains("mlx5_1");
@@ -130,11 +135,20 @@ fn with_quirks(text: &str) -> String {
         let mut l = l
             .replace('\t', "    ")
             .replace("4xQDR", ["4xNDR", "2xHDR", "4xXDR"][i % 3]);
-        if !lid0_done && in_ca && l.starts_with('[') && l.contains("# lid ") {
+        if unassigned < 2 && in_ca && l.starts_with('[') && l.contains("# lid ") {
             let at = l.find("# lid ").unwrap() + 6;
             let end = at + l[at..].find(' ').unwrap();
-            l = format!("{}0{}", &l[..at], &l[end..]);
-            lid0_done = true;
+            l = format!("{}{}{}", &l[..at], ["0", "65535"][unassigned], &l[end..]);
+            unassigned += 1;
+        }
+        if chassis < 2 {
+            if let Some(port) = l
+                .strip_prefix("switchguid=")
+                .and_then(|v| v.split_once('('))
+            {
+                l = format!("switchguid=0x2c903000abcd00({}", port.1);
+                chassis += 1;
+            }
         }
         if l.starts_with('[') {
             out.push_str("  ");
@@ -142,7 +156,8 @@ fn with_quirks(text: &str) -> String {
         out.push_str(&l);
         out.push_str("\r\n");
     }
-    assert!(lid0_done);
+    assert_eq!((unassigned, chassis), (2, 2));
+    out.push_str("[root@login01 ~]# ");
     out
 }
 
@@ -179,7 +194,16 @@ fn quirky_dump_judged_as_runs_by_hand() {
         .to_string();
     // the quirks were forgiven and said so
     let notes = v["notes"].to_string();
-    for q in ["CRLF", "indented", "comment", "lid 0", "NDR"] {
+    for q in [
+        "CRLF",
+        "indented",
+        "comment",
+        "lid 0 or 65535",
+        "NDR",
+        "before the first record",
+        "after the last record",
+        "chassis",
+    ] {
         assert!(notes.contains(q), "{q}: {notes}");
     }
     // one subnet (the spines join the rails), SHARP nodes out of the compute ports
@@ -338,6 +362,57 @@ fn fallback_to_minhop_reported() {
     assert_eq!(
         dfsssp["evaluation"]["deadlock"]["deadlock_free"], false,
         "{dfsssp}"
+    );
+}
+
+/// A real torus carries no coordinates in its switches' descriptions: it is recognised from its
+/// cables, and torus-2QoS gets the torus-2QoS.conf it needs (without one it cannot run at all).
+#[test]
+fn torus_recognised_from_its_cables() {
+    let d = tempfile::tempdir().unwrap();
+    let dump = d.path().join("torus.topo");
+    let text = ibnetdiscover::write(&by_name("torus:4x4x4,2").unwrap());
+    // The generator's "torus X,Y,Z" descriptions replaced by what a vendor prints.
+    let text: String = text
+        .split('"')
+        .enumerate()
+        .map(|(i, part)| match i % 2 == 1 && part.starts_with("torus ") {
+            true => "MF0;sw:SX6036/U1",
+            false => part,
+        })
+        .collect::<Vec<_>>()
+        .join("\"");
+    assert!(!text.contains("\"torus "));
+    std::fs::write(&dump, text).unwrap();
+    let pd = plugin_dir();
+    let (ok, so, se) = cli(&[
+        "compare",
+        "--in-opensm",
+        p(&dump),
+        "--routing-engines",
+        "torus-2QoS,dfsssp-rs",
+        "--patterns",
+        "32",
+        "--plugin-dir",
+        &pd,
+        "--quiet",
+        "--json",
+    ]);
+    assert!(ok, "{se}");
+    let v: Value = serde_json::from_str(&so).unwrap();
+    assert!(
+        v["notes"]
+            .to_string()
+            .contains("torus recognised from the cables"),
+        "{}",
+        v["notes"]
+    );
+    let t = run_of(&v, "torus-2QoS");
+    assert_eq!(t["status"], "ok", "{t}");
+    assert_eq!(
+        (t["unreachable"].as_u64(), t["used"].as_str()),
+        (Some(0), Some("torus-2QoS")),
+        "{t}"
     );
 }
 

@@ -38,8 +38,9 @@ pub struct OsmArgs {
     /// and reported as timed out
     #[arg(long, default_value_t = 60, requires = "in_opensm")]
     limit: u64,
-    /// With --in-opensm: a torus-2QoS.conf for the fabric (else torus-2QoS and dor run only where
-    /// the switches' descriptions give torus coordinates, as `dfsssp-rs generate` writes them)
+    /// With --in-opensm: a torus-2QoS.conf for the fabric (else one is written where the fabric is
+    /// a torus or mesh of up to three dimensions, recognised from the switches' descriptions as
+    /// `dfsssp-rs generate` writes them or else from the cables; torus-2QoS and dor run there)
     #[arg(long, value_name = "FILE", requires = "in_opensm")]
     torus_config: Option<PathBuf>,
     /// With --in-opensm: keep the work directory (ibsim net file, OpenSM logs and dumps per
@@ -229,7 +230,18 @@ pub fn run(
     }
     let torus_text = match &osm.torus_config {
         Some(p) => Some(std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?),
-        None => torus_conf(fabric),
+        None => torus_conf(fabric).or_else(|| {
+            // A real torus carries no coordinates: recognised from its cables, as dfsssp-rs's
+            // dimension-order candidate does.
+            let g = dfsssp_rs::graph::SwitchGraph::new(fabric).ok()?;
+            let conf = dfsssp_rs::dor::conf::torus_2qos_conf(fabric, &g)?;
+            let first = conf.lines().next().unwrap_or_default().to_string();
+            notes.push(format!(
+                "a torus recognised from the cables: torus-2QoS and dor get a torus-2QoS.conf \
+                 ({first})"
+            ));
+            Some(conf)
+        }),
     };
     let plans = plan(osm, torus_text.is_some())?;
 
