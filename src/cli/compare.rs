@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde::Serialize;
@@ -132,6 +132,8 @@ struct Comparison<'a> {
     routings: &'a [Evaluation],
 }
 
+/// Judges every routing asked for (engines first, then dumps) and prints them side by side;
+/// `--in-opensm` runs the stock OpenSM instead.
 pub fn run(a: &CompareArgs) -> CliResult<()> {
     if let Some(file) = &a.in_opensm {
         return super::in_opensm::run(
@@ -144,6 +146,68 @@ pub fn run(a: &CompareArgs) -> CliResult<()> {
         );
     }
     let p = Progress::new(a.measure.quiet);
+    let Asked { dumps, engines } = routings_asked(a)?;
+    let (subjects, fabric_name) = subjects_of(a, &dumps, &engines, &p)?;
+
+    let mut mismatch = Vec::new();
+    let reference = subjects[0].fabric.canonical();
+    for s in &subjects[1..] {
+        if !same_fabric(&s.fabric.canonical(), &reference) {
+            mismatch.push(s.label.clone());
+        }
+    }
+    let opts = a.measure.options()?;
+    let mut evals = Vec::with_capacity(subjects.len());
+    for s in subjects {
+        evals.push(judge::evaluate(s, &opts, &p)?);
+    }
+
+    if !mismatch.is_empty() {
+        eprintln!(
+            "dfsssp-rs: warning: the fabric of {} differs from that of {} (nodes or links by \
+             GUID): not a comparison of one fabric",
+            mismatch.join(", "),
+            evals[0].label
+        );
+    }
+    for ev in &evals {
+        for w in &ev.warnings {
+            eprintln!("dfsssp-rs: warning: {}: {w}", ev.label);
+        }
+    }
+    let f = &evals[0].fabric;
+    let fabric_line = format!(
+        "{fabric_name}: {} switches, {} CA/router ports, {} LIDs",
+        f.switches, f.ca_ports, f.lids
+    );
+    if let Some(path) = &a.svg {
+        write_chart(a, path, &evals, &fabric_line)?;
+    }
+    if a.json {
+        let c = Comparison {
+            fabric: &fabric_name,
+            fabric_mismatch: mismatch,
+            routings: &evals,
+        };
+        let text = serde_json::to_string_pretty(&c).map_err(|e| format!("JSON: {e}"))?;
+        println!("{text}");
+    } else {
+        println!("{fabric_line}");
+        print!("{}", table(&evals));
+    }
+    Ok(())
+}
+
+/// The routings `compare` was asked for.
+struct Asked {
+    /// (label, dump directory), in the order given.
+    dumps: Vec<(String, PathBuf)>,
+    engines: Vec<EngineChoice>,
+}
+
+/// The dump directories and the engines to compare (sssp-rs and dfsssp-rs by default when a
+/// fabric is given), each label once.
+fn routings_asked(a: &CompareArgs) -> CliResult<Asked> {
     let dumps: Vec<(String, PathBuf)> = a
         .dumps
         .iter()
@@ -180,9 +244,21 @@ pub fn run(a: &CompareArgs) -> CliResult<()> {
         }
     }
 
+    Ok(Asked { dumps, engines })
+}
+
+/// The routings to judge: the dumps loaded and the engines routed on the fabric (given, or the
+/// first dump's), engines first; and the fabric's name.
+fn subjects_of(
+    a: &CompareArgs,
+    dumps: &[(String, PathBuf)],
+    engines: &[EngineChoice],
+    p: &Progress,
+) -> CliResult<(Vec<Subject>, String)> {
+    let have_fabric = a.fabric.is_some() || a.topo.is_some();
     let mut subjects: Vec<Subject> = Vec::new();
-    for (label, dir) in &dumps {
-        subjects.push(judge::load_dumps(label, dir, a.lmc, &p)?);
+    for (label, dir) in dumps {
+        subjects.push(judge::load_dumps(label, dir, a.lmc, p)?);
     }
     let (fabric, fabric_name): (Option<Fabric>, String) = if have_fabric {
         let f = load_fabric(a.fabric.as_deref(), a.topo.as_deref(), a.lmc.unwrap_or(0))?;
@@ -199,14 +275,14 @@ pub fn run(a: &CompareArgs) -> CliResult<()> {
             format!("{}/opensm-subnet.lst", first.1.display()),
         )
     };
-    for e in &engines {
+    for e in engines {
         let mut cfg = EngineConfig::new(e.kind);
         cfg.lanes = e.lanes;
         cfg.qos = !a.no_qos;
         cfg.mcast_lane = e.mcast_lane;
         let f = fabric.clone().expect("a fabric when engines are given");
         cfg.classes = a.measure.options()?.classes.map(|l| l.classes(&f).0);
-        let s = judge::route(&e.label, f, &fabric_name, &cfg, &p)?;
+        let s = judge::route(&e.label, f, &fabric_name, &cfg, p)?;
         if a.measure.verbose {
             for l in s.engine.iter().flat_map(|x| &x.log) {
                 eprintln!("{}: {l}", e.label);
@@ -217,71 +293,35 @@ pub fn run(a: &CompareArgs) -> CliResult<()> {
     // Engines first, then dumps, in the order given.
     subjects.rotate_left(dumps.len());
 
-    let mut mismatch = Vec::new();
-    let reference = subjects[0].fabric.canonical();
-    for s in &subjects[1..] {
-        if !same_fabric(&s.fabric.canonical(), &reference) {
-            mismatch.push(s.label.clone());
-        }
-    }
-    let opts = a.measure.options()?;
-    let mut evals = Vec::with_capacity(subjects.len());
-    for s in subjects {
-        evals.push(judge::evaluate(s, &opts, &p)?);
-    }
+    Ok((subjects, fabric_name))
+}
 
-    if !mismatch.is_empty() {
-        eprintln!(
-            "dfsssp-rs: warning: the fabric of {} differs from that of {} (nodes or links by \
-             GUID): not a comparison of one fabric",
-            mismatch.join(", "),
-            evals[0].label
-        );
-    }
-    for ev in &evals {
-        for w in &ev.warnings {
-            eprintln!("dfsssp-rs: warning: {}: {w}", ev.label);
-        }
-    }
-    let f = &evals[0].fabric;
-    let fabric_line = format!(
-        "{fabric_name}: {} switches, {} CA/router ports, {} LIDs",
-        f.switches, f.ca_ports, f.lids
-    );
-    if let Some(path) = &a.svg {
-        let bars: Vec<Bar> = evals
-            .iter()
-            .map(|e| Bar {
-                label: e.label.clone(),
-                lambda: e.lambda(),
-                lanes: e.deadlock.lanes_used,
-                deadlock_free: e.deadlock.deadlock_free,
-                complete: e.metrics.connectivity.complete(),
-            })
-            .collect();
-        let title = a.title.clone().unwrap_or_else(|| fabric_line.clone());
-        let subtitle = match evals.iter().find_map(|e| e.metrics.bisection.as_ref()) {
-            Some(b) => format!(
-                "Λ: effective bisection bandwidth over {} random bisections (seed {})",
-                b.patterns, b.seed
-            ),
-            None => "Λ not measured".into(),
-        };
-        write_output(Some(path), &chart::svg(&title, &subtitle, &bars))?;
-    }
-    if a.json {
-        let c = Comparison {
-            fabric: &fabric_name,
-            fabric_mismatch: mismatch,
-            routings: &evals,
-        };
-        let text = serde_json::to_string_pretty(&c).map_err(|e| format!("JSON: {e}"))?;
-        println!("{text}");
-    } else {
-        println!("{fabric_line}");
-        print!("{}", table(&evals));
-    }
-    Ok(())
+/// The SVG bar chart of Λ and lanes per routing, written to `path`.
+fn write_chart(
+    a: &CompareArgs,
+    path: &Path,
+    evals: &[Evaluation],
+    fabric_line: &str,
+) -> CliResult<()> {
+    let bars: Vec<Bar> = evals
+        .iter()
+        .map(|e| Bar {
+            label: e.label.clone(),
+            lambda: e.lambda(),
+            lanes: e.deadlock.lanes_used,
+            deadlock_free: e.deadlock.deadlock_free,
+            complete: e.metrics.connectivity.complete(),
+        })
+        .collect();
+    let title = a.title.clone().unwrap_or_else(|| fabric_line.to_string());
+    let subtitle = match evals.iter().find_map(|e| e.metrics.bisection.as_ref()) {
+        Some(b) => format!(
+            "Λ: effective bisection bandwidth over {} random bisections (seed {})",
+            b.patterns, b.seed
+        ),
+        None => "Λ not measured".into(),
+    };
+    write_output(Some(path), &chart::svg(&title, &subtitle, &bars))
 }
 
 /// Same nodes (GUID, ports) and links: what makes two fabrics the same here (LIDs, descriptions

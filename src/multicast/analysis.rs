@@ -318,83 +318,23 @@ pub fn mft_metrics(g: &SwitchGraph, mfts: &[GroupMft]) -> McMetrics {
     let (ns, nc) = (g.num_switches(), g.num_channels());
     let mut table = MaskTable::new(g);
     let mut load = vec![0u32; nc];
-    let mut dist = vec![u32::MAX; ns];
-    let mut reach_count = vec![0u32; ns];
-    let mut reach_max = vec![0u32; ns];
-    let mut queue: Vec<u32> = Vec::new();
+    let mut flood = Flood {
+        dist: vec![u32::MAX; ns],
+        reach_count: vec![0u32; ns],
+        reach_max: vec![0u32; ns],
+        queue: Vec::new(),
+    };
     let mut groups = Vec::with_capacity(mfts.len());
     for m in mfts {
         table.load(m);
-        let mut links = 0u32;
-        for &(s, _) in &m.masks {
-            if s as usize >= ns {
-                continue;
-            }
-            for c in g.out_channels(s) {
-                if table.carries(g, c) {
-                    load[c as usize] += 1;
-                    let r = g.chan_reverse()[c as usize];
-                    // Count a link once: by its lower channel, or by this one if only it carries.
-                    if c < r || !table.carries(g, r) {
-                        links += 1;
-                    }
-                }
-            }
-        }
+        let links = count_tree_links(g, &table, m, &mut load);
         let members: Vec<u32> = m
             .member_switches
             .iter()
             .copied()
             .filter(|&s| (s as usize) < ns)
             .collect();
-        let mut unreachable = 0u64;
-        let mut diameter = 0u32;
-        for &s in &m.masks {
-            reach_count[s.0 as usize] = 0;
-            reach_max[s.0 as usize] = 0;
-        }
-        for &x in &members {
-            reach_count[x as usize] = 0;
-            reach_max[x as usize] = 0;
-        }
-        for &src in &members {
-            // Flood from a member switch along carrying channels.
-            queue.clear();
-            queue.push(src);
-            dist[src as usize] = 0;
-            let mut i = 0;
-            while i < queue.len() {
-                let x = queue[i];
-                i += 1;
-                for c in g.out_channels(x) {
-                    let y = g.chan_head()[c as usize];
-                    if dist[y as usize] == u32::MAX && table.carries(g, c) {
-                        dist[y as usize] = dist[x as usize] + 1;
-                        queue.push(y);
-                    }
-                }
-            }
-            for &dst in &members {
-                match dist[dst as usize] {
-                    u32::MAX => unreachable += 1,
-                    d => diameter = diameter.max(d),
-                }
-            }
-            for &x in &queue {
-                reach_count[x as usize] += 1;
-                reach_max[x as usize] = reach_max[x as usize].max(dist[x as usize]);
-                dist[x as usize] = u32::MAX;
-            }
-        }
-        let mut centre = (u32::MAX, NO_SWITCH);
-        for x in m.masks.iter().map(|x| x.0).chain(members.iter().copied()) {
-            if (x as usize) < ns
-                && !members.is_empty()
-                && reach_count[x as usize] == members.len() as u32
-            {
-                centre = centre.min((reach_max[x as usize], x));
-            }
-        }
+        let (unreachable, diameter, centre) = flood.measure(g, &table, m, &members);
         let complete = unreachable == 0;
         let tree_switches = m.masks.len() as u32;
         groups.push(GroupMetrics {
@@ -439,5 +379,108 @@ pub fn mft_metrics(g: &SwitchGraph, mfts: &[GroupMft]) -> McMetrics {
         } else {
             total as f64 / f64::from(used)
         },
+    }
+}
+
+/// Counts on `load` the channels that carry group `m` (as `table` holds it); returns its links,
+/// each counted once.
+fn count_tree_links(g: &SwitchGraph, table: &MaskTable, m: &GroupMft, load: &mut [u32]) -> u32 {
+    let ns = g.num_switches();
+    let mut links = 0u32;
+    for &(s, _) in &m.masks {
+        if s as usize >= ns {
+            continue;
+        }
+        for c in g.out_channels(s) {
+            if table.carries(g, c) {
+                load[c as usize] += 1;
+                let r = g.chan_reverse()[c as usize];
+                // Count a link once: by its lower channel, or by this one if only it carries.
+                if c < r || !table.carries(g, r) {
+                    links += 1;
+                }
+            }
+        }
+    }
+    links
+}
+
+/// Scratch of the floods from each member switch along the carrying channels.
+struct Flood {
+    /// Hops from the current source (`u32::MAX`: not reached; reset after each flood).
+    dist: Vec<u32>,
+    /// Member switches that reach a switch, and the most hops from any of them.
+    reach_count: Vec<u32>,
+    reach_max: Vec<u32>,
+    queue: Vec<u32>,
+}
+
+impl Flood {
+    /// Floods from every member switch of `m`: the member pairs that do not reach each other,
+    /// the most hops between members, and the centre (least maximum hops, reached by every
+    /// member; `(u32::MAX, NO_SWITCH)` if none) as (hops, switch).
+    fn measure(
+        &mut self,
+        g: &SwitchGraph,
+        table: &MaskTable,
+        m: &GroupMft,
+        members: &[u32],
+    ) -> (u64, u32, (u32, u32)) {
+        let ns = g.num_switches();
+        let (dist, reach_count, reach_max, queue) = (
+            &mut self.dist,
+            &mut self.reach_count,
+            &mut self.reach_max,
+            &mut self.queue,
+        );
+        let mut unreachable = 0u64;
+        let mut diameter = 0u32;
+        for &s in &m.masks {
+            reach_count[s.0 as usize] = 0;
+            reach_max[s.0 as usize] = 0;
+        }
+        for &x in members {
+            reach_count[x as usize] = 0;
+            reach_max[x as usize] = 0;
+        }
+        for &src in members {
+            // Flood from a member switch along carrying channels.
+            queue.clear();
+            queue.push(src);
+            dist[src as usize] = 0;
+            let mut i = 0;
+            while i < queue.len() {
+                let x = queue[i];
+                i += 1;
+                for c in g.out_channels(x) {
+                    let y = g.chan_head()[c as usize];
+                    if dist[y as usize] == u32::MAX && table.carries(g, c) {
+                        dist[y as usize] = dist[x as usize] + 1;
+                        queue.push(y);
+                    }
+                }
+            }
+            for &dst in members {
+                match dist[dst as usize] {
+                    u32::MAX => unreachable += 1,
+                    d => diameter = diameter.max(d),
+                }
+            }
+            for &x in queue.iter() {
+                reach_count[x as usize] += 1;
+                reach_max[x as usize] = reach_max[x as usize].max(dist[x as usize]);
+                dist[x as usize] = u32::MAX;
+            }
+        }
+        let mut centre = (u32::MAX, NO_SWITCH);
+        for x in m.masks.iter().map(|x| x.0).chain(members.iter().copied()) {
+            if (x as usize) < ns
+                && !members.is_empty()
+                && reach_count[x as usize] == members.len() as u32
+            {
+                centre = centre.min((reach_max[x as usize], x));
+            }
+        }
+        (unreachable, diameter, centre)
     }
 }

@@ -112,7 +112,14 @@ pub fn build_trees(
             Some(o) if updown_vls.get(usize::from(gr.vl)).copied().unwrap_or(false) => Some(o),
             _ => None,
         };
-        let t = build_one(g, gr, cfg, ud, &mcast_load, &link_unicast, &mut sc);
+        let on = TreeGround {
+            g,
+            cfg,
+            ud,
+            mcast_load: &mcast_load,
+            link_unicast: &link_unicast,
+        };
+        let t = build_one(&on, gr, &mut sc);
         for &c in &t.parent {
             if c != NO_CHANNEL {
                 mcast_load[c as usize] += 1;
@@ -124,15 +131,9 @@ pub fn build_trees(
     trees
 }
 
-fn build_one(
-    g: &SwitchGraph,
-    gr: &McGroup,
-    cfg: &McConfig,
-    ud: Option<&UpDown>,
-    mcast_load: &[u32],
-    link_unicast: &[u64],
-    sc: &mut Scratch,
-) -> McTree {
+/// One group's tree: its root chosen, grown to every member switch, and its MFT masks.
+fn build_one(on: &TreeGround<'_>, gr: &McGroup, sc: &mut Scratch) -> McTree {
+    let ud = on.ud;
     let mut member_switches: Vec<u32> = gr.members.iter().map(|m| m.switch).collect();
     member_switches.sort_unstable();
     member_switches.dedup();
@@ -156,14 +157,54 @@ fn build_one(
     if member_switches.is_empty() {
         return empty;
     }
-    let is_up = |c: u32| ud.is_none_or(|o| o.is_up(g, c));
+    let candidates = root_candidates(on, &member_switches, sc);
+    let root = least_loaded_root(on, &candidates, &member_switches, sc);
+    grow(on, root, &member_switches, sc);
+    let unreached: Vec<u32> = member_switches
+        .iter()
+        .copied()
+        .filter(|&m| sc.root_dist[m as usize] == u32::MAX)
+        .collect();
+    let Grown {
+        switches,
+        parent,
+        depth,
+        masks,
+    } = collect_tree(on, gr, root, sc);
+    let max_depth = depth.iter().copied().max().unwrap_or(0);
+    McTree {
+        root,
+        switches,
+        parent,
+        depth,
+        max_depth,
+        unreached,
+        mft: GroupMft { masks, ..empty.mft },
+        ..empty
+    }
+}
 
-    // Root candidates: reached from the most member switches (all of them in a connected
-    // fabric), over up channels only with Up*/Down*; among them the least maximum distance from
-    // the member switches (OpenSM's criterion).
+/// What a group's tree is grown on: the fabric, the configuration, the Up*/Down* orientation
+/// its VL keeps to (if any), and the loads so far.
+struct TreeGround<'a> {
+    g: &'a SwitchGraph,
+    cfg: &'a McConfig,
+    ud: Option<&'a UpDown>,
+    /// Groups per channel direction so far.
+    mcast_load: &'a [u32],
+    /// A link's unicast load, both directions.
+    link_unicast: &'a [u64],
+}
+
+/// Root candidates: reached from the most member switches (all of them in a connected
+/// fabric), over up channels only with Up*/Down*; among them the least maximum distance from
+/// the member switches (OpenSM's criterion). Up to [`ROOT_CANDIDATES`] when balancing, else one.
+fn root_candidates(on: &TreeGround<'_>, member_switches: &[u32], sc: &mut Scratch) -> Vec<u32> {
+    let (g, cfg, ud) = (on.g, on.cfg, on.ud);
+    let is_up = |c: u32| ud.is_none_or(|o| o.is_up(g, c));
     sc.reach_count.fill(0);
     sc.reach_max.fill(0);
-    for &m in &member_switches {
+    for &m in member_switches {
         bfs(g, m, &is_up, &mut sc.dist, &mut sc.queue);
         for &x in &sc.queue {
             sc.reach_count[x as usize] += 1;
@@ -177,29 +218,29 @@ fn build_one(
             best = best.min((u32::MAX - n, sc.reach_max[x as usize]));
         }
     }
-    let candidates: Vec<u32> = (0..g.num_switches() as u32)
+    (0..g.num_switches() as u32)
         .filter(|&x| {
             let n = sc.reach_count[x as usize];
             n > 0 && (u32::MAX - n, sc.reach_max[x as usize]) == best
         })
         .take(if cfg.balance { ROOT_CANDIDATES } else { 1 })
-        .collect();
-    // Among equally good roots, the one whose tree meets the least multicast load: the highest
-    // load on one of its links, then the sum over its links, then the lowest id (ids ascend).
+        .collect()
+}
+
+/// Among equally good roots, the one whose tree meets the least multicast load: the highest
+/// load on one of its links, then the sum over its links, then the lowest id (ids ascend).
+fn least_loaded_root(
+    on: &TreeGround<'_>,
+    candidates: &[u32],
+    member_switches: &[u32],
+    sc: &mut Scratch,
+) -> u32 {
+    let mcast_load = on.mcast_load;
     let mut root = candidates[0];
     if candidates.len() > 1 {
         let mut best_cost = (u32::MAX, u64::MAX);
-        for &x in &candidates {
-            grow(
-                g,
-                x,
-                &member_switches,
-                cfg,
-                ud,
-                mcast_load,
-                link_unicast,
-                sc,
-            );
+        for &x in candidates {
+            grow(on, x, member_switches, sc);
             let mut cost = (0u32, 0u64);
             for &s in &sc.queue {
                 let c = sc.parent[s as usize];
@@ -215,22 +256,21 @@ fn build_one(
             }
         }
     }
-    grow(
-        g,
-        root,
-        &member_switches,
-        cfg,
-        ud,
-        mcast_load,
-        link_unicast,
-        sc,
-    );
-    let unreached: Vec<u32> = member_switches
-        .iter()
-        .copied()
-        .filter(|&m| sc.root_dist[m as usize] == u32::MAX)
-        .collect();
+    root
+}
 
+/// A grown tree's switches (BFS order), their parent channels and depths, and the port masks.
+struct Grown {
+    switches: Vec<u32>,
+    parent: Vec<u32>,
+    depth: Vec<u32>,
+    masks: Vec<(u32, PortMask)>,
+}
+
+/// The tree [`grow`] left in `sc`, rooted at `root`, with every switch's ports (tree links and
+/// the members that receive); clears `sc` for the next tree.
+fn collect_tree(on: &TreeGround<'_>, gr: &McGroup, root: u32, sc: &mut Scratch) -> Grown {
+    let (g, cfg) = (on.g, on.cfg);
     let mut switches = Vec::new();
     let mut parent = Vec::new();
     let mut depth = Vec::new();
@@ -271,16 +311,11 @@ fn build_one(
         sc.mask[s as usize] = PortMask::EMPTY;
     }
     reset(sc);
-    let max_depth = depth.iter().copied().max().unwrap_or(0);
-    McTree {
-        root,
+    Grown {
         switches,
         parent,
         depth,
-        max_depth,
-        unreached,
-        mft: GroupMft { masks, ..empty.mft },
-        ..empty
+        masks,
     }
 }
 
@@ -292,17 +327,9 @@ const ROOT_CANDIDATES: usize = 16;
 /// bottom-up (farthest first, so a switch knows whether a candidate parent is already in the
 /// tree when it chooses) the parent channel of every switch the members need (`needed`,
 /// `parent`).
-#[allow(clippy::too_many_arguments)]
-fn grow(
-    g: &SwitchGraph,
-    root: u32,
-    member_switches: &[u32],
-    cfg: &McConfig,
-    ud: Option<&UpDown>,
-    mcast_load: &[u32],
-    link_unicast: &[u64],
-    sc: &mut Scratch,
-) {
+fn grow(on: &TreeGround<'_>, root: u32, member_switches: &[u32], sc: &mut Scratch) {
+    let (g, cfg, ud) = (on.g, on.cfg, on.ud);
+    let (mcast_load, link_unicast) = (on.mcast_load, on.link_unicast);
     let is_up = |c: u32| ud.is_none_or(|o| o.is_up(g, c));
     let is_down = |c: u32| ud.is_none_or(|o| !o.is_up(g, c));
     // Distances from the root over the channels a packet may take down the tree.

@@ -317,9 +317,35 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
             why,
         };
     };
+    let best = choose_best(&sound, top);
+    let chain = Chain::of(best, &sound);
+    let minhop_loops = runs
+        .iter()
+        .find(|r| r.requested == "minhop" && r.status == Status::Ok)
+        .map(|r| !r.sound());
+    let conf = conf_lines(&chain, minhop_loops == Some(true));
+    explain_choice(&mut why, best, &sound, top, &chain);
+    if minhop_loops == Some(true) {
+        why.push(
+            "no_fallback_routing_engine TRUE: should every engine of the chain fail, OpenSM \
+             would fall back to minhop, which has credit loops on this fabric"
+                .into(),
+        );
+    }
+    explain_unsound(&mut why, runs);
+    Recommendation {
+        engine: Some(best.label.clone()),
+        conf_lines: conf,
+        why,
+    }
+}
+
+/// Among the sound runs (best Λ first) within 1% of the top Λ `top`: the fewest lanes, then no
+/// plug-in, then the fastest.
+fn choose_best<'r>(sound: &[&'r Run], top: f64) -> &'r Run {
     let lanes = |r: &Run| r.lanes_and_loops().count.unwrap_or(16);
     let time = |r: &Run| r.log.routing_s.unwrap_or(f64::MAX);
-    let best = *sound
+    sound
         .iter()
         .filter(|r| r.score().unwrap_or(0.0) >= 0.99 * top)
         .min_by(|a, b| {
@@ -327,31 +353,56 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
                 .partial_cmp(&(lanes(b), b.ours(), time(b)))
                 .unwrap_or(std::cmp::Ordering::Equal)
         })
-        .unwrap_or(&sound[0]);
-    // QoS is one switch for the whole chain: with the best on one lane, the chain keeps to
-    // engines that route on one lane (QoS off); else it holds the QoS-on runs
-    let multi = |r: &Run| {
-        r.qos
-            && match r.lanes_and_loops().count {
-                Some(n) => n > 1,
-                None => OWN_SLS.contains(&r.requested.as_str()),
+        .unwrap_or(&sound[0])
+}
+
+/// The recommended chain of engines and the QoS setting it needs.
+struct Chain<'r> {
+    /// The best, then up to two other sound engines that fit its QoS setting, by Λ.
+    runs: Vec<&'r Run>,
+    /// Sound engines the QoS setting keeps out (on more than one SL with QoS off).
+    left_out: Vec<&'r str>,
+    qos_on: bool,
+}
+
+impl<'r> Chain<'r> {
+    /// The chain starting with `best`, from the sound runs (best Λ first).
+    fn of(best: &'r Run, sound: &[&'r Run]) -> Chain<'r> {
+        // QoS is one switch for the whole chain: with the best on one lane, the chain keeps to
+        // engines that route on one lane (QoS off); else it holds the QoS-on runs
+        let multi = |r: &Run| {
+            r.qos
+                && match r.lanes_and_loops().count {
+                    Some(n) => n > 1,
+                    None => OWN_SLS.contains(&r.requested.as_str()),
+                }
+        };
+        let qos_on = multi(best);
+        let fits = |r: &Run| if qos_on { r.qos } else { !multi(r) };
+        // the chain: the best, then the other sound engines that fit, by Λ (each engine once)
+        let mut chain: Vec<&Run> = vec![best];
+        for r in sound.iter().filter(|r| fits(r)) {
+            if chain.len() < 3 && !chain.iter().any(|c| c.requested == r.requested) {
+                chain.push(r);
             }
-    };
-    let qos_on = multi(best);
-    let fits = |r: &Run| if qos_on { r.qos } else { !multi(r) };
-    // the chain: the best, then the other sound engines that fit, by Λ (each engine once)
-    let mut chain: Vec<&Run> = vec![best];
-    for r in sound.iter().filter(|r| fits(r)) {
-        if chain.len() < 3 && !chain.iter().any(|c| c.requested == r.requested) {
-            chain.push(r);
+        }
+        let left_out: Vec<&str> = sound
+            .iter()
+            .filter(|r| !fits(r) && !chain.iter().any(|c| c.requested == r.requested))
+            .map(|r| r.label.as_str())
+            .collect();
+        Chain {
+            runs: chain,
+            left_out,
+            qos_on,
         }
     }
-    let left_out: Vec<&str> = sound
-        .iter()
-        .filter(|r| !fits(r) && !chain.iter().any(|c| c.requested == r.requested))
-        .map(|r| r.label.as_str())
-        .collect();
-    let names: Vec<&str> = chain.iter().map(|r| r.requested.as_str()).collect();
+}
+
+/// opensm.conf lines for the chain (and no fallback to minhop when minhop has credit loops).
+fn conf_lines(chain: &Chain<'_>, minhop_loops: bool) -> Vec<String> {
+    let qos_on = chain.qos_on;
+    let names: Vec<&str> = chain.runs.iter().map(|r| r.requested.as_str()).collect();
     let mut conf = Vec::new();
     if names.contains(&OURS) {
         conf.push("event_plugin_name dfsssp_rs".to_string());
@@ -359,13 +410,15 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
     conf.push(format!("routing_engine {}", names.join(",")));
     // OpenSM programs the SL-to-VL tables only with QoS on
     conf.push(format!("qos {}", if qos_on { "TRUE" } else { "FALSE" }));
-    let minhop_loops = runs
-        .iter()
-        .find(|r| r.requested == "minhop" && r.status == Status::Ok)
-        .map(|r| !r.sound());
-    if minhop_loops == Some(true) {
+    if minhop_loops {
         conf.push("no_fallback_routing_engine TRUE".into());
     }
+    conf
+}
+
+/// Why `best` (and its QoS setting) is recommended, against the next best sound engine.
+fn explain_choice(why: &mut Vec<String>, best: &Run, sound: &[&Run], top: f64, chain: &Chain<'_>) {
+    let (qos_on, left_out) = (chain.qos_on, &chain.left_out);
     let what = |r: &Run| {
         let ll = r.lanes_and_loops();
         format!(
@@ -419,13 +472,10 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
             with_qos.join(",")
         ));
     }
-    if minhop_loops == Some(true) {
-        why.push(
-            "no_fallback_routing_engine TRUE: should every engine of the chain fail, OpenSM \
-             would fall back to minhop, which has credit loops on this fabric"
-                .into(),
-        );
-    }
+}
+
+/// Why each run that is not sound is not recommended.
+fn explain_unsound(why: &mut Vec<String>, runs: &[Run]) {
     for r in runs.iter().filter(|r| !r.sound()) {
         let w = match r.status {
             Status::Fallback => format!(
@@ -446,11 +496,6 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
             }
         };
         why.push(format!("not {}: {w}", r.label));
-    }
-    Recommendation {
-        engine: Some(best.label.clone()),
-        conf_lines: conf,
-        why,
     }
 }
 
