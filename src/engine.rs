@@ -223,9 +223,67 @@ pub struct EngineOutput {
 #[derive(Clone, Debug, PartialEq)]
 pub enum RouteMode {
     /// From scratch, and why.
-    Full(String),
+    Full(FullWhy),
     /// Incrementally from the previous routing.
     Incremental(RerouteStats),
+}
+
+/// Why a routing was computed from scratch rather than re-routed from the previous one.
+#[derive(Clone, Debug, Error, PartialEq)]
+pub enum FullWhy {
+    /// [`run`] called directly.
+    #[error("computed from scratch")]
+    Direct,
+    #[error("no previous routing")]
+    NoPrevious,
+    #[error("incremental re-routing is off")]
+    IncrementalOff,
+    /// The command line asked (`route --full`).
+    #[error("asked for (--full)")]
+    Asked,
+    /// The admin asked OpenSM to re-route (console `reroute`): no heavy sweep before the run.
+    #[error(
+        "OpenSM re-routes without a heavy sweep (the admin asked: console `reroute`): full \
+         re-balance"
+    )]
+    Reroute,
+    /// OpenSM's `cn_guid_file` or `io_guid_file` changed.
+    #[error("the compute or I/O node lists changed: full computation")]
+    NodeListsChanged,
+    #[error("the multicast lane setting changed")]
+    McastLaneChanged,
+    #[error(
+        "the configuration changed ({kind_before} with {layers_before} layer(s) before, {kind} \
+         with {layers} now)"
+    )]
+    ConfigChanged {
+        kind_before: EngineKind,
+        layers_before: u8,
+        kind: EngineKind,
+        layers: u8,
+    },
+    #[error("{0}")]
+    Fabric(String),
+    /// The change itself cannot be re-routed incrementally ([`crate::reroute`]).
+    #[error("not incremental: {0}")]
+    NotIncremental(#[from] FullReason),
+    /// The incremental routes' highest channel load exceeds a full computation's estimate by
+    /// more than [`RerouteConfig::max_load_growth_pct`].
+    #[error(
+        "re-balancing: the incremental routes' highest channel load {max_load} exceeds a full \
+         computation's estimate {estimate} by more than {pct}% (the last full computation's \
+         {last_full}, scaled by the fabric's lower bound {bound_before} -> {bound})"
+    )]
+    Rebalance {
+        max_load: u64,
+        estimate: u64,
+        pct: u32,
+        last_full: u64,
+        bound_before: u64,
+        bound: u64,
+    },
+    #[error("the incremental routes failed verification: {0}")]
+    VerificationFailed(String),
 }
 
 /// The routing a front uploaded last, to re-route from.
@@ -255,7 +313,7 @@ pub struct RerouteConfig {
     /// the last full computation's by more than this many percent.
     pub max_load_growth_pct: u32,
     /// A full computation was asked for (by the admin), and why.
-    pub force_full: Option<String>,
+    pub force_full: Option<FullWhy>,
 }
 
 impl Default for RerouteConfig {
@@ -282,8 +340,8 @@ pub fn run_from(
 ) -> Result<EngineOutput, EngineError> {
     let why_full = match (prior, &rc.force_full) {
         (_, Some(why)) => why.clone(),
-        (None, _) => "no previous routing".to_string(),
-        (Some(_), None) if !rc.incremental => "incremental re-routing is off".to_string(),
+        (None, _) => FullWhy::NoPrevious,
+        (Some(_), None) if !rc.incremental => FullWhy::IncrementalOff,
         (Some(p), None) => match incremental(fabric, cfg, p, rc) {
             Ok(out) => return Ok(out),
             Err(why) => why,
@@ -304,21 +362,20 @@ fn incremental(
     cfg: &EngineConfig,
     p: Prior<'_>,
     rc: &RerouteConfig,
-) -> Result<EngineOutput, String> {
+) -> Result<EngineOutput, FullWhy> {
     if p.cfg.mcast_lane != cfg.mcast_lane {
-        return Err("the multicast lane setting changed".into());
+        return Err(FullWhy::McastLaneChanged);
     }
     if p.cfg.kind != cfg.kind || p.cfg.layer_budget() != cfg.layer_budget() {
-        return Err(format!(
-            "the configuration changed ({} with {} layer(s) before, {} with {} now)",
-            p.cfg.kind,
-            p.cfg.layer_budget(),
-            cfg.kind,
-            cfg.layer_budget()
-        ));
+        return Err(FullWhy::ConfigChanged {
+            kind_before: p.cfg.kind,
+            layers_before: p.cfg.layer_budget(),
+            kind: cfg.kind,
+            layers: cfg.layer_budget(),
+        });
     }
     let start = Instant::now();
-    let graph = SwitchGraph::new(fabric).map_err(|e| e.to_string())?;
+    let graph = SwitchGraph::new(fabric).map_err(|e| FullWhy::Fabric(e.to_string()))?;
     // A lane left free for multicast stays free: the layers keep below it.
     let opts = RerouteOptions {
         budget: cfg
@@ -336,8 +393,7 @@ fn incremental(
     // After a repair the re-route is guided by what a full computation gives now.
     let fresh = || run(fabric, cfg).ok().map(|out| out.routing);
     let (routing, st, loads) =
-        reroute::reroute_guided(prev, p.summary, fabric, &graph, &opts, &fresh)
-            .map_err(|e: FullReason| format!("not incremental: {e}"))?;
+        reroute::reroute_guided(prev, p.summary, fabric, &graph, &opts, &fresh)?;
     let estimate = judge_balance(&p, &graph, st.max_load, rc)?;
     let route_time = start.elapsed();
     let verify_start = Instant::now();
@@ -396,7 +452,7 @@ fn judge_balance(
     graph: &SwitchGraph,
     max_load: u64,
     rc: &RerouteConfig,
-) -> Result<u64, String> {
+) -> Result<u64, FullWhy> {
     // A leaf that lost one of two uplinks doubles the bound.
     let (was, now) = (load_bound(p.graph), load_bound(graph));
     let estimate = if was > 0 {
@@ -408,12 +464,14 @@ fn judge_balance(
     // Only a change that made the balance worse triggers a re-balance: a repaired cable leaves
     // the routes (and their load) as they were, so a flapping cable never re-routes everything.
     if estimate > 0 && max_load > p.max_load && u128::from(max_load) > limit {
-        return Err(format!(
-            "re-balancing: the incremental routes' highest channel load {} exceeds a full \
-             computation's estimate {estimate} by more than {}% (the last full computation's \
-             {}, scaled by the fabric's lower bound {was} -> {now})",
-            max_load, rc.max_load_growth_pct, p.full_max_load
-        ));
+        return Err(FullWhy::Rebalance {
+            max_load,
+            estimate,
+            pct: rc.max_load_growth_pct,
+            last_full: p.full_max_load,
+            bound_before: was,
+            bound: now,
+        });
     }
     Ok(estimate)
 }
@@ -426,7 +484,7 @@ fn verify_incremental(
     graph: &SwitchGraph,
     routing: &Routing,
     cfg: &EngineConfig,
-) -> Result<(Option<VerifyReport>, Option<&'static str>), String> {
+) -> Result<(Option<VerifyReport>, Option<&'static str>), FullWhy> {
     let mut scope_note = None;
     let before = p
         .summary
@@ -446,12 +504,7 @@ fn verify_incremental(
             Some(report)
         }
         Err(VerifyError::CreditLoop { .. }) if cfg.kind == EngineKind::Sssp => None,
-        Err(e) => {
-            return Err(format!(
-                "the incremental routes failed verification: {}",
-                e.describe(fabric, graph)
-            ))
-        }
+        Err(e) => return Err(FullWhy::VerificationFailed(e.describe(fabric, graph))),
     };
     Ok((verified, scope_note))
 }
@@ -555,7 +608,7 @@ pub fn run(fabric: &Fabric, cfg: &EngineConfig) -> Result<EngineOutput, EngineEr
         layer_report,
         verified,
         metrics,
-        mode: RouteMode::Full("computed from scratch".into()),
+        mode: RouteMode::Full(FullWhy::Direct),
         full_max_load,
         max_load: full_max_load,
         summary,

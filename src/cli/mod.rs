@@ -495,7 +495,7 @@ fn reroute_from(
     let rc = engine::RerouteConfig {
         incremental: true,
         max_load_growth_pct: a.rebalance_pct,
-        force_full: a.full.then(|| "asked for (--full)".to_string()),
+        force_full: a.full.then_some(engine::FullWhy::Asked),
     };
     let out = engine::run_from(f, cfg, Some(prior), &rc).map_err(|e| e.to_string())?;
     let d = diff(

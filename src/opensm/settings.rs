@@ -316,7 +316,7 @@ impl EngineCtx {
         &self,
         subnet: &Subnet,
         cfg: &mut EngineConfig,
-    ) -> Option<String> {
+    ) -> Option<engine::FullWhy> {
         let name = self.kind.name();
         let file = |key: &str| {
             subnet
@@ -375,8 +375,7 @@ impl EngineCtx {
             cfg.classes = Some(classes);
         }
         let was = last.replace(lists);
-        (changed && was.is_some())
-            .then(|| "the compute or I/O node lists changed: full computation".to_string())
+        (changed && was.is_some()).then_some(engine::FullWhy::NodeListsChanged)
     }
 
     /// The engine's settings for this run ([`settings`](self): `dfsssp-rs.conf` next to OpenSM's
@@ -430,11 +429,7 @@ impl EngineCtx {
             rc.max_load_growth_pct = n as u32;
         }
         if !heavy_sweep {
-            rc.force_full = Some(
-                "OpenSM re-routes without a heavy sweep (the admin asked: console `reroute`): \
-                 full re-balance"
-                    .into(),
-            );
+            rc.force_full = Some(engine::FullWhy::Reroute);
         }
         Ok(rc)
     }
