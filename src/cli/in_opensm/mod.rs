@@ -54,68 +54,109 @@ pub struct OsmArgs {
     plugin_dir: Option<PathBuf>,
 }
 
-/// The engines OpenSM 3.3.23 offers that route any fabric (ftree tries, and OpenSM says when
-/// it falls back), then ours.
-const STOCK_ANY: [&str; 8] = [
-    "minhop", "updn", "dnup", "ftree", "lash", "nue", "sssp", "dfsssp",
-];
-/// Engines for tori and meshes only.
-const STOCK_TORUS: [&str; 2] = ["dor", "torus-2QoS"];
+/// A routing engine OpenSM is asked for (`routing_engine NAME`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OsmEngine {
+    Minhop,
+    Updn,
+    Dnup,
+    Ftree,
+    Lash,
+    Nue,
+    Sssp,
+    Dfsssp,
+    Dor,
+    Torus2QoS,
+    /// Ours, the plug-in.
+    DfssspRs,
+}
+
+impl OsmEngine {
+    /// The engines OpenSM 3.3.23 offers that route any fabric (ftree tries, and OpenSM says when
+    /// it falls back).
+    const STOCK_ANY: [OsmEngine; 8] = [
+        OsmEngine::Minhop,
+        OsmEngine::Updn,
+        OsmEngine::Dnup,
+        OsmEngine::Ftree,
+        OsmEngine::Lash,
+        OsmEngine::Nue,
+        OsmEngine::Sssp,
+        OsmEngine::Dfsssp,
+    ];
+    /// Engines for tori and meshes only (they need a torus-2QoS.conf).
+    const STOCK_TORUS: [OsmEngine; 2] = [OsmEngine::Dor, OsmEngine::Torus2QoS];
+
+    /// The name in opensm.conf.
+    fn name(self) -> &'static str {
+        match self {
+            OsmEngine::Minhop => "minhop",
+            OsmEngine::Updn => "updn",
+            OsmEngine::Dnup => "dnup",
+            OsmEngine::Ftree => "ftree",
+            OsmEngine::Lash => "lash",
+            OsmEngine::Nue => "nue",
+            OsmEngine::Sssp => "sssp",
+            OsmEngine::Dfsssp => "dfsssp",
+            OsmEngine::Dor => "dor",
+            OsmEngine::Torus2QoS => "torus-2QoS",
+            OsmEngine::DfssspRs => OURS,
+        }
+    }
+}
+
 const OURS: &str = "dfsssp-rs";
 /// Stock dfsssp's SLs are read from a debug log line per CA pair: up to this many CA ports
 /// (4 million lines, some 350 MB).
 const STOCK_SLS_MAX_CA_PORTS: usize = 2000;
+/// `--routing-engines` name of ours with QoS off.
 const OURS_NO_QOS: &str = "dfsssp-rs/noqos";
 
 /// One planned run: the engine OpenSM is asked for and whether QoS is on.
 #[derive(Clone, Debug)]
 struct Plan {
     label: String,
-    engine: String,
+    engine: OsmEngine,
     qos: bool,
 }
 
 fn plan(osm: &OsmArgs, torus: bool) -> CliResult<Vec<Plan>> {
-    let all: Vec<&str> = STOCK_ANY
-        .iter()
-        .copied()
-        .chain(STOCK_TORUS.iter().copied().filter(|_| torus))
-        .chain([OURS, OURS_NO_QOS])
+    // (name on the command line, engine, QoS)
+    let stock = (OsmEngine::STOCK_ANY.iter())
+        .chain(OsmEngine::STOCK_TORUS.iter())
+        .map(|&e| (e.name(), e, true));
+    let known: Vec<(&str, OsmEngine, bool)> = stock
+        .chain([
+            (OURS, OsmEngine::DfssspRs, true),
+            (OURS_NO_QOS, OsmEngine::DfssspRs, false),
+        ])
         .collect();
     let names: Vec<String> = if osm.routing_engines.is_empty() {
-        all.iter().map(|s| s.to_string()).collect()
+        (known.iter())
+            .filter(|(_, e, _)| torus || !OsmEngine::STOCK_TORUS.contains(e))
+            .map(|(n, _, _)| n.to_string())
+            .collect()
     } else {
         osm.routing_engines
             .iter()
             .map(|s| s.trim().to_string())
             .collect()
     };
-    let known = STOCK_ANY
-        .iter()
-        .chain(STOCK_TORUS.iter())
-        .chain([OURS, OURS_NO_QOS].iter());
-    let known: Vec<&str> = known.copied().collect();
     let mut v = Vec::new();
     for n in names {
-        if !known.contains(&n.as_str()) {
+        // Stock engines run with QoS on: those with SLs of their own need it (their docs ask
+        // for -Q), and it changes nothing for the others.
+        let Some(&(_, engine, qos)) = known.iter().find(|(k, _, _)| *k == n) else {
             return Err(format!(
                 "--routing-engines: unknown engine '{n}' (known: {})",
-                known.join(", ")
+                known.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
             ));
-        }
-        let (engine, qos) = match n.as_str() {
-            OURS_NO_QOS => (OURS.to_string(), false),
-            // stock engines with QoS on: those with SLs of their own need it (their docs ask
-            // for -Q), and it changes nothing for the others
-            e => (e.to_string(), true),
         };
         v.push(Plan {
-            label: if qos && engine == OURS {
-                format!("{OURS} (QoS on)")
-            } else if engine == OURS {
-                format!("{OURS} (QoS off)")
-            } else {
-                engine.clone()
+            label: match (engine, qos) {
+                (OsmEngine::DfssspRs, true) => format!("{OURS} (QoS on)"),
+                (OsmEngine::DfssspRs, false) => format!("{OURS} (QoS off)"),
+                _ => engine.name().to_string(),
             },
             engine,
             qos,
@@ -393,14 +434,15 @@ impl Bench {
         if let Some(torus_path) = self
             .torus_path
             .as_ref()
-            .filter(|_| p.engine == "torus-2QoS")
+            .filter(|_| p.engine == OsmEngine::Torus2QoS)
         {
             conf.push(format!("torus_config {}", torus_path.display()));
         }
         self.bar.set_message(format!("{}: starting ibsim", p.label));
-        let mut run = self
-            .one_run(p, &dir, &sock, &conf, false)
-            .map_or_else(|e| Run::failed(&p.label, &p.engine, p.qos, e), |x| x.0);
+        let mut run = self.one_run(p, &dir, &sock, &conf, false).map_or_else(
+            |e| Run::failed(&p.label, p.engine.name(), p.qos, e),
+            |x| x.0,
+        );
         if matches!(run.status, Status::Ok | Status::Fallback) {
             self.bar
                 .set_message(format!("{}: judging OpenSM's dumps", p.label));
@@ -419,7 +461,10 @@ impl Bench {
             }
         }
         let ca_ports = fabric.endpoints().len() - fabric.switch_count();
-        if p.engine == "dfsssp" && run.status == Status::Ok && ca_ports > STOCK_SLS_MAX_CA_PORTS {
+        if p.engine == OsmEngine::Dfsssp
+            && run.status == Status::Ok
+            && ca_ports > STOCK_SLS_MAX_CA_PORTS
+        {
             run.stock_sls = Some(stock_sls::StockSls {
                 base_lanes: 0,
                 deadlock_free: None,
@@ -427,7 +472,7 @@ impl Bench {
                     "not read: more than {STOCK_SLS_MAX_CA_PORTS} CA ports (a log line per pair)"
                 ),
             });
-        } else if p.engine == "dfsssp" && run.status == Status::Ok && run.eval.is_some() {
+        } else if p.engine == OsmEngine::Dfsssp && run.status == Status::Ok && run.eval.is_some() {
             run.stock_sls = Some(self.stock_dfsssp_sls(k, p, &dir, &conf)?);
         }
         Ok(run)
@@ -486,7 +531,7 @@ impl Bench {
         let mut sim = procs::start_ibsim(dir, &self.net, &self.caps, sock)?;
         let setup = procs::OsmSetup {
             dir,
-            engine: &p.engine,
+            engine: p.engine.name(),
             qos: p.qos,
             sock,
             plugin_dir: self.plugin_dir.as_deref(),
@@ -502,10 +547,10 @@ impl Bench {
         sim.stop();
         let mut r = r?;
         let log = std::fs::read_to_string(dir.join("osm.log")).unwrap_or_default();
-        let facts = osm_log::read(&log, &p.engine);
+        let facts = osm_log::read(&log, p.engine.name());
         let vls = std::mem::take(&mut r.vl_table);
         Ok((
-            Run::from_opensm(&p.label, &p.engine, p.qos, &r, facts, self.limit),
+            Run::from_opensm(&p.label, p.engine.name(), p.qos, &r, facts, self.limit),
             vls,
         ))
     }
@@ -535,7 +580,7 @@ mod tests {
         };
         let p = plan(&a, false).unwrap();
         assert_eq!(p.len(), 10);
-        assert!(p.iter().any(|x| x.engine == OURS && !x.qos));
+        assert!(p.iter().any(|x| x.engine == OsmEngine::DfssspRs && !x.qos));
         assert_eq!(plan(&a, true).unwrap().len(), 12);
         let b = OsmArgs {
             routing_engines: vec!["ftre".into()],
