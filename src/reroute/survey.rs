@@ -6,7 +6,7 @@ use super::diff::{self, RoutedFabric};
 use super::guide::{Guide, GuideScratch};
 use crate::dfsssp::cdg::EdgeIndex;
 use crate::fabric::Fabric;
-use crate::graph::{SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};
+use crate::graph::{Dest, SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{for_each_column, DestPaths};
 
 /// What the survey (pass 1: which paths are kept) reads.
@@ -65,13 +65,14 @@ impl Survey<'_> {
             work: Vec::new(),
             unreachable: Vec::new(),
         };
-        let mut kept_old = vec![false; ons];
-        let mut kept = vec![false; ns];
-        let mut mask = vec![0u64; ons];
-        let mut flow = vec![0u64; ons];
-        let mut old_paths = DestPaths::new(ons);
-        let mut guided = GuideScratch::new(if self.guide.is_some() { ns } else { 0 });
-        let (new_of_old, chan_new) = (self.new_of_old, self.chan_new);
+        let mut sc = SurveyScratch {
+            kept_old: vec![false; ons],
+            kept: vec![false; ns],
+            mask: vec![0u64; ons],
+            flow: vec![0u64; ons],
+            old_paths: DestPaths::new(ons),
+            guided: GuideScratch::new(if self.guide.is_some() { ns } else { 0 }),
+        };
         let layers = or.layers.as_ref().filter(|_| self.layered);
         for_each_column(og, &or.lft, layers, odests, |od, col, lay| {
             let Some(col) = col else { return };
@@ -80,101 +81,139 @@ impl Survey<'_> {
             };
             let di = g.lid_dest()[usize::from(nd.lid)] as usize;
             out.seen.push(di);
-            old_paths.resolve_column(og, od, Some(col));
-            old_paths.compute_order();
+            sc.old_paths.resolve_column(og, od, Some(col));
+            sc.old_paths.compute_order();
             if let Some(guide) = self.guide {
-                guide.mark(g, nd, &mut guided);
+                guide.mark(g, nd, &mut sc.guided);
             }
-            // Root first: kept when delivering and the channel and the rest of the path remain.
-            kept_old.fill(false);
-            for &o in old_paths.order.iter().rev() {
-                if old_paths.end[o as usize].is_err() || new_of_old[o as usize] == NO_SWITCH {
-                    continue;
-                }
-                let c = old_paths.next[o as usize];
-                // (A switch whose path runs through one not kept is not kept either: below.)
-                let shortest = self.shortest.is_none_or(|(was, now)| {
-                    let now = now.get(new_of_old[o as usize], nd.switch);
-                    now >= was.get(o, od.switch) || old_paths.hops[o as usize] <= u32::from(now)
-                });
-                let guided_port = (c != NO_CHANNEL && chan_new[c as usize] != NO_CHANNEL)
-                    .then(|| g.chan_port()[chan_new[c as usize] as usize]);
-                let guide_keeps = self.guide.is_none_or(|gd| {
-                    gd.keeps(new_of_old[o as usize], guided_port, nd.lid, &guided)
-                });
-                kept_old[o as usize] = shortest
-                    && guide_keeps
-                    && (c == NO_CHANNEL
-                        || chan_new[c as usize] != NO_CHANNEL
-                            && kept_old[og.chan_head()[c as usize] as usize]);
-            }
-            // Loads of the kept routes and, per layer, their dependency edges: leaves first,
-            // each kept switch passes on its sources and the layers of the paths through it.
-            for &o in &old_paths.order {
-                let (o, s) = (o as usize, new_of_old[o as usize]);
-                if !kept_old[o] {
-                    continue;
-                }
-                flow[o] += u64::from(g.terminal_count()[s as usize]);
-                mask[o] |= 1u64 << lay.map_or(0, |l| l[o]);
-                let c = old_paths.next[o];
-                if c != NO_CHANNEL {
-                    let h = og.chan_head()[c as usize] as usize;
-                    let cn = chan_new[c as usize];
-                    out.load[cn as usize] += flow[o];
-                    flow[h] += flow[o];
-                    mask[h] |= mask[o];
-                    let c2 = old_paths.next[h];
-                    if c2 != NO_CHANNEL && !out.bits.is_empty() {
-                        let e = self.ei.edge(g, cn, chan_new[c2 as usize]) as usize;
-                        let mut m = mask[o];
-                        while m != 0 {
-                            out.bits[m.trailing_zeros() as usize][e / 64] |= 1 << (e % 64);
-                            m &= m - 1;
-                        }
-                    }
-                }
-            }
-            for &o in &old_paths.order {
-                flow[o as usize] = 0;
-                mask[o as usize] = 0;
-            }
+            self.mark_kept(od, nd, &mut sc);
+            self.count_kept(lay, &mut sc, &mut out);
             if self.subtract {
                 // The whole old tree, as the summary counted it (same terminals: links only).
-                crate::balance::add_dest_loads(og, &old_paths, &mut flow, &mut out.sub);
+                crate::balance::add_dest_loads(og, &sc.old_paths, &mut sc.flow, &mut out.sub);
             }
-            // Switches of the destination's part of the fabric whose path is not kept.
-            let root_comp = self.comp[nd.switch as usize];
-            let mut to_route = false;
-            kept.fill(false);
-            for (o, &k) in kept_old.iter().enumerate() {
-                if k {
-                    kept[new_of_old[o] as usize] = true;
-                }
-            }
-            for (s, &k) in kept.iter().enumerate() {
-                if k {
-                    out.paths_kept += 1;
-                } else if self.comp[s] == root_comp {
-                    to_route = true;
-                } else {
-                    out.unreachable.push((s as u32, nd.lid));
-                }
-            }
-            if to_route {
-                // Switch hops of the kept paths, for the shortest-path search; u32::MAX elsewhere.
-                let dist: Vec<u32> = (0..ns)
-                    .map(|s| {
-                        if kept[s] {
-                            old_paths.hops[self.old_of_new[s] as usize]
-                        } else {
-                            u32::MAX
-                        }
-                    })
-                    .collect();
-                out.work.push((di, dist));
-            }
+            self.split_rest(nd, di, &mut sc, &mut out);
         });
         out
     }
+
+    /// Root first: an old path is kept when it delivers and its channel and the rest of its
+    /// path remain (and it is still short enough, and the guide keeps it).
+    fn mark_kept(&self, od: &Dest, nd: &Dest, sc: &mut SurveyScratch) {
+        let (og, g) = (self.prev.graph, self.g);
+        let (new_of_old, chan_new) = (self.new_of_old, self.chan_new);
+        sc.kept_old.fill(false);
+        for &o in sc.old_paths.order.iter().rev() {
+            if sc.old_paths.end[o as usize].is_err() || new_of_old[o as usize] == NO_SWITCH {
+                continue;
+            }
+            let c = sc.old_paths.next[o as usize];
+            // (A switch whose path runs through one not kept is not kept either: below.)
+            let shortest = self.shortest.is_none_or(|(was, now)| {
+                let now = now.get(new_of_old[o as usize], nd.switch);
+                now >= was.get(o, od.switch) || sc.old_paths.hops[o as usize] <= u32::from(now)
+            });
+            let guided_port = (c != NO_CHANNEL && chan_new[c as usize] != NO_CHANNEL)
+                .then(|| g.chan_port()[chan_new[c as usize] as usize]);
+            let guide_keeps = self
+                .guide
+                .is_none_or(|gd| gd.keeps(new_of_old[o as usize], guided_port, nd.lid, &sc.guided));
+            sc.kept_old[o as usize] = shortest
+                && guide_keeps
+                && (c == NO_CHANNEL
+                    || chan_new[c as usize] != NO_CHANNEL
+                        && sc.kept_old[og.chan_head()[c as usize] as usize]);
+        }
+    }
+
+    /// Loads of the kept routes and, per layer (`lay`: the old layers' column), their
+    /// dependency edges: leaves first, each kept switch passes on its sources and the layers of
+    /// the paths through it.
+    fn count_kept(&self, lay: Option<&[u8]>, sc: &mut SurveyScratch, out: &mut Surveyed) {
+        let (og, g) = (self.prev.graph, self.g);
+        let (new_of_old, chan_new) = (self.new_of_old, self.chan_new);
+        // Loads of the kept routes and, per layer, their dependency edges: leaves first,
+        // each kept switch passes on its sources and the layers of the paths through it.
+        for &o in &sc.old_paths.order {
+            let (o, s) = (o as usize, new_of_old[o as usize]);
+            if !sc.kept_old[o] {
+                continue;
+            }
+            sc.flow[o] += u64::from(g.terminal_count()[s as usize]);
+            sc.mask[o] |= 1u64 << lay.map_or(0, |l| l[o]);
+            let c = sc.old_paths.next[o];
+            if c != NO_CHANNEL {
+                let h = og.chan_head()[c as usize] as usize;
+                let cn = chan_new[c as usize];
+                out.load[cn as usize] += sc.flow[o];
+                sc.flow[h] += sc.flow[o];
+                sc.mask[h] |= sc.mask[o];
+                let c2 = sc.old_paths.next[h];
+                if c2 != NO_CHANNEL && !out.bits.is_empty() {
+                    let e = self.ei.edge(g, cn, chan_new[c2 as usize]) as usize;
+                    let mut m = sc.mask[o];
+                    while m != 0 {
+                        out.bits[m.trailing_zeros() as usize][e / 64] |= 1 << (e % 64);
+                        m &= m - 1;
+                    }
+                }
+            }
+        }
+        for &o in &sc.old_paths.order {
+            sc.flow[o as usize] = 0;
+            sc.mask[o as usize] = 0;
+        }
+    }
+
+    /// The new destination's switches by what becomes of their paths: kept, routed again
+    /// (`out.work`, with the kept paths' hops) or cleared (in another part of the fabric).
+    fn split_rest(&self, nd: &Dest, di: usize, sc: &mut SurveyScratch, out: &mut Surveyed) {
+        let ns = self.g.num_switches();
+        let new_of_old = self.new_of_old;
+        // Switches of the destination's part of the fabric whose path is not kept.
+        let root_comp = self.comp[nd.switch as usize];
+        let mut to_route = false;
+        sc.kept.fill(false);
+        for (o, &k) in sc.kept_old.iter().enumerate() {
+            if k {
+                sc.kept[new_of_old[o] as usize] = true;
+            }
+        }
+        for (s, &k) in sc.kept.iter().enumerate() {
+            if k {
+                out.paths_kept += 1;
+            } else if self.comp[s] == root_comp {
+                to_route = true;
+            } else {
+                out.unreachable.push((s as u32, nd.lid));
+            }
+        }
+        if to_route {
+            // Switch hops of the kept paths, for the shortest-path search; u32::MAX elsewhere.
+            let dist: Vec<u32> = (0..ns)
+                .map(|s| {
+                    if sc.kept[s] {
+                        sc.old_paths.hops[self.old_of_new[s] as usize]
+                    } else {
+                        u32::MAX
+                    }
+                })
+                .collect();
+            out.work.push((di, dist));
+        }
+    }
+}
+
+/// Per-destination scratch of the survey, allocated once per chunk.
+struct SurveyScratch {
+    /// Old switches whose path is kept.
+    kept_old: Vec<bool>,
+    /// The same, by new switch.
+    kept: Vec<bool>,
+    /// Per old switch: the layers of the kept paths through it, as bits.
+    mask: Vec<u64>,
+    /// Per old switch: the sources whose kept paths pass it, not yet counted further.
+    flow: Vec<u64>,
+    old_paths: DestPaths,
+    guided: GuideScratch,
 }

@@ -157,23 +157,12 @@ pub fn check_lanes_of(
             part
         })
         .collect();
-    let mut bits: Vec<Option<Vec<u64>>> = vec![None; nl];
-    let mut paths = vec![0u64; nl];
-    let (mut bad_lane, mut unknown) = (0, 0);
-    for part in parts {
-        bad_lane += part.bad_lane;
-        unknown += part.unknown;
-        for (a, b) in paths.iter_mut().zip(&part.paths) {
-            *a += b;
-        }
-        for (acc, b) in bits.iter_mut().zip(part.bits) {
-            match (acc.as_mut(), b) {
-                (_, None) => {}
-                (None, Some(b)) => *acc = Some(b),
-                (Some(a), Some(b)) => a.iter_mut().zip(&b).for_each(|(x, y)| *x |= y),
-            }
-        }
-    }
+    let LaneChunk {
+        bits,
+        paths,
+        bad_lane,
+        unknown,
+    } = LaneChunk::merged(parts, nl);
     let mut lanes = Vec::with_capacity(nl);
     let mut edges: Vec<(u32, u32)> = Vec::new();
     for (lane, b) in bits.iter().enumerate() {
@@ -181,41 +170,7 @@ pub fn check_lanes_of(
         if let Some(b) = b {
             slots.for_each_edge(g, b, |c1, c2| edges.push((c1, c2)));
         }
-        let cycle = find_cdg_cycle(g.num_channels(), &edges);
-        let (hops, text) = match &cycle {
-            Some(chans) => {
-                let hops: Vec<ChannelHop> = chans
-                    .iter()
-                    .map(|&c| ChannelHop {
-                        channel: c,
-                        switch: g.chan_tail()[c as usize],
-                        port: g.chan_port()[c as usize],
-                    })
-                    .collect();
-                let named = hops
-                    .iter()
-                    .map(|h| CycleHop {
-                        switch_guid: switch_guid(f, g, h.switch),
-                        switch: switch_name(f, g, h.switch),
-                        port: h.port,
-                    })
-                    .collect();
-                let err = VerifyError::CreditLoop {
-                    layer: lane as u8,
-                    cycle: hops,
-                };
-                (Some(named), Some(err.describe(f, g)))
-            }
-            None => (None, None),
-        };
-        lanes.push(LaneCheck {
-            lane: lane as u8,
-            paths: paths[lane],
-            dependencies: edges.len() as u64,
-            acyclic: cycle.is_none(),
-            cycle: hops,
-            cycle_text: text,
-        });
+        lanes.push(lane_check(f, g, lane, paths[lane], &edges));
     }
     DeadlockCheck {
         deadlock_free: bad_lane == 0 && lanes.iter().all(|l| l.acyclic),
@@ -228,6 +183,81 @@ pub fn check_lanes_of(
             .into_iter()
             .map(|b| b.unwrap_or_else(|| vec![0u64; words]))
             .collect(),
+    }
+}
+
+/// Lane `lane`'s check from its `paths` and its channel dependencies `edges`: acyclic, or the
+/// credit loop found, named.
+fn lane_check(
+    f: &Fabric,
+    g: &SwitchGraph,
+    lane: usize,
+    paths: u64,
+    edges: &[(u32, u32)],
+) -> LaneCheck {
+    let cycle = find_cdg_cycle(g.num_channels(), edges);
+    let (hops, text) = match &cycle {
+        Some(chans) => {
+            let hops: Vec<ChannelHop> = chans
+                .iter()
+                .map(|&c| ChannelHop {
+                    channel: c,
+                    switch: g.chan_tail()[c as usize],
+                    port: g.chan_port()[c as usize],
+                })
+                .collect();
+            let named = hops
+                .iter()
+                .map(|h| CycleHop {
+                    switch_guid: switch_guid(f, g, h.switch),
+                    switch: switch_name(f, g, h.switch),
+                    port: h.port,
+                })
+                .collect();
+            let err = VerifyError::CreditLoop {
+                layer: lane as u8,
+                cycle: hops,
+            };
+            (Some(named), Some(err.describe(f, g)))
+        }
+        None => (None, None),
+    };
+    LaneCheck {
+        lane: lane as u8,
+        paths,
+        dependencies: edges.len() as u64,
+        acyclic: cycle.is_none(),
+        cycle: hops,
+        cycle_text: text,
+    }
+}
+
+impl LaneChunk {
+    /// The chunks' counts added up and their dependency bits or-ed, lane by lane.
+    fn merged(parts: Vec<LaneChunk>, nl: usize) -> LaneChunk {
+        let mut bits: Vec<Option<Vec<u64>>> = vec![None; nl];
+        let mut paths = vec![0u64; nl];
+        let (mut bad_lane, mut unknown) = (0, 0);
+        for part in parts {
+            bad_lane += part.bad_lane;
+            unknown += part.unknown;
+            for (a, b) in paths.iter_mut().zip(&part.paths) {
+                *a += b;
+            }
+            for (acc, b) in bits.iter_mut().zip(part.bits) {
+                match (acc.as_mut(), b) {
+                    (_, None) => {}
+                    (None, Some(b)) => *acc = Some(b),
+                    (Some(a), Some(b)) => a.iter_mut().zip(&b).for_each(|(x, y)| *x |= y),
+                }
+            }
+        }
+        LaneChunk {
+            bits,
+            paths,
+            bad_lane,
+            unknown,
+        }
     }
 }
 
