@@ -29,6 +29,10 @@ pub struct LaneCheck {
     /// Distinct edges of the lane's channel dependency graph.
     pub dependencies: u64,
     pub acyclic: bool,
+    /// Acyclic over the data paths alone (from switches with CAs to CA and router LIDs): where
+    /// `acyclic` is false and this true, every loop needs a path to a switch LID (management
+    /// traffic, which e.g. nue's model leaves out by default).
+    pub data_acyclic: bool,
     /// A cycle of the lane's CDG (a credit loop), in order, when there is one.
     pub cycle: Option<Vec<CycleHop>>,
     /// The cycle as text (`VerifyError::describe`).
@@ -39,6 +43,9 @@ pub struct LaneCheck {
 pub struct DeadlockCheck {
     /// Every lane's CDG is acyclic (and no path has a lane beyond the declared ones).
     pub deadlock_free: bool,
+    /// The same over the data paths alone ([`LaneCheck::data_acyclic`]): CA-to-CA traffic
+    /// cannot deadlock, whatever the paths to switch LIDs do.
+    pub data_deadlock_free: bool,
     /// Lanes the routing declares (path-SL dump: highest SL + 1; else 1).
     pub lanes_declared: u8,
     /// Lanes holding at least one path.
@@ -86,6 +93,8 @@ pub fn lid_owner(f: &Fabric, g: &SwitchGraph, lid: u16) -> String {
 struct LaneChunk {
     /// Per lane: bitset over dependency slots, allocated on first use.
     bits: Vec<Option<Vec<u64>>>,
+    /// The same over the data paths alone (sources with CAs, DLIDs of CA and router ports).
+    data_bits: Vec<Option<Vec<u64>>>,
     paths: Vec<u64>,
     bad_lane: u64,
     unknown: u64,
@@ -119,6 +128,7 @@ pub fn check_lanes_of(
         .map(|k| {
             let mut part = LaneChunk {
                 bits: vec![None; nl],
+                data_bits: vec![None; nl],
                 paths: vec![0; nl],
                 bad_lane: 0,
                 unknown: 0,
@@ -142,13 +152,20 @@ pub fn check_lanes_of(
                         continue;
                     }
                     part.paths[lane] += 1;
+                    let data = g.terminal_count()[s as usize] > 0 && d.exit_port != 0;
                     let bits = part.bits[lane].get_or_insert_with(|| vec![0u64; words]);
+                    let mut data_bits =
+                        data.then(|| part.data_bits[lane].get_or_insert_with(|| vec![0u64; words]));
                     let mut prev = NO_CHANNEL;
                     // Delivered or not, every channel taken creates dependencies.
                     let _ = walk(g, &r.lft, s, d.lid, |c| {
                         if prev != NO_CHANNEL {
                             let slot = slots.slot(g, prev, c);
-                            bits[(slot / 64) as usize] |= 1u64 << (slot % 64);
+                            let (w, bit) = ((slot / 64) as usize, 1u64 << (slot % 64));
+                            bits[w] |= bit;
+                            if let Some(db) = data_bits.as_mut() {
+                                db[w] |= bit;
+                            }
                         }
                         prev = c;
                     });
@@ -159,21 +176,31 @@ pub fn check_lanes_of(
         .collect();
     let LaneChunk {
         bits,
+        data_bits,
         paths,
         bad_lane,
         unknown,
     } = LaneChunk::merged(parts, nl);
     let mut lanes = Vec::with_capacity(nl);
     let mut edges: Vec<(u32, u32)> = Vec::new();
-    for (lane, b) in bits.iter().enumerate() {
+    for (lane, (b, db)) in bits.iter().zip(&data_bits).enumerate() {
         edges.clear();
         if let Some(b) = b {
             slots.for_each_edge(g, b, |c1, c2| edges.push((c1, c2)));
         }
-        lanes.push(lane_check(f, g, lane, paths[lane], &edges));
+        let mut check = lane_check(f, g, lane, paths[lane], &edges);
+        if !check.acyclic {
+            edges.clear();
+            if let Some(db) = db {
+                slots.for_each_edge(g, db, |c1, c2| edges.push((c1, c2)));
+            }
+            check.data_acyclic = find_cdg_cycle(g.num_channels(), &edges).is_none();
+        }
+        lanes.push(check);
     }
     DeadlockCheck {
         deadlock_free: bad_lane == 0 && lanes.iter().all(|l| l.acyclic),
+        data_deadlock_free: bad_lane == 0 && lanes.iter().all(|l| l.data_acyclic),
         lanes_declared: r.num_layers,
         lanes_used: paths.iter().filter(|&&p| p > 0).count() as u8,
         lanes,
@@ -227,8 +254,20 @@ fn lane_check(
         paths,
         dependencies: edges.len() as u64,
         acyclic: cycle.is_none(),
+        data_acyclic: cycle.is_none(),
         cycle: hops,
         cycle_text: text,
+    }
+}
+
+/// `acc |= more`, lane by lane (a lane's bitset allocated where either has one).
+fn or_lanes(acc: &mut [Option<Vec<u64>>], more: Vec<Option<Vec<u64>>>) {
+    for (acc, b) in acc.iter_mut().zip(more) {
+        match (acc.as_mut(), b) {
+            (_, None) => {}
+            (None, Some(b)) => *acc = Some(b),
+            (Some(a), Some(b)) => a.iter_mut().zip(&b).for_each(|(x, y)| *x |= y),
+        }
     }
 }
 
@@ -236,6 +275,7 @@ impl LaneChunk {
     /// The chunks' counts added up and their dependency bits or-ed, lane by lane.
     fn merged(parts: Vec<LaneChunk>, nl: usize) -> LaneChunk {
         let mut bits: Vec<Option<Vec<u64>>> = vec![None; nl];
+        let mut data_bits: Vec<Option<Vec<u64>>> = vec![None; nl];
         let mut paths = vec![0u64; nl];
         let (mut bad_lane, mut unknown) = (0, 0);
         for part in parts {
@@ -244,16 +284,12 @@ impl LaneChunk {
             for (a, b) in paths.iter_mut().zip(&part.paths) {
                 *a += b;
             }
-            for (acc, b) in bits.iter_mut().zip(part.bits) {
-                match (acc.as_mut(), b) {
-                    (_, None) => {}
-                    (None, Some(b)) => *acc = Some(b),
-                    (Some(a), Some(b)) => a.iter_mut().zip(&b).for_each(|(x, y)| *x |= y),
-                }
-            }
+            or_lanes(&mut bits, part.bits);
+            or_lanes(&mut data_bits, part.data_bits);
         }
         LaneChunk {
             bits,
+            data_bits,
             paths,
             bad_lane,
             unknown,
@@ -300,6 +336,26 @@ mod tests {
             c.lanes.iter().map(|l| l.paths).sum::<u64>(),
             out.verified.unwrap().paths
         );
+    }
+
+    /// On a fat tree SSSP's routes to CA LIDs go up, then down (acyclic), while its routes to
+    /// switch LIDs dip down and up again and close loops: those carry management traffic only.
+    /// On a ring the CA routes themselves loop.
+    #[test]
+    fn loops_through_switch_lids_alone_are_told_apart() {
+        let f = topo::by_name("ktree:4,3").unwrap();
+        let g = SwitchGraph::new(&f).unwrap();
+        let d = check_lanes(&f, &g, &crate::sssp::route(&g));
+        assert!(
+            !d.deadlock_free,
+            "SSSP's switch-LID routes loop on a 3-level tree"
+        );
+        assert!(d.data_deadlock_free);
+        assert!(d.lanes.iter().any(|l| !l.acyclic && l.data_acyclic));
+        let f = topo::by_name("torus:5,1").unwrap();
+        let g = SwitchGraph::new(&f).unwrap();
+        let d = check_lanes(&f, &g, &crate::sssp::route(&g));
+        assert!(!d.deadlock_free && !d.data_deadlock_free);
     }
 
     #[test]

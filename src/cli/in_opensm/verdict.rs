@@ -154,10 +154,15 @@ impl Run {
             .filter(|l| l.cycle.is_some())
             .map(|l| l.lane.to_string())
             .collect();
+        // Loops that need a path to a switch LID carry management traffic only (nue's model
+        // leaves those paths out by default): a caveat, not a verdict on the data traffic.
+        let management_only = !d.deadlock_free && d.data_deadlock_free;
         let checked = if d.deadlock_free {
             "no".to_string()
         } else if looped.is_empty() {
             "yes".to_string()
+        } else if management_only {
+            format!("switch LIDs only (lane {})", looped.join(","))
         } else {
             format!("yes (lane {})", looped.join(","))
         };
@@ -168,7 +173,8 @@ impl Run {
                 count: Some(d.lanes_used),
                 source: "path-SL dump",
                 loops: checked,
-                deadlock_free: Some(d.deadlock_free),
+                deadlock_free: Some(d.data_deadlock_free),
+                management_only,
             }
         } else if let Some(sls) = self
             .stock_sls
@@ -182,6 +188,7 @@ impl Run {
                 source: "OpenSM's VL table (debug log)",
                 loops: format!("{} (ibdmchk, CA-CA)", if free { "no" } else { "yes" }),
                 deadlock_free: sls.deadlock_free,
+                management_only: false,
             }
         } else if OWN_SLS.contains(&used) {
             // the engine's SLs stay inside OpenSM's SA: routes checked in one lane only
@@ -199,6 +206,7 @@ impl Run {
                 },
                 loops,
                 deadlock_free: free,
+                management_only: false,
             }
         } else {
             // no path_sl callback (nue: nue_max_num_vls 1 by default): every route on SL 0
@@ -206,7 +214,8 @@ impl Run {
                 count: Some(1),
                 source: "one SL (no path_sl)",
                 loops: checked,
-                deadlock_free: Some(d.deadlock_free),
+                deadlock_free: Some(d.data_deadlock_free),
+                management_only,
             }
         }
     }
@@ -234,9 +243,13 @@ pub struct Lanes {
     pub count: Option<u8>,
     /// Where the count comes from.
     pub source: &'static str,
-    /// Credit loops: "no", "yes (lane 0)", "no (any SLs)", "unknown (SLs not dumped)".
+    /// Credit loops: "no", "yes (lane 0)", "switch LIDs only (lane 0)", "no (any SLs)",
+    /// "unknown (SLs not dumped)".
     pub loops: String,
+    /// No credit loop among the data (CA-to-CA) paths, as far as can be known.
     pub deadlock_free: Option<bool>,
+    /// Loops there are, but each needs a path to a switch LID (management traffic).
+    pub management_only: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -422,11 +435,17 @@ fn explain_choice(why: &mut Vec<String>, best: &Run, sound: &[&Run], top: f64, c
     let what = |r: &Run| {
         let ll = r.lanes_and_loops();
         format!(
-            "Λ {}{}, {} lane(s), no credit loops, every destination reached, routed in {} s",
+            "Λ {}{}, {} lane(s), {}, every destination reached, routed in {} s",
             f4(r.lambda()),
             r.lambda_compute()
                 .map_or(String::new(), |c| format!(" (compute ports {c:.4})")),
             ll.count.map_or("unknown".into(), |n| n.to_string()),
+            match ll.management_only {
+                true =>
+                    "no credit loops among CA-to-CA paths (caveat: loops through paths to \
+                         switch LIDs, management traffic only)",
+                false => "no credit loops",
+            },
             r.log.routing_s.map_or("?".into(), |t| format!("{t:.3}"))
         )
     };
@@ -502,7 +521,9 @@ fn explain_unsound(why: &mut Vec<String>, runs: &[Run]) {
 const LEGEND: &str = "  routing s: OpenSM's routing phase (its log); RSS: opensm's peak; unreach: CA-to-LID pairs that
   do not deliver; credit loops: each lane's channel dependencies over every path a switch with
   CAs sends, through any switch, to any LID (the same for every engine: switches without CAs
-  send only their own management traffic, on SLs no dump records); lanes from the path-SL
+  send only their own management traffic, on SLs no dump records); \"switch LIDs only\": every
+  loop needs a path to a switch LID (management traffic; CA-to-CA traffic is loop-free: a
+  caveat, not disqualifying); lanes from the path-SL
   dump, engines without path_sl: one; \"unknown (SLs not dumped)\": the engine keeps its SLs
   in OpenSM's SA and its routes loop within one lane, which proves nothing for its real SLs;
   \"no (any SLs)\": no loop even within one lane; \"(ibdmchk, CA-CA)\": stock dfsssp's SLs
