@@ -387,6 +387,10 @@ fn report_lanes(rows: &mut Rows, ev: &Evaluation) {
         "deadlock check",
         if d.deadlock_free {
             "deadlock-free: every lane's channel dependency graph is acyclic".into()
+        } else if d.data_deadlock_free {
+            "NOT deadlock-free: every loop needs a path to a switch LID (management traffic); \
+             the CA-to-CA paths alone are acyclic"
+                .into()
         } else {
             "NOT deadlock-free".into()
         },
