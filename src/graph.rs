@@ -153,56 +153,15 @@ impl SwitchGraph {
             })
             .collect();
 
-        let mut in_start = vec![0u32; ns + 1];
-        for &h in &chan_head {
-            in_start[h as usize + 1] += 1;
-        }
-        for s in 0..ns {
-            in_start[s + 1] += in_start[s];
-        }
-        let mut fill = in_start.clone();
-        let mut in_chans = vec![0u32; nc];
-        for (c, &h) in chan_head.iter().enumerate() {
-            in_chans[fill[h as usize] as usize] = c as u32;
-            fill[h as usize] += 1;
-        }
+        let (in_start, in_chans) = in_channels(&chan_head, ns);
 
         let max_lid = f.max_lid();
-        let mut dests = Vec::new();
-        let mut terminals = Vec::new();
-        let mut terminal_count = vec![0u32; ns];
-        let mut aggregation_count = vec![0u32; ns];
-        for (ei, e) in f.endpoints().iter().enumerate() {
-            let (sw, exit) = if node_switch[e.node as usize] != NO_SWITCH && e.port == 0 {
-                (node_switch[e.node as usize], 0u8)
-            } else {
-                match remote.get(&PortRef {
-                    node: e.node,
-                    port: e.port,
-                }) {
-                    Some(r) if node_switch[r.node as usize] != NO_SWITCH => {
-                        (node_switch[r.node as usize], r.port)
-                    }
-                    _ => (NO_SWITCH, 0),
-                }
-            };
-            if e.port != 0 && sw != NO_SWITCH {
-                terminals.push((ei as u32, sw));
-                terminal_count[sw as usize] += 1;
-                if is_aggregation_node(&f.nodes()[e.node as usize].description) {
-                    aggregation_count[sw as usize] += 1;
-                }
-            }
-            for (k, lid) in e.lids().enumerate() {
-                dests.push(Dest {
-                    lid: lid as u16,
-                    endpoint: ei as u32,
-                    switch: sw,
-                    exit_port: exit,
-                    lid_offset: k as u8,
-                });
-            }
-        }
+        let Attached {
+            mut dests,
+            mut terminals,
+            terminal_count,
+            aggregation_count,
+        } = attach_endpoints(f, &node_switch, &remote);
         dests.sort_unstable_by_key(|d| d.lid);
         terminals.sort_unstable_by_key(|&(e, _)| f.endpoints()[e as usize].base_lid);
         let mut lid_dest = vec![NO_DEST; usize::from(max_lid) + 1];
@@ -573,6 +532,87 @@ pub fn order_by_distance(dist: &[u16], order: &mut Vec<u32>, counts: &mut Vec<u3
             order[*slot as usize] = s as u32;
             *slot += 1;
         }
+    }
+}
+
+/// The channels into each switch, grouped by head switch: (start per switch, channels).
+fn in_channels(chan_head: &[u32], ns: usize) -> (Vec<u32>, Vec<u32>) {
+    let nc = chan_head.len();
+    let mut in_start = vec![0u32; ns + 1];
+    for &h in chan_head {
+        in_start[h as usize + 1] += 1;
+    }
+    for s in 0..ns {
+        in_start[s + 1] += in_start[s];
+    }
+    let mut fill = in_start.clone();
+    let mut in_chans = vec![0u32; nc];
+    for (c, &h) in chan_head.iter().enumerate() {
+        in_chans[fill[h as usize] as usize] = c as u32;
+        fill[h as usize] += 1;
+    }
+    (in_start, in_chans)
+}
+
+/// The endpoints as the switches see them: destinations (one per LID), terminals, and per
+/// switch its CA/router ports and aggregation nodes.
+struct Attached {
+    /// Unsorted.
+    dests: Vec<Dest>,
+    /// (endpoint, switch), unsorted.
+    terminals: Vec<(u32, u32)>,
+    terminal_count: Vec<u32>,
+    aggregation_count: Vec<u32>,
+}
+
+/// Each endpoint's switch (itself for a switch's port 0, else the switch its port is cabled
+/// to; `NO_SWITCH` if none) and exit port.
+fn attach_endpoints(
+    f: &Fabric,
+    node_switch: &[u32],
+    remote: &HashMap<PortRef, PortRef>,
+) -> Attached {
+    let ns = node_switch.iter().filter(|&&s| s != NO_SWITCH).count();
+    let mut dests = Vec::new();
+    let mut terminals = Vec::new();
+    let mut terminal_count = vec![0u32; ns];
+    let mut aggregation_count = vec![0u32; ns];
+    for (ei, e) in f.endpoints().iter().enumerate() {
+        let (sw, exit) = if node_switch[e.node as usize] != NO_SWITCH && e.port == 0 {
+            (node_switch[e.node as usize], 0u8)
+        } else {
+            match remote.get(&PortRef {
+                node: e.node,
+                port: e.port,
+            }) {
+                Some(r) if node_switch[r.node as usize] != NO_SWITCH => {
+                    (node_switch[r.node as usize], r.port)
+                }
+                _ => (NO_SWITCH, 0),
+            }
+        };
+        if e.port != 0 && sw != NO_SWITCH {
+            terminals.push((ei as u32, sw));
+            terminal_count[sw as usize] += 1;
+            if is_aggregation_node(&f.nodes()[e.node as usize].description) {
+                aggregation_count[sw as usize] += 1;
+            }
+        }
+        for (k, lid) in e.lids().enumerate() {
+            dests.push(Dest {
+                lid: lid as u16,
+                endpoint: ei as u32,
+                switch: sw,
+                exit_port: exit,
+                lid_offset: k as u8,
+            });
+        }
+    }
+    Attached {
+        dests,
+        terminals,
+        terminal_count,
+        aggregation_count,
     }
 }
 

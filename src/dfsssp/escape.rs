@@ -179,17 +179,7 @@ pub(crate) fn prepare(
             Ok((esc_counts, load))
         })
         .collect();
-    let mut load = vec![0u64; g.num_channels()];
-    let mut esc_counts = vec![0u32; ei.num_edges()];
-    for r in shares {
-        let (share_counts, share_load) = r?;
-        for (t, c) in esc_counts.iter_mut().zip(share_counts) {
-            *t += c;
-        }
-        for (t, l) in load.iter_mut().zip(share_load) {
-            *t += l;
-        }
-    }
+    let (esc_counts, load) = sum_shares(shares, ei.num_edges(), g.num_channels())?;
     // Up*/Down* trees for the escape destinations, all their paths on the escape layer.
     if nd > usize::from(u16::MAX) {
         // Cannot happen: destinations are unicast LIDs.
@@ -347,25 +337,39 @@ pub(crate) fn run(
             wr.write(slot, routing, dl, &mut out);
         }
     } else {
-        // Every overflowing destination stays on pure Up*/Down*.
-        let mut tree = DestTree::new(ns);
-        for (di, d) in g.dests().iter().enumerate() {
-            if !esc[di] {
-                continue;
-            }
-            dl[di * ns..(di + 1) * ns].fill(esc_layer);
-            tree.build_from_ports(g, d, |s| routing.lft.port(s, d.lid), &prep.comp)
-                .map_err(|f| internal(format!("escape routes to LID {}: {f:?}", d.lid)))?;
-            out.escape_dests += 1;
-            let to = prep.dist().to(d.switch);
-            for &s in &tree.order[1..] {
-                out.escape_routes += 1;
-                out.escape_minimal +=
-                    u64::from(tree.depth[s as usize] == u32::from(to[s as usize]));
-            }
-        }
+        pure_updown(prep, routing, dl, &esc, esc_layer, &mut out)?;
     }
     Ok(out)
+}
+
+/// Without settling, every overflowing destination (`esc`) stays on pure Up*/Down* (its
+/// routes already in `routing`): all its paths in the escape layer, counted in `out`.
+fn pure_updown(
+    prep: &Prepared,
+    routing: &Routing,
+    dl: &mut [u8],
+    esc: &[bool],
+    esc_layer: u8,
+    out: &mut EscapeOutcome,
+) -> Result<(), DfssspError> {
+    let g = prep.g;
+    let ns = g.num_switches();
+    let mut tree = DestTree::new(ns);
+    for (di, d) in g.dests().iter().enumerate() {
+        if !esc[di] {
+            continue;
+        }
+        dl[di * ns..(di + 1) * ns].fill(esc_layer);
+        tree.build_from_ports(g, d, |s| routing.lft.port(s, d.lid), &prep.comp)
+            .map_err(|f| internal(format!("escape routes to LID {}: {f:?}", d.lid)))?;
+        out.escape_dests += 1;
+        let to = prep.dist().to(d.switch);
+        for &s in &tree.order[1..] {
+            out.escape_routes += 1;
+            out.escape_minimal += u64::from(tree.depth[s as usize] == u32::from(to[s as usize]));
+        }
+    }
+    Ok(())
 }
 
 /// One escape destination on its way through settling.
@@ -503,6 +507,26 @@ impl<'a> Writer<'a> {
 
 /// One share of destinations' sums: escape-layer dependency counts and channel loads.
 type ShareSums = (Vec<u32>, Vec<u64>);
+
+/// The shares' escape-layer counts (`edges` of them) and channel loads (`channels`), added up.
+fn sum_shares(
+    shares: Vec<Result<ShareSums, DfssspError>>,
+    edges: usize,
+    channels: usize,
+) -> Result<ShareSums, DfssspError> {
+    let mut load = vec![0u64; channels];
+    let mut esc_counts = vec![0u32; edges];
+    for r in shares {
+        let (share_counts, share_load) = r?;
+        for (t, c) in esc_counts.iter_mut().zip(share_counts) {
+            *t += c;
+        }
+        for (t, l) in load.iter_mut().zip(share_load) {
+            *t += l;
+        }
+    }
+    Ok((esc_counts, load))
+}
 
 fn internal(msg: String) -> DfssspError {
     DfssspError::Internal(msg)
@@ -732,41 +756,47 @@ impl<'a, 'c> Settler<'a, 'c> {
                 self.delta.flush(g, ei, &self.th, self.counts);
                 return Ok(());
             }
-            // The failed sources join A with their Up*/Down* paths; placed paths through a
-            // switch that joined A change, so they are taken out again (`flag` marks them).
-            for &s in &self.th.order {
-                self.flag[s as usize] = false;
-            }
-            self.joined.clear();
-            for &s in &self.failed {
-                let mut x = s;
-                while !self.in_a[x as usize] {
-                    self.in_a[x as usize] = true;
-                    self.flag[x as usize] = true;
-                    self.joined.push(x);
-                    self.a_nodes.push(x);
-                    x = self.tu.parent(g, x);
-                }
-            }
-            for &s in &self.th.order[1..] {
-                let su = s as usize;
-                self.flag[su] |= self.flag[self.th.parent(g, s) as usize];
-                if self.flag[su] && self.is_placed[su] {
-                    self.delta.sub(su, self.pl[su], weight[su]);
-                    self.is_placed[su] = false;
-                }
-            }
-            self.delta.flush(g, ei, &self.th, self.counts);
-            for &s in &self.th.order {
-                self.flag[s as usize] = false;
-            }
-            // The switches that joined A forward by Up*/Down* from now on.
-            for &x in &self.joined {
-                self.th.next[x as usize] = self.tu.next[x as usize];
-            }
+            self.join_failed_to_a();
             self.th
                 .link(g, root)
                 .map_err(|f| internal(format!("hybrid tree for LID {lid} broken: {f:?}")))?;
+        }
+    }
+
+    /// The failed sources join A with their Up*/Down* paths; placed paths through a switch
+    /// that joined A change, so they are taken out again (`flag` marks them). The caller
+    /// relinks the hybrid tree.
+    fn join_failed_to_a(&mut self) {
+        let (g, ei, weight) = (self.prep.g, &self.prep.ei, &self.prep.weight);
+        for &s in &self.th.order {
+            self.flag[s as usize] = false;
+        }
+        self.joined.clear();
+        for &s in &self.failed {
+            let mut x = s;
+            while !self.in_a[x as usize] {
+                self.in_a[x as usize] = true;
+                self.flag[x as usize] = true;
+                self.joined.push(x);
+                self.a_nodes.push(x);
+                x = self.tu.parent(g, x);
+            }
+        }
+        for &s in &self.th.order[1..] {
+            let su = s as usize;
+            self.flag[su] |= self.flag[self.th.parent(g, s) as usize];
+            if self.flag[su] && self.is_placed[su] {
+                self.delta.sub(su, self.pl[su], weight[su]);
+                self.is_placed[su] = false;
+            }
+        }
+        self.delta.flush(g, ei, &self.th, self.counts);
+        for &s in &self.th.order {
+            self.flag[s as usize] = false;
+        }
+        // The switches that joined A forward by Up*/Down* from now on.
+        for &x in &self.joined {
+            self.th.next[x as usize] = self.tu.next[x as usize];
         }
     }
 }

@@ -187,9 +187,34 @@ pub(crate) fn read(api: &ffi::Api, osm: &LockedSubnet<'_>) -> Result<Subnet, Fab
         }
     }
 
-    // Stock dfsssp drops throttled links outright, which can split the fabric; keep those that
-    // join what the other links leave apart.
-    let mut joined = UnionFind::new(nodes.len());
+    add_joining_throttled(&mut b, nodes.len(), throttled, &mut skipped)?;
+
+    set_port_lids(osm, &index, &mut b, &mut skipped)?;
+
+    Ok(Subnet {
+        fabric: b.build()?,
+        limits,
+        osm_switches: osm.switch_count(),
+        min_data_vls: min_vls,
+        qos: opt.qos,
+        lmc: opt.lmc,
+        dump_dir: opt.dump_dir,
+        config_file: opt.config_file,
+        plugin_options: opt.plugin_options,
+        routing_options: opt.routing_options,
+        skipped,
+    })
+}
+
+/// Stock dfsssp drops throttled links outright, which can split the fabric; keep those that
+/// join what the other links (of `n` nodes) leave apart.
+fn add_joining_throttled(
+    b: &mut FabricBuilder,
+    n: usize,
+    throttled: Vec<(PortRef, PortRef)>,
+    skipped: &mut SkipCounts,
+) -> Result<(), FabricError> {
+    let mut joined = UnionFind::new(n);
     for l in b.links() {
         joined.union(l.a.node, l.b.node);
     }
@@ -201,7 +226,17 @@ pub(crate) fn read(api: &ffi::Api, osm: &LockedSubnet<'_>) -> Result<Subnet, Fab
             skipped.throttled_links += 1;
         }
     }
+    Ok(())
+}
 
+/// The base LID and LMC of every port OpenSM knows with a LID (`index`: OpenSM node object ->
+/// fabric node index).
+fn set_port_lids(
+    osm: &LockedSubnet<'_>,
+    index: &HashMap<usize, u32>,
+    b: &mut FabricBuilder,
+    skipped: &mut SkipCounts,
+) -> Result<(), FabricError> {
     for port in osm.ports() {
         let Some(p) = port.physp() else { continue };
         let Some(&idx) = index.get(&port.node_id()) else {
@@ -222,20 +257,7 @@ pub(crate) fn read(api: &ffi::Api, osm: &LockedSubnet<'_>) -> Result<Subnet, Fab
             port.lmc(),
         )?;
     }
-
-    Ok(Subnet {
-        fabric: b.build()?,
-        limits,
-        osm_switches: osm.switch_count(),
-        min_data_vls: min_vls,
-        qos: opt.qos,
-        lmc: opt.lmc,
-        dump_dir: opt.dump_dir,
-        config_file: opt.config_file,
-        plugin_options: opt.plugin_options,
-        routing_options: opt.routing_options,
-        skipped,
-    })
+    Ok(())
 }
 
 #[cfg(test)]
