@@ -739,10 +739,8 @@ impl<'a> Breaker<'a> {
         std::hint::black_box(sink);
     }
 
-    /// The layer of every path, destination-major (`[di * S + s]`, 0 where there is no path),
-    /// the destinations with a path outside layer 0, and the per-layer edge counts, cuts and
-    /// moved paths.
-    pub fn finish(self) -> (Vec<u8>, Vec<u32>, Vec<Vec<u32>>, u64, u64) {
+    /// What cycle breaking left ([`BrokenLayers`]).
+    pub fn finish(self) -> BrokenLayers {
         let ns = self.g.num_switches();
         let mut dl = vec![0u8; self.g.dests().len() * ns];
         let touched = &self.touched;
@@ -761,8 +759,27 @@ impl<'a> Breaker<'a> {
         let moved: Vec<u32> = (0..touched.len() as u32)
             .filter(|&di| touched[di as usize])
             .collect();
-        (dl, moved, self.counts, self.cuts, self.moved_paths)
+        BrokenLayers {
+            dest_layers: dl,
+            moved_dests: moved,
+            counts: self.counts,
+            cuts: self.cuts,
+            moved_paths: self.moved_paths,
+        }
     }
+}
+
+/// What cycle breaking left.
+pub struct BrokenLayers {
+    /// The layer of every path, destination-major (`[di * S + s]`, 0 where there is no path).
+    pub dest_layers: Vec<u8>,
+    /// The destinations with a path outside layer 0.
+    pub moved_dests: Vec<u32>,
+    /// Per layer, the paths over each dependency edge.
+    pub counts: Vec<Vec<u32>>,
+    /// Dependency edges cut, and paths moved to another layer.
+    pub cuts: u64,
+    pub moved_paths: u64,
 }
 
 /// What a batched move reads of a tree position besides its [`TreeNode`](super::cdg::TreeNode).

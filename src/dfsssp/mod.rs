@@ -687,13 +687,13 @@ fn breaking_run(
             needed = Some(cap);
         }
     }
-    let (dl, touched, counts, cuts, moved) = br.finish();
+    let broken = br.finish();
     CycleBreaking {
         needed,
-        counts,
-        cuts,
-        moved,
-        dest_layers: Some((dl, touched)),
+        counts: broken.counts,
+        cuts: broken.cuts,
+        moved: broken.moved_paths,
+        dest_layers: Some((broken.dest_layers, broken.moved_dests)),
         escape_ahead,
     }
 }

@@ -67,16 +67,16 @@ impl BreakFixture {
             i += 1;
         }
         let batched = br.batched();
-        let (dl, touched, counts, cuts, moved) = br.finish();
+        let b = br.finish();
         let mut layers = SwitchLidTable::new(g.num_switches(), self.r.lft.max_lid, 0);
-        layers_from_dest_major(g, &dl, &touched, &mut layers);
+        layers_from_dest_major(g, &b.dest_layers, &b.moved_dests, &mut layers);
         BreakOutcome {
             batched,
             layers,
-            touched,
-            counts,
-            cuts,
-            moved,
+            touched: b.moved_dests,
+            counts: b.counts,
+            cuts: b.cuts,
+            moved: b.moved_paths,
         }
     }
 }
