@@ -9,10 +9,34 @@ use crate::dfsssp::dyntopo::{DynTopo, TopoScratch};
 use crate::graph::SwitchGraph;
 use crate::routing::Lft;
 
-/// A next hop for a re-routed switch: (hops to the destination through it, sort key (a
-/// different port than before, a layer other than the path's, load), channel, layer of the path
-/// it joins). Placing a path ([`super::place`]) ranks them; the layers take the first that fits.
-pub(super) type Candidate = (u32, u64, u32, Option<u8>);
+/// A next hop for a re-routed switch. Placing a path ([`super::place`]) ranks them in field
+/// order (shortest, then the old port, then ...); the layers take the first that fits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Candidate {
+    /// Hops to the destination through it.
+    pub hops: u32,
+    /// Not the port the switch used before (or the fresh routing's, after a repair).
+    pub moved: bool,
+    /// Its next switch's path is in another layer than this path's.
+    pub other_layer: bool,
+    /// Routes on the channel.
+    pub load: u64,
+    pub channel: u32,
+    /// The layer of the path it joins.
+    pub joins: Option<u8>,
+}
+
+/// A re-routed switch's path to place: to `lid` (on switch `root`), in `old_layer` before.
+pub(super) struct PathToPlace {
+    pub lid: u16,
+    pub root: u32,
+    pub old_layer: Option<u8>,
+    /// The candidate channel that gives the switch its old path back: only into the old layer
+    /// (an unchanged path keeps its SL).
+    pub same_path: Option<u32>,
+    /// The switch has CAs: its path's SL is what the SA answers, so it keeps its layer.
+    pub sa_visible: bool,
+}
 
 /// Cap on the channels one incremental cycle check may visit before it refuses (refusing is safe:
 /// the path tries the next layer).
@@ -120,24 +144,26 @@ impl<'a> Layering<'a> {
     /// switch the path joins first: all its edges but the first turn are there already.
     /// `same_path`, the candidate that gives the switch its old path back, goes only into the old
     /// layer (where it does not fit, the next candidate is tried): an unchanged path keeps its SL.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn place(
         &mut self,
         lft: &Lft,
-        lid: u16,
-        root: u32,
+        path: &PathToPlace,
         cands: &[Candidate],
-        old_layer: Option<u8>,
-        same_path: Option<u32>,
-        sa_visible: bool,
         num_layers: &mut u8,
     ) -> Option<(u32, u8)> {
+        let &PathToPlace {
+            lid,
+            root,
+            old_layer,
+            same_path,
+            sa_visible,
+        } = path;
         cands.first()?;
         let first = old_layer.unwrap_or(0).min(*num_layers - 1);
         match self.checks {
-            LayerChecks::Unchecked => return Some((cands[0].2, 0)),
+            LayerChecks::Unchecked => return Some((cands[0].channel, 0)),
             LayerChecks::AtEnd => {
-                let (_, _, c, joins) = cands[0];
+                let (c, joins) = (cands[0].channel, cands[0].joins);
                 let l = match joins {
                     Some(j) if !sa_visible && j < *num_layers && same_path != Some(c) => j,
                     _ => first,
@@ -154,7 +180,10 @@ impl<'a> Layering<'a> {
         }
         // The path first (the best candidate that fits anywhere), then its layer (the old one
         // if the path fits there).
-        for &(_, _, c, joins) in cands {
+        for &Candidate {
+            channel: c, joins, ..
+        } in cands
+        {
             let lead = match joins {
                 Some(j) if !sa_visible && j < *num_layers => j,
                 _ => first,
@@ -187,7 +216,7 @@ impl<'a> Layering<'a> {
             *num_layers += 1;
             let c = cands
                 .iter()
-                .map(|cand| cand.2)
+                .map(|cand| cand.channel)
                 .find(|&c| same_path != Some(c))?;
             self.trace(lft, lid, root, c);
             if self.insert(usize::from(l)) {

@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::guide::Guide;
-use super::layering::{Candidate, Layering};
+use super::layering::{Candidate, Layering, PathToPlace};
 use super::{FullReason, RerouteStats};
 use crate::graph::{Dest, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
@@ -68,16 +68,21 @@ pub(super) fn route_again(
                 let v = g.chan_head()[c as usize];
                 let h = sc.hop[v as usize];
                 if h != u32::MAX {
-                    let moved = u64::from(g.chan_port()[c as usize] != old_port);
+                    let moved = g.chan_port()[c as usize] != old_port;
                     let other_layer = match (&t.layers, old_layer) {
                         (Some(lt), Some(l)) if g.terminal_count()[s as usize] > 0 => {
-                            u64::from(lt.get(v, d.lid) != l)
+                            lt.get(v, d.lid) != l
                         }
-                        _ => 0,
+                        _ => false,
                     };
-                    let joins = t.layers.as_ref().map(|lt| lt.get(v, d.lid));
-                    let key = moved << 63 | other_layer << 62 | load[c as usize];
-                    sc.cands.push((h + 1, key, c, joins));
+                    sc.cands.push(Candidate {
+                        hops: h + 1,
+                        moved,
+                        other_layer,
+                        load: load[c as usize],
+                        channel: c,
+                        joins: t.layers.as_ref().map(|lt| lt.get(v, d.lid)),
+                    });
                 }
             }
             sc.cands.sort_unstable();
@@ -86,23 +91,20 @@ pub(super) fn route_again(
             let same_path = sc
                 .cands
                 .iter()
-                .map(|cand| cand.2)
+                .map(|cand| cand.channel)
                 .find(|&c| {
                     g.chan_port()[c as usize] == was && sc.same[g.chan_head()[c as usize] as usize]
                 })
                 .filter(|_| old_layer.is_some());
-            let sa_visible = g.terminal_count()[s as usize] > 0;
+            let path = PathToPlace {
+                lid: d.lid,
+                root: d.switch,
+                old_layer,
+                same_path,
+                sa_visible: g.terminal_count()[s as usize] > 0,
+            };
             let (c, l) = layering
-                .place(
-                    &t.lft,
-                    d.lid,
-                    d.switch,
-                    &sc.cands,
-                    old_layer,
-                    same_path,
-                    sa_visible,
-                    &mut num_layers,
-                )
+                .place(&t.lft, &path, &sc.cands, &mut num_layers)
                 .ok_or(FullReason::NoLayer {
                     switch: g.switch_guid(s),
                     lid: d.lid,
