@@ -527,7 +527,7 @@ pub struct EngineStats {
 const CANDIDATE_BUDGET_FLOOR: Duration = Duration::from_secs(1);
 
 /// The engine's log: (level, line).
-type Log = Vec<(LogLevel, String)>;
+pub(crate) type Log = Vec<(LogLevel, String)>;
 
 /// Routes the fabric with the configured engine and verifies the result before returning it:
 /// every route complete and, for dfsssp-rs, every layer's channel dependency graph acyclic,
@@ -731,7 +731,7 @@ fn make_deadlock_free(
         deadline: Some(Instant::now() + elapsed.max(CANDIDATE_BUDGET_FLOOR)),
         ..opts.clone()
     };
-    let mut layered = Layered {
+    let mut layered = candidates::Layered {
         routing,
         report,
         lambda: None,
@@ -752,20 +752,20 @@ fn make_deadlock_free(
         ));
     }
     let one_lane_candidate = one_lane_candidate.filter(|_| !one_lane_ties);
-    let setting = CandidateSetting {
+    let setting = candidates::CandidateSetting {
         graph,
         dist,
         cfg,
         opts: &candidate_opts,
     };
     if let Some(one) = one_lane_candidate.filter(|_| layered.routing.num_layers > 1) {
-        try_one_lane(&setting, one, &mut layered, log);
+        candidates::try_one_lane(&setting, one, &mut layered, log);
     }
     // Dimension-order routes on tori (and meshes), where the coordinates can be inferred.
     if cfg.qos && cfg.dor_candidate && budget >= 2 && sssp_efi.is_some() {
-        try_dimension_order(&setting, budget, &mut layered, log);
+        candidates::try_dimension_order(&setting, budget, &mut layered, log);
     }
-    let Layered {
+    let candidates::Layered {
         routing, report, ..
     } = layered;
     for line in report.log_lines() {
@@ -785,69 +785,6 @@ fn make_deadlock_free(
     }
     let sl_offset = u8::from(always || report.spare_lane);
     Ok((routing, report, sl_offset))
-}
-
-/// The deadlock-free routing kept so far, which a better candidate replaces.
-struct Layered {
-    routing: Routing,
-    report: LayerReport,
-    /// Its Λ, once measured.
-    lambda: Option<f64>,
-}
-
-/// What the candidate routings are computed on and with.
-struct CandidateSetting<'a> {
-    graph: &'a SwitchGraph,
-    dist: &'a SwitchDistances,
-    cfg: &'a EngineConfig,
-    /// The deadlock removal's options, with the candidates' deadline.
-    opts: &'a DfssspOptions,
-}
-
-/// The one-lane search's routing (`one`, the base routes to search from) instead of the layers'
-/// where it measures a higher Λ.
-fn try_one_lane(set: &CandidateSetting<'_>, mut one: Routing, kept: &mut Layered, log: &mut Log) {
-    use candidates::OneLaneVerdict;
-    let kind = set.cfg.kind;
-    match candidates::one_lane_if_better(set.graph, set.dist, &kept.routing, &mut one, set.opts) {
-        OneLaneVerdict::Better(one_report, line, l) => {
-            kept.routing = one;
-            kept.report = *one_report;
-            kept.lambda = Some(l);
-            log.push((LogLevel::Info, format!("{kind}: {line}")));
-        }
-        OneLaneVerdict::Kept(l) => kept.lambda = Some(l),
-        OneLaneVerdict::Dropped(Some(line)) => {
-            log.push((LogLevel::Info, format!("{kind}: {line}")));
-        }
-        OneLaneVerdict::Dropped(None) => {}
-    }
-}
-
-/// Dimension-order routes (tori, meshes) instead of the kept routing where they measure better.
-fn try_dimension_order(set: &CandidateSetting<'_>, budget: u8, kept: &mut Layered, log: &mut Log) {
-    let kind = set.cfg.kind;
-    let verdict = candidates::dor_if_better(
-        set.graph,
-        set.dist,
-        &kept.routing,
-        kept.lambda,
-        budget,
-        set.opts,
-    );
-    match verdict {
-        Some(candidates::DorVerdict::Better(better, line)) => {
-            (kept.routing, kept.report) = *better;
-            log.push((LogLevel::Info, format!("{kind}: {line}")));
-        }
-        Some(candidates::DorVerdict::Kept(line)) => {
-            log.push((LogLevel::Verbose, format!("{kind}: {line}")));
-        }
-        Some(candidates::DorVerdict::Stopped(line)) => {
-            log.push((LogLevel::Info, format!("{kind}: {line}")));
-        }
-        None => {}
-    }
 }
 
 /// The layers deadlock removal may use under `cfg`, and whether a lane is kept for multicast

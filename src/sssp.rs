@@ -165,7 +165,6 @@ fn route_once(
     // CA-to-CA routes per channel (the edge forwarding index's loads), beside the balancer's,
     // which count the routes to switch LIDs and sibling LIDs too.
     let mut ca_load = vec![0u64; g.num_channels()];
-    let is_ca_base = |d: &Dest| d.exit_port != 0 && d.lid_offset == 0;
 
     let order = if tree {
         routing_order_by(g, &nearest_sweep(g, dist))
@@ -215,6 +214,64 @@ fn route_once(
     } else {
         reroute_passes
     };
+    let mut placed = Placed {
+        bal,
+        rows_port,
+        ca_load,
+    };
+    rip_up(g, dist, &order, passes, &mut placed);
+    let Placed {
+        rows_port, ca_load, ..
+    } = placed;
+    let mut hops = SwitchLidTable::new(ns, g.max_lid(), NO_PATH);
+    lft.tables_mut()
+        .zip(hops.rows_mut())
+        .enumerate()
+        .par_bridge()
+        .for_each(|(s, (lft_row, hop_row))| {
+            for lid in 0..stride {
+                lft_row[lid] = rows_port[lid * ns + s];
+                hop_row[lid] = rows_hops[lid * ns + s];
+            }
+        });
+    let efi = ca_load.into_iter().max().unwrap_or(0);
+    (
+        Routing {
+            lft,
+            hops,
+            layers: None,
+            num_layers: 1,
+        },
+        efi,
+        feed.is_some() && passes == 0,
+    )
+}
+
+/// The balancer and what the passes placed: destination-major ports, CA-to-CA channel loads.
+struct Placed {
+    bal: Balancer,
+    rows_port: Vec<u8>,
+    ca_load: Vec<u64>,
+}
+
+/// Whether `d` is a CA port's base LID (its routes count in the edge forwarding index).
+#[inline]
+fn is_ca_base(d: &Dest) -> bool {
+    d.exit_port != 0 && d.lid_offset == 0
+}
+
+/// Up to `passes` rip-up passes over the destinations in `order`: each destination's routes
+/// taken out and chosen again against everything else; a pass that does not lower the highest
+/// load is undone and ends them.
+fn rip_up(
+    g: &SwitchGraph,
+    dist: &SwitchDistances,
+    order: &[u32],
+    passes: usize,
+    placed: &mut Placed,
+) {
+    let ns = g.num_switches();
+    let (bal, rows_port, ca_load) = (&mut placed.bal, &mut placed.rows_port, &mut placed.ca_load);
     let mut dag = MinimalDag {
         to: NO_SWITCH,
         ..Default::default()
@@ -244,12 +301,7 @@ fn route_once(
             let lid = usize::from(d.lid);
             bal.remove_row_load(g, &dag.order, &rows_port[lid * ns..(lid + 1) * ns]);
             if is_ca_base(&d) {
-                bal.mirror_removed(
-                    g,
-                    &dag.order,
-                    &rows_port[lid * ns..(lid + 1) * ns],
-                    &mut ca_load,
-                );
+                bal.mirror_removed(g, &dag.order, &rows_port[lid * ns..(lid + 1) * ns], ca_load);
             }
             // All other LIDs of the port, earlier and later, are placed now.
             let siblings = sibling_lids(g, &d);
@@ -265,39 +317,17 @@ fn route_once(
             }
             bal.add_tree_load(g, &dag.order);
             if is_ca_base(&d) {
-                bal.mirror_added(&dag.order, &mut ca_load);
+                bal.mirror_added(&dag.order, ca_load);
             }
             bal.clear_penalties();
         }
         if pinned || bal.max_load() >= before.0 {
             // No better than before: keep the previous pass (where this happens, on fat trees,
             // Λ does not move either).
-            (_, bal.load, rows_port, ca_load) = before;
+            (_, bal.load, *rows_port, *ca_load) = before;
             break;
         }
     }
-    let mut hops = SwitchLidTable::new(ns, g.max_lid(), NO_PATH);
-    lft.tables_mut()
-        .zip(hops.rows_mut())
-        .enumerate()
-        .par_bridge()
-        .for_each(|(s, (lft_row, hop_row))| {
-            for lid in 0..stride {
-                lft_row[lid] = rows_port[lid * ns + s];
-                hop_row[lid] = rows_hops[lid * ns + s];
-            }
-        });
-    let efi = ca_load.into_iter().max().unwrap_or(0);
-    (
-        Routing {
-            lft,
-            hops,
-            layers: None,
-            num_layers: 1,
-        },
-        efi,
-        feed.is_some() && passes == 0,
-    )
 }
 
 /// The LIDs of the port that owns `d.lid` (LMC siblings, `d` included), as a range of LIDs.

@@ -7,6 +7,8 @@ use crate::graph::{SwitchDistances, SwitchGraph};
 use crate::metrics;
 use crate::routing::Routing;
 
+use super::{EngineConfig, Log, LogLevel};
+
 /// Bisection patterns that decide between a candidate and the routing so far.
 pub(super) const CANDIDATE_PATTERNS: u32 = 64;
 
@@ -131,6 +133,78 @@ pub(super) fn dor_if_better(
              patterns): kept"
         ))
     })
+}
+
+/// The deadlock-free routing kept so far, which a better candidate replaces.
+pub(super) struct Layered {
+    pub(super) routing: Routing,
+    pub(super) report: LayerReport,
+    /// Its Λ, once measured.
+    pub(super) lambda: Option<f64>,
+}
+
+/// What the candidate routings are computed on and with.
+pub(super) struct CandidateSetting<'a> {
+    pub(super) graph: &'a SwitchGraph,
+    pub(super) dist: &'a SwitchDistances,
+    pub(super) cfg: &'a EngineConfig,
+    /// The deadlock removal's options, with the candidates' deadline.
+    pub(super) opts: &'a DfssspOptions,
+}
+
+/// The one-lane search's routing (`one`, the base routes to search from) instead of the layers'
+/// where it measures a higher Λ.
+pub(super) fn try_one_lane(
+    set: &CandidateSetting<'_>,
+    mut one: Routing,
+    kept: &mut Layered,
+    log: &mut Log,
+) {
+    let kind = set.cfg.kind;
+    match one_lane_if_better(set.graph, set.dist, &kept.routing, &mut one, set.opts) {
+        OneLaneVerdict::Better(one_report, line, l) => {
+            kept.routing = one;
+            kept.report = *one_report;
+            kept.lambda = Some(l);
+            log.push((LogLevel::Info, format!("{kind}: {line}")));
+        }
+        OneLaneVerdict::Kept(l) => kept.lambda = Some(l),
+        OneLaneVerdict::Dropped(Some(line)) => {
+            log.push((LogLevel::Info, format!("{kind}: {line}")));
+        }
+        OneLaneVerdict::Dropped(None) => {}
+    }
+}
+
+/// Dimension-order routes (tori, meshes) instead of the kept routing where they measure better.
+pub(super) fn try_dimension_order(
+    set: &CandidateSetting<'_>,
+    budget: u8,
+    kept: &mut Layered,
+    log: &mut Log,
+) {
+    let kind = set.cfg.kind;
+    let verdict = dor_if_better(
+        set.graph,
+        set.dist,
+        &kept.routing,
+        kept.lambda,
+        budget,
+        set.opts,
+    );
+    match verdict {
+        Some(DorVerdict::Better(better, line)) => {
+            (kept.routing, kept.report) = *better;
+            log.push((LogLevel::Info, format!("{kind}: {line}")));
+        }
+        Some(DorVerdict::Kept(line)) => {
+            log.push((LogLevel::Verbose, format!("{kind}: {line}")));
+        }
+        Some(DorVerdict::Stopped(line)) => {
+            log.push((LogLevel::Info, format!("{kind}: {line}")));
+        }
+        None => {}
+    }
 }
 
 #[cfg(test)]
