@@ -17,11 +17,9 @@
 //! their turns go forward they stay (on fat trees every CA LID's do). A second pass takes every
 //! destination out again and routes it against all the others (rip-up and reroute).
 //!
-//! Until 2026-11 the order grew during the searches too (a turn going backwards was admitted
-//! when a bounded cycle check found no cycle through the layer's edges): those checks were two
-//! thirds of the time on random fabrics for at most 0.4% of Λ (`benches/same-routes.sh`: random
-//! 128 switches 0.1196 -> 0.1192, 4x4x4 torus 0.6523 -> 0.6504, 6x6x6 torus 0.3079 -> 0.3082),
-//! and made the cost depend on how full the layer was rather than on the fabric.
+//! No cycle check runs while routing: admitting a backward turn after a bounded check through
+//! the layer bought at most 0.4% of Λ for two thirds of the time, and made the cost depend on
+//! how full the layer was rather than on the fabric (README, "One lane").
 //!
 //! **Completeness.** The order starts from the tree's turns (up to the lowest common ancestor,
 //! then down) and keeps them forward, so every switch can always reach every destination along

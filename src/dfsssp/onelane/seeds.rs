@@ -11,11 +11,9 @@ use crate::dfsssp::dyntopo::{DynTopo, TopoScratch};
 use crate::dfsssp::DfssspError;
 
 /// Channels one cycle check of the greedy pass may visit (refusing is safe: the edge stays out),
-/// and on average per candidate edge in all: the checks cost `O(E)` for `E` input dependency
-/// edges. The greedy pass was most of the order's cost (random 640 switches: 1.55 s with 4096 per
-/// check and no total, 0.58 s with these); Λ over 200 patterns moved by at most 0.3% either way
-/// (random 128/320/640 switches 0.4967/0.4060/0.3582 -> 0.4966/0.4061/0.3586, 6x6x6 torus 0.3091
-/// -> 0.3106). The torus needs long checks (64 per check: 0.3052), random fabrics do not.
+/// and on average per candidate edge in all, so that the pass costs `O(E)` for `E` input
+/// dependency edges. Tori need long checks (64 per check cost the 6x6x6 torus 1.7% of Λ), random
+/// fabrics do not; the total bound took the pass on random 640 switches from 1.55 to 0.58 s.
 const SEED_SEARCH_LIMIT: usize = 512;
 const SEED_WORK_PER_EDGE: u64 = 32;
 
