@@ -75,6 +75,7 @@ pub fn torus_2qos_conf(f: &Fabric, g: &SwitchGraph) -> Option<String> {
     }
     let guid = |s: u32| f.nodes()[g.switch_node()[s as usize] as usize].guid;
     let origin = vec![0u32; axes.len()];
+    let o = guid(*at.get(&origin)?);
     let torus = axes.iter().any(|a| a.wrap);
     let mut out = String::from(if torus { "torus" } else { "mesh" });
     for a in &axes {
@@ -100,7 +101,6 @@ pub fn torus_2qos_conf(f: &Fabric, g: &SwitchGraph) -> Option<String> {
             at.get(&c).copied()
         };
         let axis = ["x", "y", "z"][d];
-        let o = guid(at[&origin]);
         let _ = writeln!(out, "{axis}p_link 0x{o:016x} 0x{:016x}", guid(step(1)?));
         if a.wrap && a.size > 2 {
             let _ = writeln!(
