@@ -157,6 +157,10 @@ struct EngineArgs {
     /// output): off, when-free (the flag alone) or always (the plug-in's default)
     #[arg(long, default_value = "off", num_args = 0..=1, default_missing_value = "when-free")]
     mcast_lane: McastLane,
+    /// With QoS on, do not compute the one-lane routing beside the layers (the plug-in's
+    /// `one_lane_candidate 0`)
+    #[arg(long)]
+    no_one_lane_candidate: bool,
     #[command(flatten)]
     classes: ClassArgs,
 }
@@ -227,6 +231,7 @@ impl EngineArgs {
         c.lanes = self.lanes;
         c.qos = !self.no_qos;
         c.mcast_lane = self.mcast_lane;
+        c.one_lane_candidate = !self.no_one_lane_candidate;
         if let Some(lists) = self.classes.lists()? {
             let (classes, m) = lists.classes(f);
             for w in m {

@@ -53,6 +53,7 @@ pub mod cdg;
 pub(crate) mod dyntopo;
 mod escape;
 mod onelane;
+mod pace;
 mod prepared;
 mod report;
 mod switch_dests;
@@ -64,11 +65,11 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::graph::{SwitchDistances, SwitchGraph, NO_SWITCH};
-use crate::metrics::{effective_bisection_bandwidth, BisectionSpec};
 use crate::routing::{RouteFault, Routing, SwitchLidTable, NO_PATH};
 
 use breaking::Breaker;
 use cdg::TreeIndex;
+pub(crate) use pace::{past_deadline, Pace};
 pub use prepared::{Layer0, Layer0Collector};
 use prepared::{Prepared, UnfittedDests, WorkingRoutes};
 pub use report::{LayerReport, OneLaneReport};
@@ -197,19 +198,20 @@ pub enum DfssspError {
     },
     #[error("internal error in deadlock removal: {0}")]
     Internal(String),
-    /// Past [`DfssspOptions::deadline`]: stopped after this many seconds, nothing kept.
-    #[error("stopped at its time budget after {:.3} s", after.as_secs_f64())]
-    Stopped { after: std::time::Duration },
-}
-
-/// [`DfssspError::Stopped`] when past `deadline` (`start`: when the work began).
-pub(crate) fn past_deadline(deadline: Option<Instant>, start: Instant) -> Result<(), DfssspError> {
-    match deadline {
-        Some(d) if Instant::now() > d => Err(DfssspError::Stopped {
-            after: start.elapsed(),
-        }),
-        _ => Ok(()),
-    }
+    /// Past [`DfssspOptions::deadline`], or projected past it by its pace ([`Pace`]): stopped
+    /// after this many seconds, nothing kept.
+    #[error(
+        "stopped at its time budget after {:.3} s{}",
+        after.as_secs_f64(),
+        projected.map_or_else(String::new, |p| format!(
+            " (at its pace it would have needed {:.1} s)",
+            p.as_secs_f64()
+        ))
+    )]
+    Stopped {
+        after: std::time::Duration,
+        projected: Option<std::time::Duration>,
+    },
 }
 
 pub(crate) fn fault_error(g: &SwitchGraph, lid: u16, fault: RouteFault) -> DfssspError {
@@ -219,13 +221,6 @@ pub(crate) fn fault_error(g: &SwitchGraph, lid: u16, fault: RouteFault) -> Dfsss
         switch: fault.at().map_or_else(String::new, |s| g.switch_label(s)),
     }
 }
-
-/// Bisection patterns (and their seed, not the default one of `eval`) that estimate Λ of each
-/// one-lane candidate: a few ms on the random 128-switch fabric. Candidates more than about 1%
-/// apart are ranked as by 1000 patterns of seed 1; closer ones (kautz:2,3,2: 0.7619 and 0.7641)
-/// may not be.
-const ONE_LANE_PICK_PATTERNS: u32 = 200;
-const ONE_LANE_PICK_SEED: u64 = 0x6f6e_656c;
 
 /// Makes `routing` deadlock-free within `budget` layers with default options; see
 /// [`make_deadlock_free_with`].
@@ -307,7 +302,7 @@ pub fn make_deadlock_free_fed(
             _ => None,
         };
         if let Some(oriented) = oriented {
-            one_lane(&prep, routes, oriented, opts.deadline, &mut report)?;
+            onelane::route(&prep, routes, oriented, opts.deadline, &mut report)?;
             report.spare_lane = opts.spare_lane && budget >= 2;
             report.seconds_total = t0.elapsed().as_secs_f64();
             return Ok(report);
@@ -404,105 +399,6 @@ enum SwitchDestsFit {
     Fitted,
     /// With one lane, every route made a legal Up*/Down* route.
     UpDown(switch_dests::SwitchDestUpDown),
-}
-
-/// Stage 2 with a budget of one lane and a cycle in it: one-lane routing ([`onelane`]), which
-/// leaves every route in layer 0.
-fn one_lane(
-    prep: &Prepared,
-    routes: WorkingRoutes,
-    oriented: onelane::Orientation,
-    deadline: Option<Instant>,
-    report: &mut LayerReport,
-) -> Result<(), DfssspError> {
-    let g = prep.g;
-    let t2 = Instant::now();
-    let ud = &oriented.ud;
-    // Tree-like (most destinations' routes legal under it): cycle checks skip far turns. (Not
-    // counted where no search runs.)
-    let legal = match oriented.data_legal {
-        true => 0,
-        false => onelane::legal_input_dests(g, ud, &routes.cols),
-    };
-    let dests = g.dests().iter().filter(|d| d.switch != NO_SWITCH).count() as u64;
-    let tree_like = 2 * legal >= dests || oriented.data_legal;
-    let (input, input_weight) = (&routes.cols[..], &routes.counts0[..]);
-    let cands: Vec<_> = if oriented.data_legal {
-        // Every data route legal: every route made legal, no search ([`onelane::legal`]).
-        let mut cand = routes.routing.clone();
-        let out = onelane::legal::run(prep, &oriented.ud, input, deadline, &mut cand)?;
-        vec![(f64::NAN, out, onelane::Seeding::Unseeded, cand)]
-    } else {
-        let bounds = onelane::SearchBounds {
-            max_span: match tree_like {
-                true => onelane::TREE_LIKE_SPAN,
-                false => usize::MAX,
-            },
-            deadline,
-        };
-        // Seeds win on most fabrics, but not on every one (a 6x6 mesh): route both ways and
-        // keep the higher estimated Λ, so one lane never does worse than without seeds (up to
-        // the estimate). Independent: routed in parallel, each on its own copy of the input
-        // routes.
-        let spec = BisectionSpec::new(ONE_LANE_PICK_PATTERNS, ONE_LANE_PICK_SEED);
-        let seedings = [onelane::Seeding::Sifted, onelane::Seeding::Unseeded];
-        seedings
-            .par_iter()
-            .map(|&seeding| {
-                let mut cand = routes.routing.clone();
-                let out = onelane::run(
-                    prep,
-                    &oriented,
-                    input,
-                    input_weight,
-                    seeding,
-                    bounds,
-                    &mut cand,
-                )?;
-                let est =
-                    effective_bisection_bandwidth(g, &cand.lft, &spec).map_or(0.0, |b| b.lambda);
-                Ok((est, out, seeding, cand))
-            })
-            .collect::<Result<_, DfssspError>>()?
-    };
-    let estimates = cands.iter().map(|c| (c.2.name(), c.0)).collect();
-    // The highest estimate; ties to the earlier candidate.
-    let best = cands
-        .into_iter()
-        .reduce(|a, b| if b.0 > a.0 { b } else { a })
-        .expect("a candidate");
-    let routing = routes.routing;
-    *routing = best.3;
-    let (out, seeding) = (best.1, best.2);
-    report.one_lane = Some(OneLaneReport {
-        seeding: seeding.name(),
-        lambda_estimates: estimates,
-        tree_roots: out.roots,
-        legal_input_dests: legal,
-        tree_like,
-        restarts: out.restarts,
-        kept_dests: out.kept_dests,
-        tree_routes: out.tree_routes,
-        nonminimal_routes: out.nonminimal_routes,
-        searched_channels: out.searched_channels,
-        legal_rerouted: oriented.data_legal.then_some(out.rerouted),
-    });
-    report.seconds_escape = t2.elapsed().as_secs_f64();
-    report.layers_before_balancing = 1;
-    report.layers_used = 1;
-    let layers = SwitchLidTable::new(g.num_switches(), routing.lft.max_lid, 0);
-    let per_layer = routes_per_layer(g, routing, &layers);
-    report.routes = per_layer.iter().sum();
-    report.routes_per_layer = per_layer;
-    report.kept_routes = report.routes;
-    report.minimal_fraction = if report.routes == 0 {
-        1.0
-    } else {
-        (report.routes - out.nonminimal_routes) as f64 / report.routes as f64
-    };
-    routing.num_layers = 1;
-    routing.layers = layer_table(layers, 1);
-    Ok(())
 }
 
 /// What cycle breaking leaves.

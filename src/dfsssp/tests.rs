@@ -8,6 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use super::*;
 use crate::dfsssp::cdg::{topological_order, DestTree, EdgeIndex};
 use crate::fabric::Fabric;
+use crate::metrics::{effective_bisection_bandwidth, BisectionSpec};
 use crate::graph::NO_CHANNEL;
 use crate::routing::{walk, RouteFault};
 use crate::sssp;

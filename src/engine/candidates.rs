@@ -43,11 +43,16 @@ pub(super) fn one_lane_if_better(
         Ok(report) => report,
         // The time said is the candidate's whole cost (the search's own clock, in the error,
         // starts after the CDG, the orientation and the seeds).
-        Err(dfsssp::DfssspError::Stopped { .. }) => {
+        Err(dfsssp::DfssspError::Stopped { projected, .. }) => {
+            let why = match projected {
+                // (The search's projection, from its own start, omits what came before it.)
+                Some(p) => format!(", its pace projecting {:.1} s or more", p.as_secs_f64()),
+                None => String::new(),
+            };
             return OneLaneVerdict::Dropped(Some(format!(
-                "candidate one-lane routing stopped at its time budget after {:.3} s",
+                "candidate one-lane routing stopped at its time budget after {:.3} s{why}",
                 t.elapsed().as_secs_f64()
-            )))
+            )));
         }
         // Not deadlock-free in one lane: the layers stay as they are.
         Err(_) => return OneLaneVerdict::Dropped(None),

@@ -44,18 +44,23 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::AtomicBool;
+
+use rayon::prelude::*;
 use std::time::Instant;
 
 use crate::balance::{routing_order, write_dest, Balancer};
 use crate::bits;
 use crate::graph::{order_by_distance, Dest, SwitchGraph, NO_CHANNEL, NO_SWITCH};
-use crate::routing::{Routing, NO_PATH};
+use crate::metrics::{effective_bisection_bandwidth, BisectionSpec};
+use crate::routing::{Routing, SwitchLidTable, NO_PATH};
 use crate::updown::{best_roots, UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, EdgeIndex};
 use super::dyntopo::DynTopo;
 use super::prepared::Prepared;
-use super::DfssspError;
+use super::prepared::WorkingRoutes;
+use super::{layer_table, routes_per_layer, DfssspError, LayerReport, OneLaneReport};
 
 pub(crate) mod legal;
 mod seeds;
@@ -218,6 +223,127 @@ pub(crate) fn orientation(prep: &Prepared, counts: &[u32], input: &[u8]) -> Orie
     }
 }
 
+/// Bisection patterns (and their seed, not the default one of `eval`) that estimate Λ of each
+/// one-lane candidate: a few ms on the random 128-switch fabric. Candidates more than about 1%
+/// apart are ranked as by 1000 patterns of seed 1; closer ones (kautz:2,3,2: 0.7619 and 0.7641)
+/// may not be.
+const ONE_LANE_PICK_PATTERNS: u32 = 200;
+const ONE_LANE_PICK_SEED: u64 = 0x6f6e_656c;
+
+/// Stage 2 with a budget of one lane and a cycle in it: one-lane routing ([`onelane`]), which
+/// leaves every route in layer 0.
+pub(super) fn route(
+    prep: &Prepared,
+    routes: WorkingRoutes,
+    oriented: Orientation,
+    deadline: Option<Instant>,
+    report: &mut LayerReport,
+) -> Result<(), DfssspError> {
+    let g = prep.g;
+    let t2 = Instant::now();
+    let ud = &oriented.ud;
+    // Tree-like (most destinations' routes legal under it): cycle checks skip far turns. (Not
+    // counted where no search runs.)
+    let legal = match oriented.data_legal {
+        true => 0,
+        false => legal_input_dests(g, ud, &routes.cols),
+    };
+    let dests = g.dests().iter().filter(|d| d.switch != NO_SWITCH).count() as u64;
+    let tree_like = 2 * legal >= dests || oriented.data_legal;
+    let (input, input_weight) = (&routes.cols[..], &routes.counts0[..]);
+    let cands: Vec<_> = if oriented.data_legal {
+        // Every data route legal: every route made legal, no search ([`legal`]).
+        let mut cand = routes.routing.clone();
+        let out = legal::run(prep, &oriented.ud, input, deadline, &mut cand)?;
+        vec![(f64::NAN, out, Seeding::Unseeded, cand)]
+    } else {
+        let bounds = SearchBounds {
+            max_span: match tree_like {
+                true => TREE_LIKE_SPAN,
+                false => usize::MAX,
+            },
+            deadline,
+            stop: &AtomicBool::new(false),
+        };
+        // Seeds win on most fabrics, but not on every one (a 6x6 mesh): route both ways and
+        // keep the higher estimated Λ, so one lane never does worse than without seeds (up to
+        // the estimate). Independent: routed in parallel, each on its own copy of the input
+        // routes.
+        let spec = BisectionSpec::new(ONE_LANE_PICK_PATTERNS, ONE_LANE_PICK_SEED);
+        let seedings = [Seeding::Sifted, Seeding::Unseeded];
+        let mut runs = seedings
+            .par_iter()
+            .map(|&seeding| {
+                let mut cand = routes.routing.clone();
+                let out = run(
+                    prep,
+                    &oriented,
+                    input,
+                    input_weight,
+                    seeding,
+                    bounds,
+                    &mut cand,
+                )?;
+                let est =
+                    effective_bisection_bandwidth(g, &cand.lft, &spec).map_or(0.0, |b| b.lambda);
+                Ok((est, out, seeding, cand))
+            })
+            .collect::<Vec<Result<_, DfssspError>>>();
+        // The run that stopped on its pace says why (its sibling stopped with it).
+        let paced = |r: &Result<_, _>| {
+            matches!(
+                r,
+                Err(DfssspError::Stopped {
+                    projected: Some(_),
+                    ..
+                })
+            )
+        };
+        match runs.iter().position(paced) {
+            Some(i) => return runs.swap_remove(i).map(|_| ()),
+            None => runs.into_iter().collect::<Result<_, DfssspError>>()?,
+        }
+    };
+    let estimates = cands.iter().map(|c| (c.2.name(), c.0)).collect();
+    // The highest estimate; ties to the earlier candidate.
+    let best = cands
+        .into_iter()
+        .reduce(|a, b| if b.0 > a.0 { b } else { a })
+        .expect("a candidate");
+    let routing = routes.routing;
+    *routing = best.3;
+    let (out, seeding) = (best.1, best.2);
+    report.one_lane = Some(OneLaneReport {
+        seeding: seeding.name(),
+        lambda_estimates: estimates,
+        tree_roots: out.roots,
+        legal_input_dests: legal,
+        tree_like,
+        restarts: out.restarts,
+        kept_dests: out.kept_dests,
+        tree_routes: out.tree_routes,
+        nonminimal_routes: out.nonminimal_routes,
+        searched_channels: out.searched_channels,
+        legal_rerouted: oriented.data_legal.then_some(out.rerouted),
+    });
+    report.seconds_escape = t2.elapsed().as_secs_f64();
+    report.layers_before_balancing = 1;
+    report.layers_used = 1;
+    let layers = SwitchLidTable::new(g.num_switches(), routing.lft.max_lid, 0);
+    let per_layer = routes_per_layer(g, routing, &layers);
+    report.routes = per_layer.iter().sum();
+    report.routes_per_layer = per_layer;
+    report.kept_routes = report.routes;
+    report.minimal_fraction = if report.routes == 0 {
+        1.0
+    } else {
+        (report.routes - out.nonminimal_routes) as f64 / report.routes as f64
+    };
+    routing.num_layers = 1;
+    routing.layers = layer_table(layers, 1);
+    Ok(())
+}
+
 /// The spanning tree's orientation, and whether every input route from a switch with CAs to a
 /// CA LID is legal under it.
 pub(crate) struct Orientation {
@@ -231,13 +357,16 @@ pub(crate) struct Orientation {
 
 /// How far one-lane routing may go.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct SearchBounds {
+pub(crate) struct SearchBounds<'a> {
     /// While the order is fitted, a dependency whose channels lie more than this many positions
     /// apart in it is refused without a cycle check ([`TREE_LIKE_SPAN`] on tree-like fabrics,
     /// else unbounded).
     pub max_span: usize,
-    /// Stop ([`DfssspError::Stopped`]) once past it, checked per destination.
+    /// Stop ([`DfssspError::Stopped`]) once past it or projected past it ([`super::Pace`]),
+    /// checked per destination.
     pub deadline: Option<Instant>,
+    /// Routings computed side by side stop together: the first to stop raises it.
+    pub stop: &'a AtomicBool,
 }
 
 /// The dependency edges (a bitmap) that routes from switches with CAs to CA LIDs take: the turns of data
@@ -245,7 +374,6 @@ pub(crate) struct SearchBounds {
 /// whatever cables fail; routes from switches above the leaves may have to turn down, then up.
 /// `O(sum of path lengths from those switches)`, in parallel over destinations.
 fn data_turns(g: &SwitchGraph, ei: &EdgeIndex, input: &[u8]) -> Vec<u64> {
-    use rayon::prelude::*;
     let ns = g.num_switches();
     let words = bits::words(ei.num_edges());
     if ns == 0 {
@@ -300,7 +428,6 @@ fn data_turns(g: &SwitchGraph, ei: &EdgeIndex, input: &[u8]) -> Vec<u64> {
 /// validated trees) that are all legal Up*/Down* routes under `ud`: where they are most, the
 /// fabric is a tree whose routes are Up*/Down* but for a few destinations ([`TREE_LIKE_SPAN`]).
 pub(crate) fn legal_input_dests(g: &SwitchGraph, ud: &UpDown, input: &[u8]) -> u64 {
-    use rayon::prelude::*;
     let ns = g.num_switches();
     if ns == 0 {
         return 0;
@@ -333,7 +460,7 @@ pub(crate) fn run(
     input: &[u8],
     input_weight: &[u32],
     seeding: Seeding,
-    bounds: SearchBounds,
+    bounds: SearchBounds<'_>,
     routing: &mut Routing,
 ) -> Result<OneLaneOutcome, DfssspError> {
     let start = Instant::now();
@@ -366,15 +493,21 @@ pub(crate) fn run(
     let dests = interleaved_order(g);
     let mut udr = UpDownRouter::new(g, ud);
     let mut bal = Balancer::new(g);
+    // Switch LIDs carry no CA-to-CA traffic: routed once.
+    let last_pass = |d: &Dest| if d.exit_port == 0 { 0 } else { REROUTE_PASSES };
+    let steps = dests
+        .iter()
+        .map(|&di| last_pass(&g.dests()[di as usize]) + 1)
+        .sum();
+    let mut pace = super::Pace::new(bounds.deadline, start, steps, bounds.stop);
     for pass in 0..=REROUTE_PASSES {
         for &di in &dests {
-            super::past_deadline(bounds.deadline, start)?;
             let d = g.dests()[di as usize];
-            // Switch LIDs carry no CA-to-CA traffic: routed once.
-            let last = if d.exit_port == 0 { 0 } else { REROUTE_PASSES };
+            let last = last_pass(&d);
             if pass > last {
                 continue;
             }
+            pace.step()?;
             let to = dist.to(d.switch);
             let input = &input[di as usize * ns..(di as usize + 1) * ns];
             if pass > 0 {
