@@ -19,7 +19,7 @@ use crate::graph::SwitchDistances;
 use crate::graph::SwitchGraph;
 use crate::lid::multipath;
 use crate::metrics::{self, Metrics, MetricsOptions};
-use crate::reroute::{self, RerouteOptions, RerouteStats, RoutedFabric, RoutingSummary};
+use crate::reroute::{self, RerouteOptions, RerouteStats, RoutingSummary};
 use crate::routing::Routing;
 use crate::sssp::{self};
 use crate::traffic::{self, TrafficClasses};
@@ -27,8 +27,10 @@ use crate::verify::{self, VerifiedBefore, VerifyError, VerifyReport, VerifyScope
 
 mod candidates;
 mod full_why;
+mod routed;
 
 pub use full_why::FullWhy;
+pub use routed::{Routed, RoutedRef};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum EngineKind {
@@ -229,24 +231,6 @@ pub enum RouteMode {
     Incremental(RerouteStats),
 }
 
-/// The routing a front uploaded last, to re-route from.
-#[derive(Clone, Copy)]
-pub struct Prior<'a> {
-    pub fabric: &'a Fabric,
-    pub graph: &'a SwitchGraph,
-    pub routing: &'a Routing,
-    /// The configuration it was computed with.
-    pub cfg: &'a EngineConfig,
-    /// [`EngineOutput::full_max_load`] of that run.
-    pub full_max_load: u64,
-    /// [`EngineOutput::max_load`] of that run.
-    pub max_load: u64,
-    /// [`EngineOutput::summary`] of that run, if kept.
-    pub summary: Option<&'a RoutingSummary>,
-    /// [`EngineOutput::sl_offset`] of that run: an incremental re-route keeps it.
-    pub sl_offset: u8,
-}
-
 /// When to re-route incrementally.
 #[derive(Clone, Debug)]
 pub struct RerouteConfig {
@@ -278,7 +262,7 @@ pub const DEFAULT_MAX_LOAD_GROWTH_PCT: u32 = 50;
 pub fn run_from(
     fabric: &Fabric,
     cfg: &EngineConfig,
-    prior: Option<Prior<'_>>,
+    prior: Option<RoutedRef<'_>>,
     rc: &RerouteConfig,
 ) -> Result<EngineOutput, EngineError> {
     let why_full = match (prior, &rc.force_full) {
@@ -303,7 +287,7 @@ pub fn run_from(
 fn incremental(
     fabric: &Fabric,
     cfg: &EngineConfig,
-    p: Prior<'_>,
+    p: RoutedRef<'_>,
     rc: &RerouteConfig,
 ) -> Result<EngineOutput, FullWhy> {
     if p.cfg.mcast_lane != cfg.mcast_lane {
@@ -328,15 +312,10 @@ fn incremental(
             .max(1),
         deadlock_free: cfg.kind == EngineKind::Dfsssp,
     };
-    let prev = RoutedFabric {
-        fabric: p.fabric,
-        graph: p.graph,
-        routing: p.routing,
-    };
     // After a repair the re-route is guided by what a full computation gives now.
     let fresh = || run(fabric, cfg).ok().map(|out| out.routing);
     let (routing, st, loads) =
-        reroute::reroute_guided(prev, p.summary, fabric, &graph, &opts, &fresh)?;
+        reroute::reroute_guided(p.routed_fabric(), p.summary, fabric, &graph, &opts, &fresh)?;
     let estimate = judge_balance(&p, &graph, st.max_load, rc)?;
     let route_time = start.elapsed();
     let verify_start = Instant::now();
@@ -391,7 +370,7 @@ fn incremental(
 /// how much the fabric's lower bound moved); `Err` when the incremental routes' highest load
 /// `max_load` exceeds it by more than allowed, so that a full re-balance is due.
 fn judge_balance(
-    p: &Prior<'_>,
+    p: &RoutedRef<'_>,
     graph: &SwitchGraph,
     max_load: u64,
     rc: &RerouteConfig,
@@ -422,7 +401,7 @@ fn judge_balance(
 /// The incremental routes verified (only the destinations whose paths changed, when the previous
 /// routing was verified), and why every LID was verified instead; `Err` when they fail.
 fn verify_incremental(
-    p: &Prior<'_>,
+    p: &RoutedRef<'_>,
     fabric: &Fabric,
     graph: &SwitchGraph,
     routing: &Routing,

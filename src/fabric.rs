@@ -336,6 +336,14 @@ pub struct FabricBuilder {
     guid_index: HashMap<u64, u32>,
 }
 
+/// Whether a port number may be 0: a switch's management port holds the switch's LID, but is
+/// never linked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PortZero {
+    Refused,
+    Allowed,
+}
+
 impl FabricBuilder {
     pub fn new() -> Self {
         Self::default()
@@ -383,13 +391,13 @@ impl FabricBuilder {
         self.fabric.nodes.get(idx as usize)
     }
 
-    fn check_port(&self, p: PortRef, allow_zero: bool) -> Result<(), FabricError> {
+    fn check_port(&self, p: PortRef, zero: PortZero) -> Result<(), FabricError> {
         let n = self
             .fabric
             .nodes
             .get(p.node as usize)
             .ok_or(FabricError::NoSuchNode(p.node))?;
-        let ok = (p.port >= 1 || allow_zero) && p.port <= n.num_ports;
+        let ok = (p.port >= 1 || zero == PortZero::Allowed) && p.port <= n.num_ports;
         if ok {
             Ok(())
         } else {
@@ -403,8 +411,8 @@ impl FabricBuilder {
 
     /// Adds an active link. Port 0 cannot be linked.
     pub fn link(&mut self, a: PortRef, b: PortRef) -> Result<(), FabricError> {
-        self.check_port(a, false)?;
-        self.check_port(b, false)?;
+        self.check_port(a, PortZero::Refused)?;
+        self.check_port(b, PortZero::Refused)?;
         if a == b {
             return Err(FabricError::SelfLink {
                 node: self.fabric.node_name(a.node),
@@ -428,7 +436,7 @@ impl FabricBuilder {
         base_lid: u16,
         lmc: u8,
     ) -> Result<(), FabricError> {
-        self.check_port(at, true)?;
+        self.check_port(at, PortZero::Allowed)?;
         let n = &self.fabric.nodes[at.node as usize];
         if at.port == 0 && n.kind != NodeKind::Switch {
             return Err(FabricError::PortZeroOnNonSwitch {

@@ -427,17 +427,26 @@ pub struct SwitchDistances {
     dist: Vec<u16>,
 }
 
+/// Where [`SwitchDistances`] are computed.
+#[derive(Clone, Copy)]
+enum Threads {
+    /// Rayon's thread pool, batches in parallel.
+    Pool,
+    /// The calling thread alone.
+    Caller,
+}
+
 impl SwitchDistances {
     pub fn new(g: &SwitchGraph) -> Self {
-        Self::compute(g, true)
+        Self::compute(g, Threads::Pool)
     }
 
     /// [`Self::new`] on the calling thread alone, for work kept off the thread pool.
     pub fn on_this_thread(g: &SwitchGraph) -> Self {
-        Self::compute(g, false)
+        Self::compute(g, Threads::Caller)
     }
 
-    fn compute(g: &SwitchGraph, parallel: bool) -> Self {
+    fn compute(g: &SwitchGraph, threads: Threads) -> Self {
         let n = g.num_switches();
         let mut dist = vec![u16::MAX; n * n];
         let batch_of_64 = |(batch, rows): (usize, &mut [u16])| {
@@ -483,10 +492,9 @@ impl SwitchDistances {
             }
         };
         let size = (64 * n).max(1);
-        if parallel {
-            dist.par_chunks_mut(size).enumerate().for_each(batch_of_64);
-        } else {
-            dist.chunks_mut(size).enumerate().for_each(batch_of_64);
+        match threads {
+            Threads::Pool => dist.par_chunks_mut(size).enumerate().for_each(batch_of_64),
+            Threads::Caller => dist.chunks_mut(size).enumerate().for_each(batch_of_64),
         }
         SwitchDistances { n, dist }
     }

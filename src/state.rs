@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::engine::{EngineConfig, EngineKind, McastLane};
+use crate::engine::{EngineConfig, EngineKind, McastLane, Routed, RoutedRef};
 use crate::fabric::Fabric;
 use crate::graph::SwitchGraph;
 use crate::routing::{walked_hops, Lft, Routing, SwitchLidTable};
@@ -106,30 +106,13 @@ struct Meta<F> {
     fabric: F,
 }
 
-/// What is saved: a routing, the fabric it was computed for, and the settings it depends on.
-pub struct StateRef<'a> {
-    pub fabric: &'a Fabric,
-    pub graph: &'a SwitchGraph,
-    pub routing: &'a Routing,
-    pub cfg: &'a EngineConfig,
-    pub sl_offset: u8,
-    pub full_max_load: u64,
-    pub max_load: u64,
-}
-
-/// A state read back: the routing (hop counts rebuilt from the tables) and its fabric.
+/// A state read back: who wrote it, and the routing (hop counts rebuilt from the tables, no
+/// summary) with its fabric and the settings of [`EngineConfig`] that decide whether it can be
+/// continued (kind, lanes, QoS, multicast lane; the rest at their defaults).
 #[derive(Debug)]
 pub struct SavedState {
     pub header: Header,
-    pub fabric: Fabric,
-    pub graph: SwitchGraph,
-    pub routing: Routing,
-    /// The settings of [`EngineConfig`] that decide whether the routing can be continued (kind,
-    /// lanes, QoS, multicast lane); the rest at their defaults.
-    pub cfg: EngineConfig,
-    pub sl_offset: u8,
-    pub full_max_load: u64,
-    pub max_load: u64,
+    pub routed: Routed,
 }
 
 /// A checksum over whole words (the payload is megabytes; a byte-wise hash would cost more than
@@ -151,8 +134,8 @@ pub fn checksum(data: &[u8]) -> u64 {
     h ^ (h >> 33)
 }
 
-/// The file's bytes for `st`, stamped with `writer` and `serial`.
-pub fn encode(st: &StateRef<'_>, writer: u64, serial: u64) -> Vec<u8> {
+/// The file's bytes for `st` (its summary is not saved), stamped with `writer` and `serial`.
+pub fn encode(st: RoutedRef<'_>, writer: u64, serial: u64) -> Vec<u8> {
     let g = st.graph;
     let r = st.routing;
     let meta = Meta {
@@ -301,13 +284,16 @@ pub fn decode(bytes: &[u8], path: &str) -> Result<SavedState, StateError> {
     cfg.mcast_lane = meta.mcast_lane;
     Ok(SavedState {
         header,
-        fabric: meta.fabric,
-        graph,
-        routing,
-        cfg,
-        sl_offset: meta.sl_offset,
-        full_max_load: meta.full_max_load,
-        max_load: meta.max_load,
+        routed: Routed {
+            fabric: meta.fabric,
+            graph,
+            routing,
+            cfg,
+            full_max_load: meta.full_max_load,
+            max_load: meta.max_load,
+            summary: None,
+            sl_offset: meta.sl_offset,
+        },
     })
 }
 
@@ -546,19 +532,7 @@ mod tests {
 
     fn bytes() -> Vec<u8> {
         let (f, out, cfg) = routed();
-        encode(
-            &StateRef {
-                fabric: &f,
-                graph: &out.graph,
-                routing: &out.routing,
-                cfg: &cfg,
-                sl_offset: out.sl_offset,
-                full_max_load: out.full_max_load,
-                max_load: out.max_load,
-            },
-            7,
-            3,
-        )
+        encode(RoutedRef::of_output(&f, &cfg, &out), 7, 3)
     }
 
     #[test]
@@ -567,6 +541,7 @@ mod tests {
         let b = bytes();
         let s = decode(&b, "x").unwrap();
         assert_eq!((s.header.writer, s.header.serial), (7, 3));
+        let s = s.routed;
         assert_eq!(s.routing.lft, out.routing.lft);
         assert_eq!(s.routing.layers, out.routing.layers);
         assert_eq!(s.routing.hops, out.routing.hops);
@@ -660,7 +635,7 @@ mod tests {
                     assert!(!e.to_string().is_empty());
                     refused += 1;
                 }
-                Ok(s) => {
+                Ok(SavedState { routed: s, .. }) => {
                     let v = crate::verify::verify(&s.graph, &s.routing);
                     assert!(v.is_ok(), "case {i}: {v:?}");
                     let sls = s.sl_offset + s.routing.num_layers;

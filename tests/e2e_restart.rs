@@ -583,7 +583,7 @@ fn both_engines_of_the_plug_in_write_one_state_file_in_turn() {
     drop(sm);
     let st = dfsssp_rs::state::load(&sim.dir().join("dfsssp-rs.state")).unwrap();
     assert_eq!(st.header.serial, 2);
-    assert_eq!(st.cfg.kind.name(), "dfsssp-rs");
+    assert_eq!(st.routed.cfg.kind.name(), "dfsssp-rs");
 }
 
 /// The soak: a long-running stock opensm with dfsssp-rs in ibsim, QoS on, `SOAK_EVENTS` (20 in

@@ -350,7 +350,7 @@ fn run(cli: Cli) -> CliResult<()> {
         } => {
             let f = load_fabric(fabric.fabric.as_deref(), fabric.topo.as_deref(), fabric.lmc)?;
             let cfg = eargs.config(&f)?;
-            let out = match load_previous(&previous, fabric.lmc)? {
+            let out = match load_previous(&previous, fabric.lmc, &cfg)? {
                 None => engine::run(&f, &cfg).map_err(|e| e.to_string())?,
                 Some(prev) => reroute_from(&f, &cfg, &prev, &previous)?,
             };
@@ -369,19 +369,8 @@ fn run(cli: Cli) -> CliResult<()> {
             }
             if let Some(p) = state_out {
                 let t = std::time::Instant::now();
-                let bytes = dfsssp_rs::state::encode(
-                    &dfsssp_rs::state::StateRef {
-                        fabric: &f,
-                        graph: &out.graph,
-                        routing: &out.routing,
-                        cfg: &cfg,
-                        sl_offset: out.sl_offset,
-                        full_max_load: out.full_max_load,
-                        max_load: out.max_load,
-                    },
-                    0,
-                    1,
-                );
+                let bytes =
+                    dfsssp_rs::state::encode(engine::RoutedRef::of_output(&f, &cfg, &out), 0, 1);
                 let encoded = t.elapsed();
                 dfsssp_rs::state::write_atomic(&p, &bytes)
                     .map_err(|e| format!("{}: {e}", p.display()))?;
@@ -417,25 +406,20 @@ fn write_man_pages(out_dir: &Path) -> CliResult<()> {
         .map_err(|e| format!("{}: {e}", out_dir.display()))
 }
 
-/// The previous routing of `route --previous-*`.
-struct PreviousRouting {
-    fabric: Fabric,
-    graph: dfsssp_rs::graph::SwitchGraph,
-    routing: dfsssp_rs::routing::Routing,
-    /// From a state file: its SL offset and highest channel loads (dumps: 0 and recounted).
-    sl_offset: u8,
-    loads: Option<(u64, u64)>,
-}
-
-fn load_previous(a: &PreviousArgs, lmc: u8) -> CliResult<Option<PreviousRouting>> {
+/// The previous routing of `route --previous-*`, to re-route from with `cfg`, the settings of
+/// this command line (a state file's are not compared). No summary: the re-route traverses
+/// every destination. From a state file: its SL offset and highest channel loads; from dumps:
+/// SL offset 0 and the loads recounted.
+fn load_previous(
+    a: &PreviousArgs,
+    lmc: u8,
+    cfg: &EngineConfig,
+) -> CliResult<Option<engine::Routed>> {
     if let Some(sp) = &a.previous_state {
         let s = dfsssp_rs::state::load(sp).map_err(|e| e.to_string())?;
-        return Ok(Some(PreviousRouting {
-            fabric: s.fabric,
-            graph: s.graph,
-            routing: s.routing,
-            sl_offset: s.sl_offset,
-            loads: Some((s.full_max_load, s.max_load)),
+        return Ok(Some(engine::Routed {
+            cfg: cfg.clone(),
+            ..s.routed
         }));
     }
     let (Some(fp), Some(lp)) = (&a.previous_fabric, &a.previous_lfts) else {
@@ -461,12 +445,21 @@ fn load_previous(a: &PreviousArgs, lmc: u8) -> CliResult<Option<PreviousRouting>
     };
     let mut routing = osm_dump::routing_from_dumps(&graph, lft, psl);
     dfsssp_rs::reroute::infer_switch_layers(&graph, &mut routing);
-    Ok(Some(PreviousRouting {
+    let max_load = dfsssp_rs::balance::channel_loads(&graph, &routing.lft)
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+    Ok(Some(engine::Routed {
         fabric,
         graph,
         routing,
+        cfg: cfg.clone(),
+        full_max_load: max_load,
+        max_load,
+        summary: None,
+        // Read back from a path-SL dump, layers are SLs as they are (an SL left to multicast is
+        // an empty layer).
         sl_offset: 0,
-        loads: None,
     }))
 }
 
@@ -474,41 +467,18 @@ fn load_previous(a: &PreviousArgs, lmc: u8) -> CliResult<Option<PreviousRouting>
 fn reroute_from(
     f: &Fabric,
     cfg: &EngineConfig,
-    prev: &PreviousRouting,
+    prev: &engine::Routed,
     a: &PreviousArgs,
 ) -> CliResult<engine::EngineOutput> {
     use dfsssp_rs::reroute::{diff, RoutedFabric};
-    let (full_max_load, max_load) = prev.loads.unwrap_or_else(|| {
-        let m = dfsssp_rs::balance::channel_loads(&prev.graph, &prev.routing.lft)
-            .into_iter()
-            .max()
-            .unwrap_or(0);
-        (m, m)
-    });
-    let prior = engine::Prior {
-        fabric: &prev.fabric,
-        graph: &prev.graph,
-        routing: &prev.routing,
-        cfg,
-        full_max_load,
-        max_load,
-        summary: None,
-        // Read back from a path-SL dump, layers are SLs as they are (an SL left to multicast is
-        // an empty layer); a state file says.
-        sl_offset: prev.sl_offset,
-    };
     let rc = engine::RerouteConfig {
         incremental: true,
         max_load_growth_pct: a.rebalance_pct,
         force_full: a.full.then_some(engine::FullWhy::Asked),
     };
-    let out = engine::run_from(f, cfg, Some(prior), &rc).map_err(|e| e.to_string())?;
+    let out = engine::run_from(f, cfg, Some(prev.view()), &rc).map_err(|e| e.to_string())?;
     let d = diff(
-        RoutedFabric {
-            fabric: &prev.fabric,
-            graph: &prev.graph,
-            routing: &prev.routing,
-        },
+        prev.view().routed_fabric(),
         RoutedFabric {
             fabric: f,
             graph: &out.graph,

@@ -16,6 +16,11 @@ impl Progress {
         Progress { quiet }
     }
 
+    /// Never shown (steps run inside a step that shows its own progress).
+    pub fn quiet() -> Self {
+        Progress { quiet: true }
+    }
+
     /// Runs `f` under a spinner showing `msg`; returns its result and how long it took.
     pub fn stage<T>(&self, msg: &str, f: impl FnOnce() -> T) -> (T, Duration) {
         let target = if self.quiet {

@@ -9,17 +9,8 @@ fn first_cable_cut(f: &Fabric) -> Fabric {
 }
 
 /// What the plug-in keeps of `out` (computed on `f` with `cfg`) to re-route from.
-fn prior_of<'a>(f: &'a Fabric, cfg: &'a EngineConfig, out: &'a EngineOutput) -> Prior<'a> {
-    Prior {
-        fabric: f,
-        graph: &out.graph,
-        routing: &out.routing,
-        cfg,
-        full_max_load: out.full_max_load,
-        max_load: out.max_load,
-        summary: Some(&out.summary),
-        sl_offset: out.sl_offset,
-    }
+fn prior_of<'a>(f: &'a Fabric, cfg: &'a EngineConfig, out: &'a EngineOutput) -> RoutedRef<'a> {
+    RoutedRef::of_output(f, cfg, out)
 }
 
 /// With QoS on the lanes may hold the one-lane search's detours when they measure better than
@@ -159,7 +150,7 @@ fn a_lane_left_to_multicast_stays_free_across_re_routes() {
     // The setting changed: a full computation, without the offset.
     let mut off = cfg.clone();
     off.mcast_lane = McastLane::Off;
-    let prior = Prior { cfg: &cfg, ..prior };
+    let prior = RoutedRef { cfg: &cfg, ..prior };
     let out = run_from(&after, &off, Some(prior), &RerouteConfig::default()).unwrap();
     assert!(matches!(out.mode, RouteMode::Full(_)));
     assert_eq!(out.sl_offset, 0);

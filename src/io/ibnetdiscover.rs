@@ -127,11 +127,11 @@ pub fn tolerate(text: &str, file: &str) -> Result<Tolerated, IoError> {
             speeds += 1;
         }
         let fixed = if is_header(t) {
-            let (s, zero) = drop_zero_lid(t, true);
+            let (s, zero) = drop_zero_lid(t, Line::Header);
             lid0 += usize::from(zero);
             s
         } else if is_port_line(t) {
-            let (s, zero) = drop_zero_lid(&tighten_port_line(t), false);
+            let (s, zero) = drop_zero_lid(&tighten_port_line(t), Line::Port);
             lid0 += usize::from(zero);
             s
         } else if let Some(port) = switch_guid(t).filter(|(a, b)| shared.contains(a) && a != b) {
@@ -277,10 +277,18 @@ fn tighten_port_line(t: &str) -> String {
     s
 }
 
+/// A node's header line, or one of its port lines.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Line {
+    Header,
+    Port,
+}
+
 /// The line without its LID fields when the first LID it gives (a switch's port 0 on a header, a
 /// CA port's own on a port line) is 0 or 65535 (unassigned): everything from the `lid` on (a header) or the whole
 /// comment (a port line: the remote's LID follows, and must not be read as the port's).
-fn drop_zero_lid(t: &str, header: bool) -> (String, bool) {
+fn drop_zero_lid(t: &str, line: Line) -> (String, bool) {
+    let header = line == Line::Header;
     // the comment starts after the last quote-free '#' following the node/remote id
     let Some(id_end) = t
         .find('"')

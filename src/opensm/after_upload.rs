@@ -18,15 +18,17 @@ impl EngineCtx {
             let st = self.read();
             match st.active.as_ref() {
                 Some(a) if a.hops_dropped() => {
-                    crate::routing::walked_hops(&a.graph, &a.routing.lft)
+                    crate::routing::walked_hops(&a.routed.graph, &a.routed.routing.lft)
                 }
                 _ => return,
             }
         };
         if let Some(a) = self.write().active.as_mut() {
-            if a.hops_dropped() && hops.shape() == (a.graph.num_switches(), a.routing.lft.stride())
-            {
-                a.routing.hops = hops;
+            if a.hops_dropped() {
+                let r = &mut a.routed;
+                if hops.shape() == (r.graph.num_switches(), r.routing.lft.stride()) {
+                    r.routing.hops = hops;
+                }
             }
         }
     }
@@ -37,13 +39,14 @@ impl EngineCtx {
         self.restore_hops();
         let st = self.read();
         let Some(a) = st.active.as_ref() else { return };
+        let r = &a.routed;
         self.log_change(a);
         self.settle_summary(a);
         self.save_state(a);
         if a.metrics_due.swap(false, Ordering::Relaxed) {
             // Off the routing phase: OpenSM reports the routing done without holding its lock.
             if let Some((level, line)) =
-                engine::metrics_line(&a.fabric, &a.graph, &a.routing, &a.cfg, a.sl_offset)
+                engine::metrics_line(&r.fabric, &r.graph, &r.routing, &r.cfg, r.sl_offset)
             {
                 self.log.log(level, &line);
             }
@@ -59,7 +62,7 @@ impl EngineCtx {
             return;
         };
         let path = dir.join(RUN_FILE);
-        match crate::io::run_record::write_file(&path, &RunRecord::new(&a.cfg, &a.fabric)) {
+        match crate::io::run_record::write_file(&path, &RunRecord::new(&r.cfg, &r.fabric)) {
             Ok(()) => self
                 .log
                 .verbose(&format!("{name}: wrote {}", path.display())),
@@ -72,7 +75,7 @@ impl EngineCtx {
         }
         let t = Instant::now();
         let path = dir.join(PATH_SL_FILE);
-        match crate::io::path_sl::write_file(&path, &a.fabric, &a.graph, &a.routing, a.base_sl()) {
+        match crate::io::path_sl::write_file(&path, &r.fabric, &r.graph, &r.routing, a.base_sl()) {
             Ok(st) => {
                 self.log.info(&format!(
                     "{name}: wrote {} ({} sources, {} lines) in {:.3} s",
@@ -101,18 +104,7 @@ impl EngineCtx {
         let prev = a.previous.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(prev) = prev else { return };
         let t = Instant::now();
-        let d = crate::reroute::diff(
-            crate::reroute::RoutedFabric {
-                fabric: &prev.fabric,
-                graph: &prev.graph,
-                routing: &prev.routing,
-            },
-            crate::reroute::RoutedFabric {
-                fabric: &a.fabric,
-                graph: &a.graph,
-                routing: &a.routing,
-            },
-        );
+        let d = crate::reroute::diff(prev.view().routed_fabric(), a.routed.view().routed_fabric());
         self.log.info(&format!(
             "{}: changes: {} (compared in {:.3} s)",
             self.kind.name(),
@@ -127,7 +119,8 @@ impl EngineCtx {
         let name = self.kind.name();
         let t = Instant::now();
         let mut summary = a.summary.lock().unwrap_or_else(|e| e.into_inner());
-        match engine::settle_summary(&a.fabric, &a.graph, &a.routing, &mut summary) {
+        let r = &a.routed;
+        match engine::settle_summary(&r.fabric, &r.graph, &r.routing, &mut summary) {
             Ok(None) => {}
             Ok(Some(rep)) => self.log.verbose(&format!(
                 "{name}: complete check after the upload: {} ({:.3} s)",
@@ -152,16 +145,24 @@ mod tests {
     #[test]
     fn hops_dropped_for_the_upload_come_back_the_same() {
         let ctx = ctx_with_layers(false);
-        let before = ctx.read().active.as_ref().unwrap().routing.hops.clone();
+        let before = ctx
+            .read()
+            .active
+            .as_ref()
+            .unwrap()
+            .routed
+            .routing
+            .hops
+            .clone();
         {
             let mut st = ctx.write();
-            let a = st.active.as_mut().unwrap();
-            a.routing.hops = SwitchLidTable::new(0, a.routing.lft.max_lid, NO_PATH);
+            let r = &mut st.active.as_mut().unwrap().routed.routing;
+            r.hops = SwitchLidTable::new(0, r.lft.max_lid, NO_PATH);
         }
         ctx.restore_hops();
         let st = ctx.read();
         let a = st.active.as_ref().unwrap();
         assert!(!a.hops_dropped());
-        assert_eq!(a.routing.hops, before);
+        assert_eq!(a.routed.routing.hops, before);
     }
 }

@@ -225,12 +225,12 @@ impl EngineCtx {
         let summary = a.summary.lock().unwrap_or_else(|e| e.into_inner());
         let mut state = a.mcast.lock().unwrap_or_else(|e| e.into_inner());
         let uc = Unicast {
-            graph: &a.graph,
+            graph: &a.routed.graph,
             summary: &summary,
-            num_layers: a.routing.num_layers,
+            num_layers: a.routed.routing.num_layers,
             sl_offset: a.base_sl(),
-            qos: a.cfg.qos,
-            lanes: a.cfg.lanes,
+            qos: a.routed.cfg.qos,
+            lanes: a.routed.cfg.lanes,
         };
         let out =
             build_stree(api, &mut osm, mbox, &uc, &mut state).map_err(AdapterError::Multicast)?;
@@ -242,7 +242,9 @@ impl EngineCtx {
         for c in &out.cyclic {
             let line = format!("{name}: multicast: {c}");
             if self.kind == EngineKind::Dfsssp {
-                let advice = if a.cfg.mcast_lane == McastLane::Always || a.cfg.lanes < 2 {
+                let advice = if a.routed.cfg.mcast_lane == McastLane::Always
+                    || a.routed.cfg.lanes < 2
+                {
                     ""
                 } else {
                     " (DFSSSP_RS_MCAST_LANE=2, the default, leaves a lane to multicast even when \

@@ -131,11 +131,7 @@ use self::error::AdapterError;
 use self::log::OsmLog;
 use self::qos::SlRange;
 use self::settings::ClassLists;
-use self::subnet::Subnet;
-use crate::engine::{EngineConfig, EngineKind};
-use crate::fabric::Fabric;
-use crate::graph::SwitchGraph;
-use crate::routing::Routing;
+use crate::engine::{EngineKind, Routed};
 
 /// Environment variable capping dfsssp-rs's virtual lanes.
 pub const ENV_MAX_LANES: &str = "DFSSSP_RS_MAX_LANES";
@@ -173,7 +169,8 @@ pub const ENV_INCREMENTAL: &str = "DFSSSP_RS_INCREMENTAL";
 pub const ENV_REBALANCE_PCT: &str = "DFSSSP_RS_REBALANCE_PCT";
 pub const ENV_SEED: &str = "DFSSSP_RS_SEED";
 /// `0` keeps every lane for unicast layers, `1` leaves one to multicast only when the layers need
-/// fewer than there are, `2` (default) always leaves one (see [`EngineConfig::mcast_lane`]).
+/// fewer than there are, `2` (default) always leaves one (see
+/// [`EngineConfig::mcast_lane`](crate::engine::EngineConfig::mcast_lane)).
 pub const ENV_MCAST_LANE: &str = "DFSSSP_RS_MCAST_LANE";
 /// `one_lane_candidate` (0 or 1, default 1): with QoS on, whether the one-lane search's routing
 /// may replace the layers' when it measures a higher Λ.
@@ -226,40 +223,29 @@ struct State {
 }
 
 struct Pending {
-    subnet: Subnet,
-    cfg: EngineConfig,
-    graph: SwitchGraph,
-    routing: Routing,
+    /// The routing computed (with its summary), for the fabric read of the subnet.
+    routed: Routed,
+    /// OpenSM's `dump_files_dir`.
+    dump_dir: Option<PathBuf>,
     plan: tables::Plan,
     /// Rows of OpenSM's LID matrix written while routing ([`lid_matrix`]).
     hop_rows: u64,
     routing_log: bool,
     started: Instant,
-    full_max_load: u64,
-    max_load: u64,
-    summary: crate::reroute::RoutingSummary,
-    sl_offset: u8,
     sls: SlRange,
-    /// The routing the switches held before, to log what changed once the new one is up.
-    previous: Option<Previous>,
+    /// The routing the switches held before (without its summary), to log what changed once the
+    /// new one is up.
+    previous: Option<Routed>,
     /// Where to save the routing once it is up ([`persist`]).
     state_path: Option<PathBuf>,
 }
 
-/// The routing before this run, kept until the change is logged.
-struct Previous {
-    graph: SwitchGraph,
-    routing: Routing,
-    fabric: Fabric,
-}
-
 struct Active {
-    graph: SwitchGraph,
-    /// Its hop counts are dropped (an empty table) while OpenSM uploads the tables, rebuilt from
-    /// the tables ([`Active::restore_hops`]) once the upload is done, or before the next re-route.
-    routing: Routing,
-    fabric: Fabric,
-    cfg: EngineConfig,
+    /// The routing OpenSM uses. Its hop counts are dropped (an empty table) while OpenSM uploads
+    /// the tables, rebuilt from the tables ([`Active::restore_hops`]) once the upload is done, or
+    /// before the next re-route. Its summary is held in [`Active::summary`] instead (`None`
+    /// here).
+    routed: Routed,
     dump_dir: Option<PathBuf>,
     /// The engine's dumps are due (routing log flag on); written when OpenSM reports the unicast
     /// routing done, so that writing them is not part of the routing phase.
@@ -269,20 +255,14 @@ struct Active {
     /// Each SL-to-VL problem is logged once per routing, not once per port.
     warned_few_vls: AtomicBool,
     warned_admin_table: AtomicBool,
-    /// The highest channel load of the last full computation, and of this routing (see
-    /// [`engine::Prior`](crate::engine::Prior)).
-    full_max_load: u64,
-    max_load: u64,
-    /// Its channel loads and CDG edges, for the next re-route (made exact after the upload:
-    /// [`engine::settle_summary`](crate::engine::settle_summary)).
+    /// The routing's channel loads and CDG edges, for the next re-route: made exact after the
+    /// upload ([`engine::settle_summary`](crate::engine::settle_summary)) under the read lock,
+    /// while path_sl answers.
     summary: std::sync::Mutex<crate::reroute::RoutingSummary>,
     /// What the switches held before, until the change has been logged.
-    previous: std::sync::Mutex<Option<Previous>>,
+    previous: std::sync::Mutex<Option<Routed>>,
     /// The multicast trees built over this routing.
     mcast: std::sync::Mutex<mcast::McastState>,
-    /// The engine's SL offset: 1 when SL 0 was left to multicast
-    /// ([`engine::EngineOutput::sl_offset`](crate::engine::EngineOutput::sl_offset)).
-    sl_offset: u8,
     /// Where the layers' SLs start and what path_sl leaves to the admin's QoS policy.
     sls: SlRange,
     /// SLs of OpenSM's hint that path_sl kept or replaced, each logged once (bit per SL).
@@ -300,18 +280,31 @@ impl Active {
     /// tables' path lengths).
     fn restore_hops(&mut self) {
         if self.hops_dropped() {
-            self.routing.hops = crate::routing::walked_hops(&self.graph, &self.routing.lft);
+            let r = &mut self.routed;
+            r.routing.hops = crate::routing::walked_hops(&r.graph, &r.routing.lft);
         }
     }
 
     /// Whether the hop counts were dropped for the upload: the table is not the tables' shape.
     fn hops_dropped(&self) -> bool {
-        self.routing.hops.shape() != (self.graph.num_switches(), self.routing.lft.stride())
+        let r = &self.routed;
+        r.routing.hops.shape() != (r.graph.num_switches(), r.routing.lft.stride())
     }
 
     /// SL (= VL) of layer 0.
     fn base_sl(&self) -> u8 {
-        self.sls.first + self.sl_offset
+        self.sls.first + self.routed.sl_offset
+    }
+
+    /// The routing to continue from once it is no longer the active one: hop counts and summary
+    /// back in place.
+    fn into_routed(mut self) -> Routed {
+        self.restore_hops();
+        let summary = self.summary.into_inner().unwrap_or_else(|e| e.into_inner());
+        Routed {
+            summary: Some(summary),
+            ..self.routed
+        }
     }
 }
 
@@ -331,7 +324,7 @@ impl EngineCtx {
 fn ctx_with_layers(layers: bool) -> EngineCtx {
     use crate::routing::SwitchLidTable;
     let f = crate::testkit::two_switches(4, 1, &[(0, 2, 3, 0), (1, 2, 4, 0)]);
-    let graph = SwitchGraph::new(&f).unwrap();
+    let graph = crate::graph::SwitchGraph::new(&f).unwrap();
     let mut routing = crate::sssp::route(&graph);
     if layers {
         let mut t = SwitchLidTable::new(2, routing.lft.max_lid, 0);
@@ -345,21 +338,24 @@ fn ctx_with_layers(layers: bool) -> EngineCtx {
     let state = State {
         pending: None,
         active: Some(Active {
-            graph,
-            routing,
-            fabric: f,
-            cfg: EngineConfig::new(EngineKind::Dfsssp),
+            routed: crate::engine::Routed {
+                fabric: f,
+                graph,
+                routing,
+                cfg: crate::engine::EngineConfig::new(EngineKind::Dfsssp),
+                full_max_load: 0,
+                max_load: 0,
+                summary: None,
+                sl_offset: 0,
+            },
             dump_dir: None,
             dumps_due: AtomicBool::new(false),
             metrics_due: AtomicBool::new(false),
             warned_few_vls: AtomicBool::new(false),
             warned_admin_table: AtomicBool::new(false),
-            full_max_load: 0,
-            max_load: 0,
             summary: Default::default(),
             previous: std::sync::Mutex::new(None),
             mcast: Default::default(),
-            sl_offset: 0,
             sls: SlRange::default(),
             hints_kept: AtomicU16::new(0),
             hints_replaced: AtomicU16::new(0),

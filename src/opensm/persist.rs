@@ -14,11 +14,8 @@ use std::time::Instant;
 
 use super::log::Code;
 use super::{Active, EngineCtx};
-use crate::engine::{self, EngineConfig};
+use crate::engine::Routed;
 use crate::fabric::Fabric;
-use crate::graph::SwitchGraph;
-use crate::reroute::RoutingSummary;
-use crate::routing::Routing;
 use crate::state;
 
 /// What this process knows of the state file.
@@ -55,62 +52,6 @@ impl Persist {
     }
 }
 
-/// The routing to continue from: the one uploaded last by this process, or one adopted from the
-/// state file.
-pub(super) struct PriorRouting {
-    pub fabric: Fabric,
-    pub graph: SwitchGraph,
-    pub routing: Routing,
-    pub cfg: EngineConfig,
-    pub full_max_load: u64,
-    pub max_load: u64,
-    pub summary: Option<RoutingSummary>,
-    pub sl_offset: u8,
-}
-
-impl PriorRouting {
-    pub(super) fn from_active(mut a: Active) -> Self {
-        a.restore_hops();
-        PriorRouting {
-            summary: Some(a.summary.into_inner().unwrap_or_else(|e| e.into_inner())),
-            fabric: a.fabric,
-            graph: a.graph,
-            routing: a.routing,
-            cfg: a.cfg,
-            full_max_load: a.full_max_load,
-            max_load: a.max_load,
-            sl_offset: a.sl_offset,
-        }
-    }
-
-    fn from_saved(s: state::SavedState) -> Self {
-        PriorRouting {
-            fabric: s.fabric,
-            graph: s.graph,
-            routing: s.routing,
-            cfg: s.cfg,
-            full_max_load: s.full_max_load,
-            max_load: s.max_load,
-            // Loads and dependency edges are recounted by a complete traversal.
-            summary: None,
-            sl_offset: s.sl_offset,
-        }
-    }
-
-    pub(super) fn as_prior(&self) -> engine::Prior<'_> {
-        engine::Prior {
-            fabric: &self.fabric,
-            graph: &self.graph,
-            routing: &self.routing,
-            cfg: &self.cfg,
-            full_max_load: self.full_max_load,
-            max_load: self.max_load,
-            summary: self.summary.as_ref(),
-            sl_offset: self.sl_offset,
-        }
-    }
-}
-
 impl EngineCtx {
     fn persist(&self) -> std::sync::MutexGuard<'_, Persist> {
         self.persist.lock().unwrap_or_else(|e| e.into_inner())
@@ -124,7 +65,7 @@ impl EngineCtx {
         path: Option<&Path>,
         fabric: &Fabric,
         in_memory: bool,
-    ) -> Option<PriorRouting> {
+    ) -> Option<Routed> {
         let path = path?;
         let name = self.kind.name();
         let mut p = self.persist();
@@ -148,7 +89,7 @@ impl EngineCtx {
         let t = Instant::now();
         let shown = path.display().to_string();
         let loaded = state::load(path)
-            .and_then(|s| state::same_fabric(&s.fabric, fabric, &shown).map(|_| s));
+            .and_then(|s| state::same_fabric(&s.routed.fabric, fabric, &shown).map(|_| s));
         match loaded {
             Ok(s) => {
                 p.last_seen = Some((s.header.writer, s.header.serial));
@@ -156,14 +97,15 @@ impl EngineCtx {
                     "{name}: adopted the routing state {shown} ({} switches, {} layer(s), {} \
                      engine, written by SM {:#018x} as its routing #{}) in {:.3} s: only what \
                      changed since is re-routed, and the result is verified in full",
-                    s.graph.num_switches(),
-                    s.routing.num_layers,
-                    s.cfg.kind,
+                    s.routed.graph.num_switches(),
+                    s.routed.routing.num_layers,
+                    s.routed.cfg.kind,
                     s.header.writer,
                     s.header.serial,
                     t.elapsed().as_secs_f64()
                 ));
-                Some(PriorRouting::from_saved(s))
+                // Loads and dependency edges are recounted by a complete traversal (no summary).
+                Some(s.routed)
             }
             Err(e) => {
                 self.log.info(&format!(
@@ -197,19 +139,7 @@ impl EngineCtx {
         let t = Instant::now();
         let mut p = self.persist();
         p.serial += 1;
-        let bytes = state::encode(
-            &state::StateRef {
-                fabric: &a.fabric,
-                graph: &a.graph,
-                routing: &a.routing,
-                cfg: &a.cfg,
-                sl_offset: a.sl_offset,
-                full_max_load: a.full_max_load,
-                max_load: a.max_load,
-            },
-            p.writer,
-            p.serial,
-        );
+        let bytes = state::encode(a.routed.view(), p.writer, p.serial);
         p.last_seen = Some((p.writer, p.serial));
         let encoded = t.elapsed();
         let before = p.writing.take();

@@ -35,10 +35,11 @@ impl EngineCtx {
     pub(super) fn path_sl(&self, hint: u8, slid: u16, dlid: u16) -> u8 {
         let st = self.read();
         let Some(a) = &st.active else { return hint };
-        if a.routing.num_layers + a.base_sl() <= 1 || dlid > a.routing.lft.max_lid {
+        let r = &a.routed;
+        if r.routing.num_layers + a.base_sl() <= 1 || dlid > r.routing.lft.max_lid {
             return hint;
         }
-        let (Some(src), Some(dst)) = (a.graph.dest_of_lid(slid), a.graph.dest_of_lid(dlid)) else {
+        let (Some(src), Some(dst)) = (r.graph.dest_of_lid(slid), r.graph.dest_of_lid(dlid)) else {
             return hint;
         };
         if src.switch == NO_SWITCH || dst.switch == NO_SWITCH {
@@ -55,7 +56,7 @@ impl EngineCtx {
             }
             return hint;
         }
-        let sl = a.routing.layer(src.switch, dlid) + a.base_sl();
+        let sl = r.routing.layer(src.switch, dlid) + a.base_sl();
         if hint != 0
             && hint != sl
             && a.hints_replaced.fetch_or(1 << hint, Ordering::Relaxed) & (1 << hint) == 0
@@ -79,7 +80,10 @@ impl EngineCtx {
         let Some(a) = &st.active else { return };
         // SLs first..first + offset + layers go to the VL of the same number (SL `first` alone
         // on its VL when a lane was left to multicast).
-        let (first, count) = (a.sls.first, a.routing.num_layers + a.sl_offset);
+        let (first, count) = (
+            a.sls.first,
+            a.routed.routing.num_layers + a.routed.sl_offset,
+        );
         let Some(table) = table else { return };
         if first + count <= 1 {
             return;
@@ -146,7 +150,7 @@ mod tests {
         for layers in [true, false] {
             let c = ctx_with_layers(layers);
             if let Some(a) = c.write().active.as_mut() {
-                a.sl_offset = 1;
+                a.routed.sl_offset = 1;
             }
             let want = if layers { 2 } else { 1 };
             assert_eq!(c.path_sl(7, 3, 4), want, "layers {layers}, offset 1");

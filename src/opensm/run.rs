@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::time::Instant;
 
 use super::lid_matrix::LidMatrixWriter;
-use super::persist::{self, PriorRouting};
+use super::persist;
 use super::qos::SlRange;
 use super::raw::{self, LockedSubnet};
 use super::{ffi, log, subnet, tables};
-use super::{Active, AdapterError, EngineCtx, Pending, Previous};
-use crate::engine;
+use super::{Active, AdapterError, EngineCtx, Pending};
+use crate::engine::{self, Routed};
 use crate::routing::{SwitchLidTable, NO_PATH};
 
 /// What a run routes with.
@@ -20,8 +20,9 @@ struct RunSetup {
     /// The SLs the routing may use.
     sls: SlRange,
     rc: engine::RerouteConfig,
-    /// The routing to re-route from.
-    prior: Option<PriorRouting>,
+    /// The routing to re-route from: the one uploaded last by this process, or one adopted
+    /// from the state file.
+    prior: Option<Routed>,
     /// Where the routing's state is kept.
     state_path: Option<std::path::PathBuf>,
 }
@@ -72,7 +73,7 @@ impl EngineCtx {
                 let out = engine::run_from(
                     &subnet.fabric,
                     &setup.cfg,
-                    setup.prior.as_ref().map(PriorRouting::as_prior),
+                    setup.prior.as_ref().map(Routed::view),
                     &setup.rc,
                 );
                 // From here on this thread may wait for the helper (the matrix it builds, the
@@ -120,24 +121,15 @@ impl EngineCtx {
         drop(matrix);
         self.log_computed(name, &out, started);
         self.write().pending = Some(Pending {
-            subnet,
-            cfg: setup.cfg,
-            graph: out.graph,
-            routing: out.routing,
+            routed: Routed::new(subnet.fabric, setup.cfg, out),
+            dump_dir: subnet.dump_dir,
             plan,
             hop_rows,
             routing_log: self.log.is_active(log::ROUTING),
             started,
-            full_max_load: out.full_max_load,
-            max_load: out.max_load,
-            summary: out.summary,
-            sl_offset: out.sl_offset,
             sls: setup.sls,
-            previous: setup.prior.map(|a| Previous {
-                graph: a.graph,
-                routing: a.routing,
-                fabric: a.fabric,
-            }),
+            // Only compared with the new routing: its summary is not needed.
+            previous: setup.prior.map(|p| Routed { summary: None, ..p }),
             state_path: setup.state_path,
         });
         raw::release_free_heap();
@@ -208,7 +200,7 @@ impl EngineCtx {
         let prior = match self.adopt_state(state_path.as_deref(), &subnet.fabric, active.is_some())
         {
             Some(p) => Some(p),
-            None => active.map(PriorRouting::from_active),
+            None => active.map(Active::into_routed),
         };
         let (mut cfg, sls) = self.config(subnet, &set)?;
         let mut rc = self.reroute_config(&set, heavy_sweep)?;
@@ -254,7 +246,7 @@ impl EngineCtx {
         // Test hook: fail halfway through the switches, to exercise the reset.
         let fail_after = (super::injected_failure().as_deref() == Some("write"))
             .then_some(p.plan.switches.len() / 2);
-        let stats = tables::write(api, &mut osm, &p.plan, &p.routing, fail_after)
+        let stats = tables::write(api, &mut osm, &p.plan, &p.routed.routing, fail_after)
             .map_err(AdapterError::Write)?;
         self.log.info(&format!(
             "{name}: wrote the tables of {} switches ({} routed entries; {} hop rows written \
@@ -265,27 +257,22 @@ impl EngineCtx {
             t.elapsed().as_secs_f64(),
             p.started.elapsed().as_secs_f64()
         ));
-        let metrics_due = p.cfg.bisection_patterns > 0;
+        let metrics_due = p.routed.cfg.bisection_patterns > 0;
         // OpenSM's memory peaks next, while it queues every LFT block for the upload; the hop
         // counts (a switch-by-LID table) are not needed until the upload is done.
-        let mut routing = p.routing;
-        routing.hops = SwitchLidTable::new(0, routing.lft.max_lid, NO_PATH);
+        let mut routed = p.routed;
+        routed.routing.hops = SwitchLidTable::new(0, routed.routing.lft.max_lid, NO_PATH);
+        let summary = routed.summary.take().unwrap_or_default();
         self.write().active = Some(Active {
-            graph: p.graph,
-            routing,
-            fabric: p.subnet.fabric,
-            cfg: p.cfg,
-            dump_dir: p.subnet.dump_dir,
+            routed,
+            dump_dir: p.dump_dir,
             dumps_due: AtomicBool::new(p.routing_log),
             metrics_due: AtomicBool::new(metrics_due),
             warned_few_vls: AtomicBool::new(false),
             warned_admin_table: AtomicBool::new(false),
-            full_max_load: p.full_max_load,
-            max_load: p.max_load,
-            summary: std::sync::Mutex::new(p.summary),
+            summary: std::sync::Mutex::new(summary),
             previous: std::sync::Mutex::new(p.previous),
             mcast: Default::default(),
-            sl_offset: p.sl_offset,
             sls: p.sls,
             hints_kept: AtomicU16::new(0),
             hints_replaced: AtomicU16::new(0),

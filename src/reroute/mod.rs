@@ -342,21 +342,24 @@ impl Stage<'_> {
         } else {
             &[LayerChecks::Unchecked]
         };
+        let basis = place::Basis {
+            g,
+            comp: self.comp,
+            or,
+            old_of_new: &m.old_of_new,
+            guide,
+        };
         for &checks in tries {
             let mut load = kept.load.clone();
             let mut layering =
                 layering::Layering::new(g, self.ei, &kept.bits, checks, opts, layered)?;
             let mut stats = st.clone();
             let num_layers = place::route_again(
-                g,
-                self.comp,
-                &m.old_of_new,
-                or,
+                &basis,
                 &kept.work,
                 &mut tables,
                 &mut load,
                 &mut layering,
-                guide,
                 &mut stats,
             )?;
             if layering.acyclic() {

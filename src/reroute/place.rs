@@ -17,22 +17,37 @@ pub(super) struct Tables {
     pub(super) layers: Option<SwitchLidTable>,
 }
 
-/// New next hops for the switches whose paths are not kept, destination by destination, nearest
-/// switches first, balanced against the loads of everything placed so far, each path in a layer
-/// `layering` accepts. Returns the number of layers in use.
-#[allow(clippy::too_many_arguments)]
+/// What [`route_again`] routes on and from: the same for every try of pass 2.
+pub(super) struct Basis<'a> {
+    /// The new switch graph and its connected parts (a part number per switch).
+    pub(super) g: &'a SwitchGraph,
+    pub(super) comp: &'a [u32],
+    /// The previous routing, and per new switch the same switch in it ([`NO_SWITCH`]: new).
+    pub(super) or: &'a Routing,
+    pub(super) old_of_new: &'a [u32],
+    /// After a repair: the ports a full computation gives now, preferred to the old ones.
+    pub(super) guide: Option<&'a Guide>,
+}
+
+/// New next hops for the switches whose paths are not kept (`work`: per destination, the kept
+/// paths' lengths), destination by destination, nearest switches first, balanced against the
+/// loads of everything placed so far, each path in a layer `layering` accepts. Returns the
+/// number of layers in use.
 pub(super) fn route_again(
-    g: &SwitchGraph,
-    comp: &[u32],
-    old_of_new: &[u32],
-    or: &Routing,
+    basis: &Basis<'_>,
     work: &[(usize, Vec<u32>)],
     t: &mut Tables,
     load: &mut [u64],
     layering: &mut Layering<'_>,
-    guide: Option<&Guide>,
     st: &mut RerouteStats,
 ) -> Result<u8, FullReason> {
+    let &Basis {
+        g,
+        comp,
+        or,
+        old_of_new,
+        guide,
+    } = basis;
     let ns = g.num_switches();
     let mut num_layers = or.num_layers.max(1);
     let mut sc = Scratch::new(ns);

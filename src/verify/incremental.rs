@@ -25,7 +25,8 @@
 use rayon::prelude::*;
 
 use super::{
-    check_dests, check_shape, finish, merge, verify, DependencySlots, VerifyError, VerifyReport,
+    check_dests, check_shape, finish, merge, verify, DependencySlots, Loads, VerifyError,
+    VerifyReport,
 };
 use crate::graph::{Dest, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::Routing;
@@ -86,12 +87,12 @@ pub fn verify_since(
     // The changed LIDs' shares now (exact, with their faults), and before (to take off).
     let now = merge(
         r.num_layers,
-        check_dests(g, r, &slots, words, &comp, &changed, false),
+        check_dests(g, r, &slots, words, &comp, &changed, Loads::Skip),
     )?;
     let old_words = old_slots.len().div_ceil(64) as usize;
     let (was, _) = merge(
         or.num_layers,
-        check_dests(og, or, &old_slots, old_words, &comp, &changed, false),
+        check_dests(og, or, &old_slots, old_words, &comp, &changed, Loads::Skip),
     )
     .map_err(|_| VerifyError::Shape("the previous routing does not verify".into()))?;
     let (mut report, mut bits) = now;

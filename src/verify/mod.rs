@@ -305,14 +305,19 @@ impl ChunkResult {
 
 /// Checks completeness, layers and deadlock freedom of `r` on `g`; see the module doc.
 pub fn verify(g: &SwitchGraph, r: &Routing) -> Result<VerifyReport, VerifyError> {
-    verify_with(g, r, Method::Trees, false)
+    verify_with(g, r, Method::Trees, Loads::Skip)
 }
 
 /// [`verify`], also counting the channel loads of the routes on the way
 /// ([`VerifyReport::channel_loads`]; with more than 64 layers they are left to
 /// [`crate::balance::channel_loads`]).
 pub fn verify_and_load(g: &SwitchGraph, r: &Routing) -> Result<VerifyReport, VerifyError> {
-    let mut report = verify_with(g, r, Method::Trees, r.num_layers <= 64)?;
+    let loads = if r.num_layers <= 64 {
+        Loads::Count
+    } else {
+        Loads::Skip
+    };
+    let mut report = verify_with(g, r, Method::Trees, loads)?;
     if report.channel_loads.is_none() {
         report.channel_loads = Some(crate::balance::channel_loads(g, &r.lft));
     }
@@ -328,11 +333,19 @@ enum Method {
     Walks,
 }
 
+/// Whether the trees check also counts the channel loads of the routes
+/// ([`VerifyReport::channel_loads`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Loads {
+    Count,
+    Skip,
+}
+
 fn verify_with(
     g: &SwitchGraph,
     r: &Routing,
     method: Method,
-    loads: bool,
+    loads: Loads,
 ) -> Result<VerifyReport, VerifyError> {
     // Trees need a layer bit mask per switch; beyond 64 layers (IB has 15) walk every path.
     let method = if r.num_layers > 64 {
@@ -407,8 +420,9 @@ fn check_dests(
     words: usize,
     comp: &[u32],
     dests: &[Dest],
-    loads: bool,
+    loads: Loads,
 ) -> Vec<ChunkResult> {
+    let loads = loads == Loads::Count;
     let (ns, nl, nd) = (g.num_switches(), usize::from(r.num_layers), dests.len());
     let chunks = (rayon::current_num_threads() * 2).clamp(1, nd.max(1));
     let per = nd.div_ceil(chunks).max(1);

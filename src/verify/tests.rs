@@ -366,8 +366,8 @@ fn trees_agree_with_walks_on_corrupted_tables() {
                 }
             }
             let (a, b) = (
-                verify_with(&g, &r, Method::Trees, false),
-                verify_with(&g, &r, Method::Walks, false),
+                verify_with(&g, &r, Method::Trees, Loads::Skip),
+                verify_with(&g, &r, Method::Walks, Loads::Skip),
             );
             assert_eq!(gist(&a), gist(&b), "{spec} trial {trial}");
             outcomes.insert(gist(&a).split_whitespace().next().unwrap_or("").to_string());

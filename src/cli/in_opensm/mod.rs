@@ -423,7 +423,7 @@ impl Bench {
         fabric: &Fabric,
         opts: &judge::EvalOptions,
     ) -> CliResult<Run> {
-        let quiet = Progress::new(true);
+        let quiet = Progress::quiet();
         let dir = self.work.join(format!(
             "{k:02}-{}",
             p.label.replace([' ', '(', ')', '/'], "_")
@@ -439,10 +439,12 @@ impl Bench {
             conf.push(format!("torus_config {}", torus_path.display()));
         }
         self.bar.set_message(format!("{}: starting ibsim", p.label));
-        let mut run = self.one_run(p, &dir, &sock, &conf, false).map_or_else(
-            |e| Run::failed(&p.label, p.engine.name(), p.qos, e),
-            |x| x.0,
-        );
+        let mut run = self
+            .one_run(p, &dir, &sock, &conf, procs::LogTo::File)
+            .map_or_else(
+                |e| Run::failed(&p.label, p.engine.name(), p.qos, e),
+                |x| x.0,
+            );
         if matches!(run.status, Status::Ok | Status::Fallback) {
             self.bar
                 .set_message(format!("{}: judging OpenSM's dumps", p.label));
@@ -497,7 +499,7 @@ impl Bench {
         let mut dconf = conf.to_vec();
         dconf.push(format!("per_module_logging_file {}", per_module.display()));
         let sock = format!("dfsssp-cmp-{}-{k}d", std::process::id());
-        let dbg = self.one_run(p, &ddir, &sock, &dconf, true);
+        let dbg = self.one_run(p, &ddir, &sock, &dconf, procs::LogTo::Pipe);
         Ok(match dbg {
             Ok((r, vls)) if r.status == Status::Ok => {
                 stock_sls::check(dir, &ddir, &vls, self.limit)
@@ -526,7 +528,7 @@ impl Bench {
         dir: &Path,
         sock: &str,
         conf: &[String],
-        log_pipe: bool,
+        log: procs::LogTo,
     ) -> Result<(Run, stock_sls::VlTable), String> {
         let mut sim = procs::start_ibsim(dir, &self.net, &self.caps, sock)?;
         let setup = procs::OsmSetup {
@@ -537,7 +539,7 @@ impl Bench {
             plugin_dir: self.plugin_dir.as_deref(),
             extra_conf: conf,
             limit: self.limit,
-            log_pipe,
+            log,
         };
         let label = &p.label;
         let bar = &self.bar;

@@ -141,7 +141,7 @@ pub struct OsmRun {
     /// Peak RSS (/usr/bin/time's %M), KiB.
     pub peak_rss_kib: Option<u64>,
     pub wall: Duration,
-    /// With [`OsmSetup::log_pipe`]: stock dfsssp's VL of each CA pair, from its debug lines.
+    /// With [`LogTo::Pipe`]: stock dfsssp's VL of each CA pair, from its debug lines.
     pub vl_table: super::osm_log::VlTable,
 }
 
@@ -154,10 +154,17 @@ pub struct OsmSetup<'a> {
     /// Lines for the config file beyond the engine, dump directory and plug-in.
     pub extra_conf: &'a [String],
     pub limit: Duration,
-    /// OpenSM logs into a pipe read here instead of a file: its debug lines (stock dfsssp's
-    /// VL table, gigabytes on big fabrics) are parsed as they come and never stored; the other
-    /// lines go to osm.log as usual.
-    pub log_pipe: bool,
+    pub log: LogTo,
+}
+
+/// Where OpenSM writes its log (`osm.log` in the run's directory either way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogTo {
+    /// A file.
+    File,
+    /// A pipe read here: its debug lines (stock dfsssp's VL table, gigabytes on big fabrics)
+    /// are parsed as they come and never stored; the other lines go to osm.log as usual.
+    Pipe,
 }
 
 /// Runs opensm once in `s.dir`; `tick` is called while it runs (progress).
@@ -212,7 +219,7 @@ pub fn run_opensm(s: &OsmSetup, mut tick: impl FnMut(Duration)) -> Result<OsmRun
         cmd.env("LD_LIBRARY_PATH", path);
     }
     let log_path = dir.join("osm.log");
-    let reader = if s.log_pipe {
+    let reader = if s.log == LogTo::Pipe {
         let ok = Command::new("mkfifo")
             .arg(&log_path)
             .status()
