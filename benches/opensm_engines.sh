@@ -29,6 +29,13 @@
 #   benches/opensm_engines.sh families
 #       every fabric of FAMILIES below, one table each, and a summary line per fabric: the best
 #       stock engine by Λ against dfsssp-rs
+#   benches/opensm_engines.sh faults
+#       the scale table: every fabric of FAULT_FABRICS below (families at two sizes each), pristine
+#       and with 1% and 5% of its switch-to-switch cables missing (FAULTS, default "0 1 5"; the
+#       cuts seeded, the same fabric every run), against the stock engines an admin would pick
+#       (minhop, ftree on fat trees, updn where it finds a root, stock dfsssp): QoS on for every
+#       engine, then QoS off for the engines whose routes depend on it (dfsssp, dfsssp-rs; the
+#       others route the same either way); one summary line per table
 #   benches/opensm_engines.sh one-lane
 #       QoS off (one lane) on the 6x6x6 torus and the random 128-switch fabric: stock nue and
 #       dfsssp-rs in OpenSM side by side, then dfsssp-rs's one-lane Λ as a share of its 8-lane Λ
@@ -72,6 +79,20 @@ FAMILIES=(
     "ktree:8,3,aggr,shuffle=1 $FAT_STOCK $OURS"
     "rail:2,4,2,8 $FAT_STOCK $OURS"
 )
+
+# `faults` mode: families at two sizes, SPEC then the engines (QoS on; those of QOS_OFF_ENGINES
+# also with QoS off).
+FAULT_FABRICS=(
+    "ktree:12,3 minhop ftree updn dfsssp dfsssp-rs"
+    "ktree:18,3 minhop ftree updn dfsssp dfsssp-rs"
+    "random:128,32,16,300,seed=1 minhop updn dfsssp dfsssp-rs"
+    "random:320,36,16,2560,seed=1 minhop updn dfsssp dfsssp-rs"
+    "torus:4x4x4,2 minhop dfsssp dfsssp-rs"
+    "torus:6x6x6,4 minhop dfsssp dfsssp-rs"
+    "dragonfly:8,4,4,33 minhop updn dfsssp dfsssp-rs"
+    "dragonfly:12,6,6,73 minhop updn dfsssp dfsssp-rs"
+)
+QOS_OFF_ENGINES="dfsssp dfsssp-rs"
 
 # engines_for SPEC: the engines that apply to the fabric family of SPEC.
 engines_for() {
@@ -434,6 +455,28 @@ if [ "${1:-}" = families ]; then
             spec=${words[0]}
             [ "$cut" = 0 ] || spec="$spec,cut=$cut"
             bench_fabric "$spec" "${words[@]:1}" || true
+        done
+    done
+    legend
+    printf '\n'
+    printf '%s\n' "${SUMMARIES[@]}"
+    exit 0
+fi
+
+if [ "${1:-}" = faults ]; then
+    for line in "${FAULT_FABRICS[@]}"; do
+        read -r -a words <<<"$line"
+        for cut in ${FAULTS:-0 1 5}; do
+            spec=${words[0]}
+            [ "$cut" = 0 ] || spec="$spec,cut=$cut"
+            QOS_MODES=(-Q)
+            bench_fabric "$spec" "${words[@]:1}" || true
+            off=()
+            for e in "${words[@]:1}"; do
+                [[ " $QOS_OFF_ENGINES " == *" $e "* ]] && off+=("$e")
+            done
+            QOS_MODES=(off)
+            bench_fabric "$spec" "${off[@]}" || true
         done
     done
     legend

@@ -416,6 +416,68 @@ fn torus_recognised_from_its_cables() {
     );
 }
 
+/// nue by default makes only the paths to CAs deadlock-free: on a fat tree with aggregation
+/// nodes its loops need paths to switch LIDs. The table says so (a caveat, not "credit loops"),
+/// agreeing with ibdmchk on the CA-to-CA paths, and runs nue again with switch LIDs included,
+/// whose recommendation carries the line it needs.
+#[test]
+fn nue_judged_by_its_own_promise_and_rerun_with_switch_lids() {
+    let d = tempfile::tempdir().unwrap();
+    let dump = d.path().join("sharp.topo");
+    std::fs::write(
+        &dump,
+        ibnetdiscover::write(&by_name("ktree:4,3,aggr").unwrap()),
+    )
+    .unwrap();
+    let pd = plugin_dir();
+    let (ok, so, se) = cli(&[
+        "compare",
+        "--in-opensm",
+        p(&dump),
+        "--routing-engines",
+        "nue",
+        "--patterns",
+        "32",
+        "--plugin-dir",
+        &pd,
+        "--quiet",
+        "--json",
+        "--keep",
+    ]);
+    assert!(ok, "{se}");
+    let v: Value = serde_json::from_str(&so).unwrap();
+    let work = se
+        .lines()
+        .find_map(|l| l.strip_prefix("dfsssp-rs: work directory kept: "))
+        .unwrap_or_else(|| panic!("no kept directory: {se}"))
+        .to_string();
+    let nue = run_of(&v, "nue");
+    assert_eq!(nue["status"], "ok", "{nue}");
+    let lanes = &nue["lanes"];
+    assert_eq!(lanes["management_only"], true, "{lanes}");
+    assert_eq!(lanes["deadlock_free"], true, "CA-to-CA paths: {lanes}");
+    assert!(
+        lanes["loops"]
+            .as_str()
+            .unwrap()
+            .starts_with("switch LIDs only"),
+        "{lanes}"
+    );
+    // ibdmchk checks CA-to-CA paths only: no loop there either
+    let ib = common::ibdmchk_in(&Path::new(&work).join("00-nue"), false, false, 0);
+    assert_eq!(ib.credit_loops, Some(false), "{}", ib.text);
+    let again = run_of(&v, "nue (nue_include_switches TRUE)");
+    assert_eq!(again["status"], "ok", "{again}");
+    assert_eq!(again["lanes"]["loops"], "no", "{again}");
+    assert_eq!(again["lanes"]["management_only"], false, "{again}");
+    let rec = &v["recommendation"];
+    assert_eq!(rec["engine"], "nue (nue_include_switches TRUE)", "{rec}");
+    let conf = rec["conf_lines"].to_string();
+    assert!(conf.contains("routing_engine nue"), "{conf}");
+    assert!(conf.contains("nue_include_switches TRUE"), "{conf}");
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
 /// A dump that cannot be used: refused with its line, before any program starts; exit status 1.
 #[test]
 fn unusable_dump_refused_with_its_line() {

@@ -45,6 +45,9 @@ pub struct Run {
     pub eval: Option<Evaluation>,
     /// Stock dfsssp's SLs from a run with debug logging, checked by ibdmchk.
     pub stock_sls: Option<StockSls>,
+    /// opensm.conf lines of this run's own (`nue_include_switches TRUE`), which a
+    /// recommendation of it must carry.
+    pub conf: Vec<String>,
 }
 
 impl Run {
@@ -60,6 +63,7 @@ impl Run {
             wall: Duration::ZERO,
             eval: None,
             stock_sls: None,
+            conf: Vec::new(),
         }
     }
 
@@ -108,6 +112,7 @@ impl Run {
             log,
             eval: None,
             stock_sls: None,
+            conf: Vec::new(),
         }
     }
 
@@ -354,16 +359,19 @@ pub fn recommend(runs: &[Run]) -> Recommendation {
 }
 
 /// Among the sound runs (best Λ first) within 1% of the top Λ `top`: the fewest lanes, then no
-/// plug-in, then the fastest.
+/// plug-in, then no caveat (loops through paths to switch LIDs), then the fastest.
 fn choose_best<'r>(sound: &[&'r Run], top: f64) -> &'r Run {
-    let lanes = |r: &Run| r.lanes_and_loops().count.unwrap_or(16);
-    let time = |r: &Run| r.log.routing_s.unwrap_or(f64::MAX);
+    let key = |r: &Run| {
+        let ll = r.lanes_and_loops();
+        let time = r.log.routing_s.unwrap_or(f64::MAX);
+        (ll.count.unwrap_or(16), r.ours(), ll.management_only, time)
+    };
     sound
         .iter()
         .filter(|r| r.score().unwrap_or(0.0) >= 0.99 * top)
         .min_by(|a, b| {
-            (lanes(a), a.ours(), time(a))
-                .partial_cmp(&(lanes(b), b.ours(), time(b)))
+            key(a)
+                .partial_cmp(&key(b))
                 .unwrap_or(std::cmp::Ordering::Equal)
         })
         .unwrap_or(&sound[0])
@@ -421,6 +429,11 @@ fn conf_lines(chain: &Chain<'_>, minhop_loops: bool) -> Vec<String> {
         conf.push("event_plugin_name dfsssp_rs".to_string());
     }
     conf.push(format!("routing_engine {}", names.join(",")));
+    for line in chain.runs.iter().flat_map(|r| &r.conf) {
+        if !conf.contains(line) {
+            conf.push(line.clone());
+        }
+    }
     // OpenSM programs the SL-to-VL tables only with QoS on
     conf.push(format!("qos {}", if qos_on { "TRUE" } else { "FALSE" }));
     if minhop_loops {
