@@ -639,7 +639,11 @@ fn make_deadlock_free(
         && cfg.one_lane_candidate
         && budget >= 2
         && sssp_efi.is_some_and(|efi| efi > crate::balance::leaf_bound(graph)))
-    .then(|| routing.clone());
+    .then(|| {
+        // (Its CDG is the same routes': copied, not built again.)
+        let layer0 = layer0.as_ref().map(dfsssp::Layer0::without_trees);
+        (routing.clone(), layer0)
+    });
     let opts = DfssspOptions {
         judge_one_lane: one_lane_candidate.is_some(),
         ..dfsssp_options(cfg)

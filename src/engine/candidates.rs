@@ -24,14 +24,15 @@ pub(super) enum OneLaneVerdict {
     Dropped(Option<String>),
 }
 
-/// The one-lane routing of `one` (the SSSP routes before deadlock removal), judged against
-/// `multi` over [`CANDIDATE_PATTERNS`] patterns. A one-layer routing leaves the other lanes free:
-/// with a spare lane asked for, multicast gets one. `opts.deadline` bounds its cost.
+/// The one-lane routing of `one` (the SSSP routes before deadlock removal, with their layer-0
+/// CDG where it was gathered), judged against `multi` over [`CANDIDATE_PATTERNS`] patterns. A
+/// one-layer routing leaves the other lanes free: with a spare lane asked for, multicast gets
+/// one. `opts.deadline` bounds its cost.
 pub(super) fn one_lane_if_better(
     g: &SwitchGraph,
     dist: &SwitchDistances,
     multi: &Routing,
-    one: &mut Routing,
+    (one, layer0): (&mut Routing, Option<dfsssp::Layer0>),
     opts: &DfssspOptions,
 ) -> OneLaneVerdict {
     let one_opts = DfssspOptions {
@@ -39,7 +40,8 @@ pub(super) fn one_lane_if_better(
         ..opts.clone()
     };
     let t = std::time::Instant::now();
-    let mut report = match dfsssp::make_deadlock_free_with(g, one, 1, &one_opts, Some(dist)) {
+    let mut report = match dfsssp::make_deadlock_free_fed(g, one, layer0, 1, &one_opts, Some(dist))
+    {
         Ok(report) => report,
         // The time said is the candidate's whole cost (the search's own clock, in the error,
         // starts after the CDG, the orientation and the seeds).
@@ -161,12 +163,19 @@ pub(super) struct CandidateSetting<'a> {
 /// where it measures a higher Λ.
 pub(super) fn try_one_lane(
     set: &CandidateSetting<'_>,
-    mut one: Routing,
+    (mut one, layer0): (Routing, Option<dfsssp::Layer0>),
     kept: &mut Layered,
     log: &mut Log,
 ) {
     let kind = set.cfg.kind;
-    match one_lane_if_better(set.graph, set.dist, &kept.routing, &mut one, set.opts) {
+    let verdict = one_lane_if_better(
+        set.graph,
+        set.dist,
+        &kept.routing,
+        (&mut one, layer0),
+        set.opts,
+    );
+    match verdict {
         OneLaneVerdict::Better(one_report, line, l) => {
             kept.routing = one;
             kept.report = *one_report;
@@ -233,7 +242,7 @@ mod tests {
             ..Default::default()
         };
         let mut one = input.clone();
-        match one_lane_if_better(&g, &dist, &multi, &mut one, &late) {
+        match one_lane_if_better(&g, &dist, &multi, (&mut one, None), &late) {
             OneLaneVerdict::Dropped(Some(line)) => {
                 assert!(
                     line.contains("candidate one-lane routing stopped"),
@@ -248,7 +257,7 @@ mod tests {
         }
         // In time, the same candidate runs to the end (on this torus it wins).
         let mut one = input.clone();
-        let verdict = one_lane_if_better(&g, &dist, &multi, &mut one, &Default::default());
+        let verdict = one_lane_if_better(&g, &dist, &multi, (&mut one, None), &Default::default());
         assert!(matches!(verdict, OneLaneVerdict::Better(..)));
     }
 }

@@ -478,7 +478,15 @@ pub(crate) fn run(
         topo = DynTopo::from_order(&order);
     }
     let mut topo = topo.with_max_span(bounds.max_span);
-    seed_input_turns(g, ei, input_weight, seeding, &mut counts, &mut topo)?;
+    seed_input_turns(
+        g,
+        ei,
+        input_weight,
+        seeding,
+        &mut counts,
+        &mut topo,
+        bounds.stop,
+    )?;
     let mut out = OneLaneOutcome {
         roots: ud.roots.clone(),
         searched_channels: topo.searched,

@@ -2,6 +2,8 @@
 //! their CDG, taken greedily and then improved by sifting channels in the topological order.
 
 use std::cmp::Reverse;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use crate::graph::SwitchGraph;
 
@@ -17,6 +19,9 @@ use crate::dfsssp::DfssspError;
 const SEED_SEARCH_LIMIT: usize = 512;
 const SEED_WORK_PER_EDGE: u64 = 32;
 
+/// How often the seeding looks at the stop flag of the runs beside it (edges or channels).
+const STOP_CHECK_EVERY: usize = 1024;
+
 /// Fits the order `topo` (with the tree's pins in `counts`) to the input routes: their
 /// dependency edges that fit together, one count each. A greedy pass takes them
 /// by decreasing `weight` (the paths behind them) where they fit; a local search then moves
@@ -30,6 +35,7 @@ pub(super) fn seed_input_turns(
     seeding: Seeding,
     counts: &mut [u32],
     topo: &mut DynTopo,
+    stop: &AtomicBool,
 ) -> Result<(), DfssspError> {
     if seeding == Seeding::Unseeded {
         return Ok(());
@@ -51,7 +57,14 @@ pub(super) fn seed_input_turns(
     let mut sc = TopoScratch::default();
     let budget = SEED_WORK_PER_EDGE.saturating_mul(cand.len() as u64);
     let start = topo.searched;
-    for &(_, e, c1, c2) in &cand {
+    for (i, &(_, e, c1, c2)) in cand.iter().enumerate() {
+        // A run beside this one stopped (its pace past the deadline): so does this one.
+        if i.is_multiple_of(STOP_CHECK_EVERY) && stop.load(Ordering::Relaxed) {
+            return Err(DfssspError::Stopped {
+                after: Duration::ZERO,
+                projected: None,
+            });
+        }
         let left = budget.saturating_sub(topo.searched - start);
         let limit = usize::try_from(left).map_or(SEED_SEARCH_LIMIT, |l| l.min(SEED_SEARCH_LIMIT));
         if topo.try_insert(g, ei, counts, &mut sc, c1, c2, limit) {
@@ -71,6 +84,7 @@ pub(super) fn seed_input_turns(
             }
         },
         &mut order,
+        stop,
     );
     let mut pos = vec![0u32; order.len()];
     for (i, &c) in order.iter().enumerate() {
@@ -103,12 +117,13 @@ const SIFT_SWEEPS: usize = 4;
 /// and to it that go forward weigh most (`weight` per [`EdgeIndex`] slot; 0 = not an edge), as
 /// long as that is more than where it is. Never lowers the forward weight; every edge of weight
 /// [`PIN_WEIGHT`] that went forward still does. Cost per sweep: the channels' degrees (sorted) plus
-/// the positions moved over.
+/// the positions moved over. Ends early (every move so far kept) once `stop` is raised.
 pub(super) fn sift(
     g: &SwitchGraph,
     ei: &EdgeIndex,
     weight: impl Fn(u32) -> u64,
     order: &mut Vec<u32>,
+    stop: &AtomicBool,
 ) {
     let nc = order.len();
     if nc < 2 {
@@ -147,6 +162,9 @@ pub(super) fn sift(
     for _ in 0..SIFT_SWEEPS {
         let mut moved = false;
         for v in 0..nc as u32 {
+            if (v as usize).is_multiple_of(STOP_CHECK_EVERY) && stop.load(Ordering::Relaxed) {
+                return;
+            }
             let pv = pos[v as usize];
             // Positions in the order without `v`; inserting at `p` puts `v` at `p`.
             let without = |p: usize| if p > pv { p - 1 } else { p };
