@@ -101,7 +101,7 @@ fn benches(c: &mut Criterion) {
         ("random-128 (2048 CAs)", "random:128,32,16,300,seed=1"),
         ("random-320 (5120 CAs)", "random:320,36,16,2560"),
         // A 3-level fat tree with failed cables: its data routes fit one lane under a fitted
-        // Up*/Down* order, the rest is searched with a bounded cost.
+        // Up*/Down* order, the rest become legal Up*/Down* routes without a search.
         ("ktree-12-3-cut5 (1728 CAs)", "ktree:12,3,cut=5"),
     ] {
         let f = topo::by_name(spec).expect("bench fabric spec");
