@@ -34,7 +34,7 @@ pub use schemes::{
     destination_renaming, fully_explicit, shortest_widest, PathMetric, RenamingPaths,
 };
 pub use selection::{
-    k_shortest_legal, path_selection, PathSelectionConfig, PathSelectionStats, SelectionUnit,
+    path_selection, LegalPaths, PathSelectionConfig, PathSelectionStats, SelectionUnit,
 };
 
 /// No route: the diagonal of the route matrix, or a switch without sources.
