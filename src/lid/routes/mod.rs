@@ -30,9 +30,8 @@ mod tests;
 
 use dag::Dag;
 
-pub use schemes::{
-    destination_renaming, fully_explicit, shortest_widest, PathMetric, RenamingPaths,
-};
+pub use dag::PathMetric;
+pub use schemes::{destination_renaming, fully_explicit, shortest_widest, RenamingPaths};
 pub use selection::{
     path_selection, LegalPaths, PathSelectionConfig, PathSelectionStats, SelectionUnit,
 };
