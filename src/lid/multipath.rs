@@ -28,8 +28,7 @@
 //! metrics apply unchanged and see every LID's routes.
 
 use crate::balance::{routing_order, MinimalDag, SIBLING_PENALTY};
-use crate::graph::SwitchDistances;
-use crate::graph::{SwitchGraph, NO_CHANNEL, NO_SWITCH};
+use crate::graph::{Dest, SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::lid::assign::{num_colors, Heuristic, Hop, LidAssignment, PathSet, SplitGraph};
 use crate::lid::LidError;
 use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
@@ -203,6 +202,28 @@ struct Scratch {
 }
 
 impl Scratch {
+    fn new(ns: usize, nc: usize) -> Self {
+        Scratch {
+            load: vec![0; nc],
+            load0: vec![0; nc],
+            base_bias: 0,
+            pen: vec![0; nc],
+            pen_list: Vec::new(),
+            prov: Vec::new(),
+            cost: vec![0; ns],
+            pred: vec![NO_CHANNEL; ns],
+            stamp: vec![0; ns],
+            gen: 0,
+            pos: vec![NOT_IN_DAG; ns],
+            level: Vec::new(),
+            next_level: Vec::new(),
+            fixed: vec![NO_CHANNEL; ns],
+            next: vec![NO_CHANNEL; ns],
+            flow: vec![0; ns],
+            hops: Vec::new(),
+        }
+    }
+
     fn weight(&self, c: u32) -> u64 {
         self.load[c as usize]
             + self.base_bias * self.load0[c as usize]
@@ -326,252 +347,332 @@ pub fn route_with_distances(
     dist: &SwitchDistances,
     opts: &MultipathOptions,
 ) -> Result<(Routing, MultipathStats), LidError> {
-    let ns = g.num_switches();
-    let nc = g.num_channels();
-    let mut sc = Scratch {
-        load: vec![0; nc],
-        load0: vec![0; nc],
-        base_bias: 0,
-        pen: vec![0; nc],
-        pen_list: Vec::new(),
-        prov: Vec::new(),
-        cost: vec![0; ns],
-        pred: vec![NO_CHANNEL; ns],
-        stamp: vec![0; ns],
-        gen: 0,
-        pos: vec![NOT_IN_DAG; ns],
-        level: Vec::new(),
-        next_level: Vec::new(),
-        fixed: vec![NO_CHANNEL; ns],
-        next: vec![NO_CHANNEL; ns],
-        flow: vec![0; ns],
-        hops: Vec::new(),
-    };
-    let mut dag = MinimalDag {
-        to: NO_SWITCH,
-        ..Default::default()
-    };
-    let mut counts = Vec::new();
-    let stride = usize::from(g.max_lid()) + 1;
-    let mut rows_port = vec![NO_PATH; stride * ns];
-    let mut rows_hops = vec![NO_PATH; stride * ns];
-    let mut stats = MultipathStats::default();
-
+    let mut router = Router::new(g, dist, opts);
     // Ports in SSSP's order of their base LIDs; all LIDs of a port are consecutive in `g.dests()`.
     let order: Vec<u32> = routing_order(g)
         .into_iter()
         .filter(|&i| g.dests()[i as usize].lid_offset == 0)
         .collect();
-    let mut paths = PathSet::new();
-    let mut source: Vec<u32> = Vec::new();
-    let mut rank: Vec<u8> = Vec::new();
     for di in order {
-        let d0 = g.dests()[di as usize];
-        let k = g.dests()[di as usize..]
-            .iter()
-            .take_while(|d| d.endpoint == d0.endpoint && d.switch == d0.switch)
-            .count();
-        let t = d0.switch;
-        if dag.to != t {
-            for &s in &dag.order {
-                sc.pos[s as usize] = NOT_IN_DAG;
-            }
-            dag.build(g, t, dist.to(t), &mut counts);
-            for (i, &s) in dag.order.iter().enumerate() {
-                sc.pos[s as usize] = i as u32;
+        router.route_port(di as usize)?;
+    }
+    Ok(router.finish())
+}
+
+/// The alternatives selected for one port: every path, weighted by the CAs behind its source,
+/// with its source switch and its rank among that source's alternatives.
+struct Selection {
+    paths: PathSet,
+    source: Vec<u32>,
+    rank: Vec<u8>,
+}
+
+impl Selection {
+    fn clear(&mut self) {
+        self.paths.clear();
+        self.source.clear();
+        self.rank.clear();
+    }
+
+    /// The paths `kept` names, and their LID offsets `lids` with the configuration holding most
+    /// of the best paths moved to offset 0: traffic that ignores LMC then takes the balanced
+    /// rank-0 routes where it can.
+    fn realise(
+        &self,
+        kept: &[usize],
+        mut lids: LidAssignment,
+    ) -> Result<(PathSet, LidAssignment), LidError> {
+        let mut kept_paths = PathSet::new();
+        for &p in kept {
+            kept_paths.push_weighted(self.paths.path(p), self.paths.weight(p))?;
+        }
+        let mut best_weight = vec![0u64; lids.num_lids as usize];
+        for (i, &p) in kept.iter().enumerate() {
+            if self.rank[p] == 0 {
+                best_weight[lids.lid[i] as usize] += u64::from(self.paths.weight(p));
             }
         }
-        // Rank 0: the port's balanced SSSP tree, its base LID's routes unless color/L decides
-        // otherwise.
-        let bias = if opts.balance_base { k as u64 - 1 } else { 0 };
-        sc.base_bias = bias;
-        sc.tree(g, &dag);
-        sc.base_bias = 0;
-        let lid_confs: Vec<u32>;
-        if k > 1 {
-            paths.clear();
-            source.clear();
-            rank.clear();
-            let tree0 = sc.next.clone();
-            let mut sources = 0u32;
-            for &s in dag.order.iter().skip(1) {
-                let tc = g.terminal_count()[s as usize];
-                if tc == 0 {
-                    continue;
-                }
-                sources += 1;
-                sc.hops.clear();
-                let mut at = s;
-                while at != t {
-                    let c = tree0[at as usize];
-                    sc.hops.push(Hop::new(at, c));
-                    at = g.chan_head()[c as usize];
-                }
-                let first = paths.len();
-                loop {
-                    let hops = std::mem::take(&mut sc.hops);
-                    for h in &hops {
-                        sc.penalize(h.out);
-                    }
-                    paths.push_weighted(&hops, tc)?;
-                    source.push(s);
-                    rank.push((paths.len() - 1 - first) as u8);
-                    sc.hops = hops;
-                    if paths.len() - first == k {
-                        break;
-                    }
-                    sc.best_path(g, &dag, s);
-                    if (first..paths.len()).any(|p| paths.path(p) == sc.hops.as_slice()) {
-                        break;
-                    }
-                }
-                sc.clear_penalties();
-                // Provisional load, so that the next sources of this port spread out too.
-                for p in first..paths.len() {
-                    for h in paths.path(p) {
-                        let add = u64::from(tc);
-                        sc.load[h.out as usize] += add;
-                        sc.prov.push((h.out, add));
-                    }
-                }
+        let top = (0..best_weight.len())
+            .max_by_key(|&c| (best_weight[c], std::cmp::Reverse(c)))
+            .unwrap_or(0) as u32;
+        for l in &mut lids.lid {
+            if *l == top {
+                *l = 0;
+            } else if *l == 0 {
+                *l = top;
             }
-            for (c, add) in sc.prov.drain(..) {
-                sc.load[c as usize] -= add;
-            }
-            let budget = opts.max_lids.map_or(k as u32, |m| m.clamp(1, k as u32));
-            let packed = pack(&paths, &rank, budget, opts.heuristic)?;
-            let dropped = (paths.len() - packed.kept.len()) as u32;
-            let needed = packed.needed;
-            let mut kept_paths = PathSet::new();
-            for &p in &packed.kept {
-                kept_paths.push_weighted(paths.path(p), paths.weight(p))?;
-            }
-            let mut lids = packed.lids;
-            // The configuration holding most of the best paths becomes the base LID: traffic
-            // that ignores LMC then takes the balanced rank-0 routes where it can.
-            let mut best_weight = vec![0u64; lids.num_lids as usize];
-            for (i, &p) in packed.kept.iter().enumerate() {
-                if rank[p] == 0 {
-                    best_weight[lids.lid[i] as usize] += u64::from(paths.weight(p));
-                }
-            }
-            let top = (0..best_weight.len())
-                .max_by_key(|&c| (best_weight[c], std::cmp::Reverse(c)))
-                .unwrap_or(0) as u32;
-            for l in &mut lids.lid {
-                if *l == top {
-                    *l = 0;
-                } else if *l == 0 {
-                    *l = top;
-                }
-            }
-            let used = lids.num_lids.max(1);
-            lid_confs = (0..k as u32).map(|o| o % used).collect();
-            // Forwarding entries per LID, from the kept paths of its configuration.
-            let mut st = PortStats {
-                endpoint: d0.endpoint,
-                base_lid: d0.lid,
-                lids: k as u32,
-                budget,
-                sources,
-                paths: paths.len() as u32,
-                needed,
-                used,
-                dropped,
-                detail: None,
-            };
-            for (o, &conf) in lid_confs.iter().enumerate() {
-                sc.fixed.fill(NO_CHANNEL);
-                for (p, &l) in lids.lid.iter().enumerate() {
-                    if l == conf {
-                        for h in kept_paths.path(p) {
-                            sc.fixed[h.node as usize] = h.out;
-                        }
-                    }
-                }
-                sc.base_bias = if o == 0 { bias } else { 0 };
-                sc.tree(g, &dag);
-                sc.base_bias = 0;
-                write_lid(
-                    g,
-                    &g.dests()[di as usize + o],
-                    &sc.next,
-                    dist.to(t),
-                    ns,
-                    &mut rows_port,
-                    &mut rows_hops,
-                );
-                sc.add_tree_load(g, &dag.order, o == 0);
-                for &s in dag.order.iter().skip(1) {
-                    let c = sc.next[s as usize];
-                    if c != NO_CHANNEL {
-                        sc.penalize(c);
-                    }
-                }
-            }
-            sc.fixed.fill(NO_CHANNEL);
-            sc.clear_penalties();
-            if opts.keep_paths {
-                st.detail = Some(PortPaths {
-                    paths: kept_paths,
-                    lids,
-                    source: packed.kept.iter().map(|&p| source[p]).collect(),
-                    rank: packed.kept.iter().map(|&p| rank[p]).collect(),
-                });
-            }
-            stats.ports.push(st);
-        } else {
-            write_lid(
-                g,
-                &d0,
-                &sc.next,
-                dist.to(t),
-                ns,
-                &mut rows_port,
-                &mut rows_hops,
-            );
-            sc.add_tree_load(g, &dag.order, d0.lid_offset == 0);
+        }
+        Ok((kept_paths, lids))
+    }
+
+    /// The kept paths of a port with their LIDs, sources and ranks, for the stats.
+    fn detail(&self, kept: &[usize], paths: PathSet, lids: LidAssignment) -> PortPaths {
+        PortPaths {
+            paths,
+            lids,
+            source: kept.iter().map(|&p| self.source[p]).collect(),
+            rank: kept.iter().map(|&p| self.rank[p]).collect(),
+        }
+    }
+}
+
+/// What [`route_with_distances`] carries from port to port: the scratch with the channel loads,
+/// the minimal DAG towards the current port's switch, the forwarding written so far, the stats.
+struct Router<'a> {
+    g: &'a SwitchGraph,
+    dist: &'a SwitchDistances,
+    opts: &'a MultipathOptions,
+    sc: Scratch,
+    dag: MinimalDag,
+    counts: Vec<u32>,
+    /// Output port and hop count of every (LID, switch), destination-major.
+    rows_port: Vec<u8>,
+    rows_hops: Vec<u8>,
+    /// The current port's alternatives.
+    sel: Selection,
+    stats: MultipathStats,
+}
+
+impl<'a> Router<'a> {
+    fn new(g: &'a SwitchGraph, dist: &'a SwitchDistances, opts: &'a MultipathOptions) -> Self {
+        let ns = g.num_switches();
+        let rows = (usize::from(g.max_lid()) + 1) * ns;
+        Router {
+            g,
+            dist,
+            opts,
+            sc: Scratch::new(ns, g.num_channels()),
+            dag: MinimalDag {
+                to: NO_SWITCH,
+                ..Default::default()
+            },
+            counts: Vec::new(),
+            rows_port: vec![NO_PATH; rows],
+            rows_hops: vec![NO_PATH; rows],
+            sel: Selection {
+                paths: PathSet::new(),
+                source: Vec::new(),
+                rank: Vec::new(),
+            },
+            stats: MultipathStats::default(),
         }
     }
 
-    let mut lft = Lft::new(ns, g.max_lid());
-    let mut hops = SwitchLidTable::new(ns, g.max_lid(), NO_PATH);
-    for (s, (lft_row, hop_row)) in lft.tables_mut().zip(hops.rows_mut()).enumerate() {
-        for lid in 0..stride {
-            lft_row[lid] = rows_port[lid * ns + s];
-            hop_row[lid] = rows_hops[lid * ns + s];
+    /// Routes every LID of the port whose base LID is `g.dests()[di]`.
+    fn route_port(&mut self, di: usize) -> Result<(), LidError> {
+        let g = self.g;
+        let d0 = g.dests()[di];
+        let k = g.dests()[di..]
+            .iter()
+            .take_while(|d| d.endpoint == d0.endpoint && d.switch == d0.switch)
+            .count();
+        self.enter_dag(d0.switch);
+        // Rank 0: the port's balanced SSSP tree, its base LID's routes unless color/L decides
+        // otherwise.
+        let bias = if self.opts.balance_base {
+            k as u64 - 1
+        } else {
+            0
+        };
+        self.tree(bias);
+        if k > 1 {
+            self.route_lids(di, k, bias)
+        } else {
+            self.write_lid(&d0);
+            self.sc
+                .add_tree_load(g, &self.dag.order, d0.lid_offset == 0);
+            Ok(())
         }
     }
-    Ok((
-        Routing {
+
+    /// Makes `dag` the minimal DAG towards switch `t` (consecutive ports on one switch share it).
+    fn enter_dag(&mut self, t: u32) {
+        if self.dag.to == t {
+            return;
+        }
+        for &s in &self.dag.order {
+            self.sc.pos[s as usize] = NOT_IN_DAG;
+        }
+        self.dag.build(self.g, t, self.dist.to(t), &mut self.counts);
+        for (i, &s) in self.dag.order.iter().enumerate() {
+            self.sc.pos[s as usize] = i as u32;
+        }
+    }
+
+    /// The least-weight tree over the DAG into `sc.next`, base loads weighted by `bias`.
+    fn tree(&mut self, bias: u64) {
+        self.sc.base_bias = bias;
+        self.sc.tree(self.g, &self.dag);
+        self.sc.base_bias = 0;
+    }
+
+    /// The `k` > 1 LIDs of the port at `di` ([module docs](self), steps 1 to 4), from its rank-0
+    /// tree in `sc.next`.
+    fn route_lids(&mut self, di: usize, k: usize, bias: u64) -> Result<(), LidError> {
+        let d0 = self.g.dests()[di];
+        let sources = self.select_paths(k)?;
+        let budget = self
+            .opts
+            .max_lids
+            .map_or(k as u32, |m| m.clamp(1, k as u32));
+        let Packed { kept, lids, needed } =
+            pack(&self.sel.paths, &self.sel.rank, budget, self.opts.heuristic)?;
+        let (kept_paths, lids) = self.sel.realise(&kept, lids)?;
+        let used = lids.num_lids.max(1);
+        self.forward(di, k, used, &kept_paths, &lids, bias);
+        let detail = self
+            .opts
+            .keep_paths
+            .then(|| self.sel.detail(&kept, kept_paths, lids));
+        self.stats.ports.push(PortStats {
+            endpoint: d0.endpoint,
+            base_lid: d0.lid,
+            lids: k as u32,
+            budget,
+            sources,
+            paths: self.sel.paths.len() as u32,
+            needed,
+            used,
+            dropped: (self.sel.paths.len() - kept.len()) as u32,
+            detail,
+        });
+        Ok(())
+    }
+
+    /// Step 1: up to `k` alternatives from every source switch with CAs into `sel`, the first
+    /// its path in the rank-0 tree in `sc.next`. Returns the number of sources.
+    fn select_paths(&mut self, k: usize) -> Result<u32, LidError> {
+        self.sel.clear();
+        let tree0 = self.sc.next.clone();
+        let mut sources = 0u32;
+        for i in 1..self.dag.order.len() {
+            let s = self.dag.order[i];
+            let tc = self.g.terminal_count()[s as usize];
+            if tc == 0 {
+                continue;
+            }
+            sources += 1;
+            self.alternatives(s, tc, k, &tree0)?;
+        }
+        for (c, add) in self.sc.prov.drain(..) {
+            self.sc.load[c as usize] -= add;
+        }
+        Ok(sources)
+    }
+
+    /// The alternatives of source switch `s` (`tc` CAs): its path in `tree0`, then least-weight
+    /// paths avoiding the channels of its earlier ones, until `k` or a repeat; all charged to the
+    /// loads provisionally, so that the port's next sources spread out too.
+    fn alternatives(&mut self, s: u32, tc: u32, k: usize, tree0: &[u32]) -> Result<(), LidError> {
+        let g = self.g;
+        let (sc, sel) = (&mut self.sc, &mut self.sel);
+        sc.hops.clear();
+        let mut at = s;
+        while at != self.dag.to {
+            let c = tree0[at as usize];
+            sc.hops.push(Hop::new(at, c));
+            at = g.chan_head()[c as usize];
+        }
+        let first = sel.paths.len();
+        loop {
+            let hops = std::mem::take(&mut sc.hops);
+            for h in &hops {
+                sc.penalize(h.out);
+            }
+            sel.paths.push_weighted(&hops, tc)?;
+            sel.source.push(s);
+            sel.rank.push((sel.paths.len() - 1 - first) as u8);
+            sc.hops = hops;
+            if sel.paths.len() - first == k {
+                break;
+            }
+            sc.best_path(g, &self.dag, s);
+            if (first..sel.paths.len()).any(|p| sel.paths.path(p) == sc.hops.as_slice()) {
+                break;
+            }
+        }
+        sc.clear_penalties();
+        for p in first..sel.paths.len() {
+            for h in sel.paths.path(p) {
+                let add = u64::from(tc);
+                sc.load[h.out as usize] += add;
+                sc.prov.push((h.out, add));
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 4: LID offset `o` of the port at `di` realises configuration `o mod used` of `lids`:
+    /// switches on its kept paths forward along them, the others by the least-weight tree; each
+    /// LID's routes are then charged to the loads and penalised for the port's later LIDs.
+    fn forward(
+        &mut self,
+        di: usize,
+        k: usize,
+        used: u32,
+        kept: &PathSet,
+        lids: &LidAssignment,
+        bias: u64,
+    ) {
+        let g = self.g;
+        for o in 0..k {
+            let conf = o as u32 % used;
+            self.sc.fixed.fill(NO_CHANNEL);
+            for (p, &l) in lids.lid.iter().enumerate() {
+                if l == conf {
+                    for h in kept.path(p) {
+                        self.sc.fixed[h.node as usize] = h.out;
+                    }
+                }
+            }
+            self.tree(if o == 0 { bias } else { 0 });
+            self.write_lid(&g.dests()[di + o]);
+            self.sc.add_tree_load(g, &self.dag.order, o == 0);
+            for &s in self.dag.order.iter().skip(1) {
+                let c = self.sc.next[s as usize];
+                if c != NO_CHANNEL {
+                    self.sc.penalize(c);
+                }
+            }
+        }
+        self.sc.fixed.fill(NO_CHANNEL);
+        self.sc.clear_penalties();
+    }
+
+    /// LID `d`'s destination-major row of ports and hop counts from the tree in `sc.next`, as
+    /// SSSP writes them.
+    fn write_lid(&mut self, d: &Dest) {
+        let ns = self.g.num_switches();
+        let row = usize::from(d.lid) * ns..(usize::from(d.lid) + 1) * ns;
+        crate::balance::fill_row(
+            self.g,
+            d,
+            &self.sc.next,
+            self.dist.to(self.dag.to),
+            &mut self.rows_port[row.clone()],
+            &mut self.rows_hops[row],
+        );
+    }
+
+    /// The routing from the rows written, and the stats.
+    fn finish(self) -> (Routing, MultipathStats) {
+        let (g, ns) = (self.g, self.g.num_switches());
+        let mut lft = Lft::new(ns, g.max_lid());
+        let mut hops = SwitchLidTable::new(ns, g.max_lid(), NO_PATH);
+        for (s, (lft_row, hop_row)) in lft.tables_mut().zip(hops.rows_mut()).enumerate() {
+            for lid in 0..=usize::from(g.max_lid()) {
+                lft_row[lid] = self.rows_port[lid * ns + s];
+                hop_row[lid] = self.rows_hops[lid * ns + s];
+            }
+        }
+        let routing = Routing {
             lft,
             hops,
             layers: None,
             num_layers: 1,
-        },
-        stats,
-    ))
-}
-
-/// One LID's destination-major row of ports and hop counts, as SSSP writes them.
-fn write_lid(
-    g: &SwitchGraph,
-    d: &crate::graph::Dest,
-    next: &[u32],
-    to: &[u16],
-    ns: usize,
-    rows_port: &mut [u8],
-    rows_hops: &mut [u8],
-) {
-    let row = usize::from(d.lid) * ns..(usize::from(d.lid) + 1) * ns;
-    crate::balance::fill_row(
-        g,
-        d,
-        next,
-        to,
-        &mut rows_port[row.clone()],
-        &mut rows_hops[row],
-    );
+        };
+        (routing, self.stats)
+    }
 }
 
 /// The result of [`pack`].
@@ -640,290 +741,4 @@ pub fn pack(paths: &PathSet, rank: &[u8], budget: u32, h: Heuristic) -> Result<P
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fabric::Fabric;
-    use crate::routing::walk;
-    use crate::topo::by_name;
-
-    fn fabric(spec: &str) -> Fabric {
-        by_name(spec).unwrap_or_else(|e| panic!("{spec}: {e}"))
-    }
-
-    fn run(spec: &str, opts: &MultipathOptions) -> (SwitchGraph, Routing, MultipathStats) {
-        let g = SwitchGraph::new(&fabric(spec)).unwrap();
-        let (r, st) = route(&g, opts).unwrap();
-        (g, r, st)
-    }
-
-    fn keep() -> MultipathOptions {
-        MultipathOptions {
-            keep_paths: true,
-            ..Default::default()
-        }
-    }
-
-    /// Every LID delivered from every switch by a minimal path, hop counts right; and the
-    /// independent verifier agrees (complete, one layer).
-    fn assert_complete_minimal(g: &SwitchGraph, r: &Routing) {
-        let dist = SwitchDistances::new(g);
-        for d in g.dests() {
-            for s in 0..g.num_switches() as u32 {
-                match walk(g, &r.lft, s, d.lid, |_| {}) {
-                    Ok(hops) => {
-                        assert_eq!(
-                            hops,
-                            u32::from(dist.get(s, d.switch)),
-                            "switch {s} LID {}",
-                            d.lid
-                        );
-                        let h = hops + u32::from(d.exit_port != 0);
-                        assert_eq!(
-                            u32::from(r.hops.get(s, d.lid)),
-                            h,
-                            "hops of {s} to {}",
-                            d.lid
-                        );
-                    }
-                    end => panic!("switch {s} LID {}: {end:?}", d.lid),
-                }
-            }
-        }
-        let rep = crate::verify::verify(g, r);
-        match rep {
-            Ok(v) => assert_eq!(v.unreachable, 0),
-            // Plain multipath is not deadlock-free on tori; completeness is what counts here.
-            Err(crate::verify::VerifyError::CreditLoop { .. }) => {}
-            Err(e) => panic!("verify: {e:?}"),
-        }
-    }
-
-    /// The channel sequence a walk from `s` to `lid` takes.
-    fn route_of(g: &SwitchGraph, r: &Routing, s: u32, lid: u16) -> Vec<u32> {
-        let mut v = Vec::new();
-        let _ = walk(g, &r.lft, s, lid, |c| v.push(c));
-        v
-    }
-
-    /// Minimal paths from every switch to `t` (saturating).
-    fn minimal_path_counts(g: &SwitchGraph, dist: &SwitchDistances, t: u32) -> Vec<u64> {
-        let to = dist.to(t);
-        let mut order = Vec::new();
-        crate::graph::order_by_distance(to, &mut order, &mut Vec::new());
-        let mut n = vec![0u64; g.num_switches()];
-        n[t as usize] = 1;
-        for &s in order.iter().skip(1) {
-            n[s as usize] = g
-                .out_channels(s)
-                .filter(|&c| to[g.chan_head()[c as usize] as usize] + 1 == to[s as usize])
-                .map(|c| n[g.chan_head()[c as usize] as usize])
-                .fold(0u64, u64::saturating_add);
-        }
-        n
-    }
-
-    /// For every (source switch with CAs, port with several LIDs): how many distinct routes its
-    /// LIDs take, and how many minimal paths exist. Returns (pairs, sum distinct, pairs with a
-    /// choice whose LIDs all share one route).
-    fn distinct_routes(g: &SwitchGraph, r: &Routing, exact_up_to_lids: bool) -> (u64, u64, u64) {
-        let dist = SwitchDistances::new(g);
-        let (mut pairs, mut distinct_sum, mut collapsed) = (0, 0, 0);
-        let mut i = 0;
-        while i < g.dests().len() {
-            let d0 = g.dests()[i];
-            let k = g.dests()[i..]
-                .iter()
-                .take_while(|d| d.endpoint == d0.endpoint)
-                .count();
-            i += k;
-            if k < 2 || d0.switch == NO_SWITCH {
-                continue;
-            }
-            let npaths = minimal_path_counts(g, &dist, d0.switch);
-            for s in 0..g.num_switches() as u32 {
-                if s == d0.switch || g.terminal_count()[s as usize] == 0 {
-                    continue;
-                }
-                let mut routes: Vec<Vec<u32>> = (0..k as u16)
-                    .map(|o| route_of(g, r, s, d0.lid + o))
-                    .collect();
-                routes.sort();
-                routes.dedup();
-                let want = npaths[s as usize].min(k as u64);
-                pairs += 1;
-                distinct_sum += routes.len() as u64;
-                if want >= 2 && routes.len() < 2 {
-                    collapsed += 1;
-                }
-                if exact_up_to_lids {
-                    assert_eq!(routes.len() as u64, want, "switch {s} to LID {}", d0.lid);
-                }
-            }
-        }
-        (pairs, distinct_sum, collapsed)
-    }
-
-    /// The kept paths are valid configurations (the lid module's own check), and each path is
-    /// exactly the route its LID takes from its source.
-    fn assert_paths_realised(g: &SwitchGraph, r: &Routing, st: &MultipathStats) {
-        for p in &st.ports {
-            let d = p.detail.as_ref().expect("keep_paths");
-            d.lids
-                .validate(&d.paths)
-                .unwrap_or_else(|e| panic!("LID {}: {e}", p.base_lid));
-            assert!(d.lids.num_lids <= p.budget && d.lids.num_lids == p.used);
-            for (i, &s) in d.source.iter().enumerate() {
-                let lid = p.base_lid + d.lids.lid[i] as u16;
-                let chans: Vec<u32> = d.paths.path(i).iter().map(|h| h.out).collect();
-                assert_eq!(
-                    route_of(g, r, s, lid),
-                    chans,
-                    "path {i} of LID {}",
-                    p.base_lid
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn fat_tree_lmc2_uses_four_spines_per_source() {
-        // 8 leaves x 4 CAs, 4 spines: every leaf reaches every other leaf over 4 spines.
-        let (g, r, st) = run("fattree2:8,lmc=2", &keep());
-        assert_complete_minimal(&g, &r);
-        assert_paths_realised(&g, &r, &st);
-        assert!(!st.ports.is_empty());
-        assert_eq!(st.merged_ports(), 0);
-        // Paths through different spines split only at the source: 4 LIDs suffice.
-        assert!(
-            st.ports.iter().all(|p| p.needed == 4 && p.used == 4),
-            "{:?}",
-            st.log_lines()
-        );
-        let (pairs, sum, collapsed) = distinct_routes(&g, &r, true);
-        assert_eq!((sum, collapsed), (pairs * 4, 0));
-    }
-
-    #[test]
-    fn fat_tree_lmc1_and_mesh_lmc1() {
-        for spec in ["fattree2:8,lmc=1", "mesh:3x3,2,lmc=1", "mesh:4x3,1,lmc=2"] {
-            let (g, r, st) = run(spec, &keep());
-            assert_complete_minimal(&g, &r);
-            assert_paths_realised(&g, &r, &st);
-            let (pairs, sum, collapsed) = distinct_routes(&g, &r, false);
-            eprintln!(
-                "{spec}: {pairs} (source, port) pairs, {:.2} distinct routes per pair, {} ports merged; {:?}",
-                sum as f64 / pairs as f64,
-                st.merged_ports(),
-                st.log_lines()
-            );
-            // Wherever a source has a choice of minimal paths, its LIDs use at least two.
-            assert_eq!(collapsed, 0, "{spec}");
-        }
-    }
-
-    #[test]
-    fn torus_lmc2_routes_every_lid_on_distinct_paths() {
-        let (g, r, st) = run("torus:4x4,1,lmc=2", &keep());
-        assert_complete_minimal(&g, &r);
-        assert_paths_realised(&g, &r, &st);
-        let (pairs, sum, collapsed) = distinct_routes(&g, &r, false);
-        assert_eq!(collapsed, 0);
-        assert!(sum > pairs, "{sum} routes over {pairs} pairs");
-    }
-
-    #[test]
-    fn tiny_budget_merges_and_reports() {
-        let opts = MultipathOptions {
-            max_lids: Some(2),
-            ..keep()
-        };
-        let (g, r, st) = run("fattree2:8,lmc=2", &opts);
-        assert_complete_minimal(&g, &r);
-        assert_paths_realised(&g, &r, &st);
-        assert_eq!(st.merged_ports(), st.ports.len());
-        for p in &st.ports {
-            assert_eq!((p.needed, p.used, p.budget, p.lids), (4, 2, 2, 4));
-            // Every source keeps its best path.
-            let d = p.detail.as_ref().unwrap();
-            let mut with_best: Vec<u32> = d
-                .source
-                .iter()
-                .zip(&d.rank)
-                .filter(|x| *x.1 == 0)
-                .map(|x| *x.0)
-                .collect();
-            with_best.dedup();
-            assert_eq!(with_best.len() as u32, p.sources);
-            assert_eq!(p.dropped, p.paths - d.paths.len() as u32);
-            assert!(p.dropped > 0);
-        }
-        let lines = st.log_lines().join("\n");
-        assert!(lines.contains("needed more LIDs than they have"), "{lines}");
-        // With a budget of 1 everything collapses to the SSSP tree, still complete.
-        let (g, r, st) = run(
-            "torus:3x3,2,lmc=2",
-            &MultipathOptions {
-                max_lids: Some(1),
-                ..keep()
-            },
-        );
-        assert_complete_minimal(&g, &r);
-        assert_paths_realised(&g, &r, &st);
-        assert!(st.ports.iter().all(|p| p.used == 1));
-        assert!(st.merged_ports() > 0);
-    }
-
-    #[test]
-    fn pack_drops_highest_ranks_first() {
-        // Source 0 has alternatives via nodes 1, 2, 3 to node 9; all split at node 0.
-        let mut ps = PathSet::new();
-        for mid in 1..=3u32 {
-            ps.push(&[Hop::new(0, mid), Hop::new(mid, 9)]).unwrap();
-        }
-        let rank = [0u8, 1, 2];
-        let full = pack(&ps, &rank, 4, Heuristic::ColorL).unwrap();
-        assert_eq!(
-            (full.kept.len(), full.needed, full.lids.num_lids),
-            (3, 3, 3)
-        );
-        let two = pack(&ps, &rank, 2, Heuristic::ColorL).unwrap();
-        assert_eq!(two.kept, vec![0, 1]);
-        assert_eq!(two.needed, 3);
-        let one = pack(&ps, &rank, 1, Heuristic::ColorL).unwrap();
-        assert_eq!(one.kept, vec![0]);
-    }
-
-    #[test]
-    fn engine_routes_lmc_fabrics_with_multipath_deadlock_free() {
-        use crate::engine::{self, EngineConfig, EngineKind};
-        for spec in [
-            "torus:3x3,2,lmc=2",
-            "fattree2:8,lmc=1",
-            "random:12,8,2,20,seed=3,lmc=2",
-        ] {
-            let f = fabric(spec);
-            let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
-            cfg.lanes = 4;
-            let out = engine::run(&f, &cfg).unwrap_or_else(|e| panic!("{spec}: {e}"));
-            let v = out
-                .verified
-                .as_ref()
-                .expect("dfsssp-rs verified deadlock-free");
-            assert_eq!(v.unreachable, 0);
-            assert!(
-                out.log
-                    .iter()
-                    .any(|(_, l)| l.contains("multipath: LIDs needed")),
-                "{spec}"
-            );
-            // With one lane (QoS off) too.
-            cfg.qos = false;
-            let out1 = engine::run(&f, &cfg).unwrap();
-            assert!(out1.verified.is_some() && out1.routing.num_layers == 1);
-            // Plain SSSP stays selectable.
-            cfg.multipath = false;
-            let plain = engine::run(&f, &cfg).unwrap();
-            assert!(!plain.log.iter().any(|(_, l)| l.contains("multipath")));
-        }
-    }
-}
+mod tests;

@@ -9,9 +9,9 @@
 //! `osm_ucast_mgr_build_lid_matrices` does, we give every switch a row per switch LID holding, per
 //! port, the fewest hops to that switch when leaving by that port (entry 0: the least of them; 0
 //! for the switch's own LIDs), and no rows for CA/router LIDs. Stock dfsssp instead sets one hop
-//! count per (switch, LID of any kind) through `osm_switch_set_hops`, a heap row per entry: on an
-//! 18-ary 3-tree that is 6.6 million rows and some 300 MB of opensm's memory, against under a
-//! million rows here. Rows are written in place (allocated with the process's `malloc`, as
+//! count per (switch, LID of any kind) through `osm_switch_set_hops`, a heap row per entry, which
+//! on large fabrics costs opensm many times the rows and memory (README, "Measurements behind
+//! the design"). Rows are written in place (allocated with the process's `malloc`, as
 //! `osm_switch_set_hops` does and `osm_switch_delete` expects), so that the full matrix costs no
 //! more than one call per row.
 //!

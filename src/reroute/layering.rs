@@ -9,8 +9,8 @@ use crate::dfsssp::dyntopo::{DynTopo, TopoScratch};
 use crate::graph::SwitchGraph;
 use crate::routing::Lft;
 
-/// A next hop for a re-routed switch. Placing a path ([`super::place`]) ranks them in field
-/// order (shortest, then the old port, then ...); the layers take the first that fits.
+/// A next hop for a re-routed switch. Candidates are ranked in field order (shortest, then the
+/// old port, then ...); [`Layering::place`] takes the first that fits a layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Candidate {
     /// Hops to the destination through it.

@@ -25,8 +25,7 @@
 use rayon::prelude::*;
 
 use super::{
-    check_dests, check_shape, finish, merge, verify, DependencySlots, Loads, VerifyError,
-    VerifyReport,
+    check_shape, finish, merge, verify, Check, DependencySlots, Loads, VerifyError, VerifyReport,
 };
 use crate::graph::{Dest, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::Routing;
@@ -70,7 +69,6 @@ pub fn verify_since(
     }
     let (og, or) = (b.graph, b.routing);
     let (old_slots, slots) = (DependencySlots::new(og), DependencySlots::new(g));
-    let words = slots.len().div_ceil(64) as usize;
     if b.layer_edges
         .iter()
         .any(|e| e.len() != old_slots.len().div_ceil(64) as usize)
@@ -85,14 +83,11 @@ pub fn verify_since(
     let chan_new = channel_map(og, g);
     let changed = changed_dests(og, or, g, r, &chan_new);
     // The changed LIDs' shares now (exact, with their faults), and before (to take off).
-    let now = merge(
-        r.num_layers,
-        check_dests(g, r, &slots, words, &comp, &changed, Loads::Skip),
-    )?;
-    let old_words = old_slots.len().div_ceil(64) as usize;
+    let check = Check::new(g, r, &slots, &comp);
+    let now = merge(r.num_layers, check.dests(&changed, Loads::Skip))?;
     let (was, _) = merge(
         or.num_layers,
-        check_dests(og, or, &old_slots, old_words, &comp, &changed, Loads::Skip),
+        Check::new(og, or, &old_slots, &comp).dests(&changed, Loads::Skip),
     )
     .map_err(|_| VerifyError::Shape("the previous routing does not verify".into()))?;
     let (mut report, mut bits) = now;
@@ -106,7 +101,7 @@ pub fn verify_since(
     report.unreachable += b.unreachable.saturating_sub(was.unreachable);
     // The unchanged LIDs' edges: the previous ones on channels that still exist.
     for (layer, old) in b.layer_edges.iter().enumerate() {
-        let acc = bits[layer].get_or_insert_with(|| vec![0; words]);
+        let acc = bits[layer].get_or_insert_with(|| vec![0; check.words]);
         old_slots.for_each_edge(og, old, |c1, c2| {
             let (n1, n2) = (chan_new[c1 as usize], chan_new[c2 as usize]);
             if n1 != NO_CHANNEL && n2 != NO_CHANNEL {
@@ -115,7 +110,7 @@ pub fn verify_since(
             }
         });
     }
-    match finish(g, &slots, words, report, bits) {
+    match finish(g, &slots, check.words, report, bits) {
         Ok(mut rep) => {
             rep.dests_reused = (g.dests().len() - changed.len()) as u64;
             rep.edges_upper_bound = true;

@@ -357,8 +357,8 @@ fn verify_with(
     let ns = g.num_switches();
     let nl = usize::from(r.num_layers);
     let slots = DependencySlots::new(g);
-    let words = slots.len().div_ceil(64) as usize;
     let comp = g.components();
+    let check = Check::new(g, r, &slots, &comp);
 
     let results: Vec<ChunkResult> = match method {
         Method::Walks => {
@@ -372,7 +372,7 @@ fn verify_with(
                     for s in (k * per).min(ns) as u32..((k + 1) * per).min(ns) as u32 {
                         for d in g.dests() {
                             if d.switch != NO_SWITCH {
-                                check_path(g, r, &slots, words, &comp, s, d, &mut res);
+                                check.path(s, d, &mut res);
                             }
                         }
                     }
@@ -380,11 +380,11 @@ fn verify_with(
                 })
                 .collect()
         }
-        Method::Trees => check_dests(g, r, &slots, words, &comp, g.dests(), loads),
+        Method::Trees => check.dests(g.dests(), loads),
     };
 
     let (report, bits) = merge(r.num_layers, results)?;
-    finish(g, &slots, words, report, bits)
+    finish(g, &slots, check.words, report, bits)
 }
 
 /// The tables' shapes agree with the fabric, and there is at least one layer.
@@ -411,41 +411,210 @@ fn check_shape(g: &SwitchGraph, r: &Routing) -> Result<(), VerifyError> {
     Ok(())
 }
 
-/// The trees check of `dests` (sorted by LID) in parallel chunks, destination-major in LID
-/// order: consecutive LIDs share the cache lines of the table columns they read.
-fn check_dests(
-    g: &SwitchGraph,
-    r: &Routing,
-    slots: &DependencySlots,
+/// What the path checks read: the fabric and its routing, the dependency slots of the fabric's
+/// CDG (a layer's edges are a bit set of `words` words over them), and the switches' connected
+/// components.
+#[derive(Clone, Copy)]
+struct Check<'a> {
+    g: &'a SwitchGraph,
+    r: &'a Routing,
+    slots: &'a DependencySlots,
     words: usize,
-    comp: &[u32],
-    dests: &[Dest],
-    loads: Loads,
-) -> Vec<ChunkResult> {
-    let loads = loads == Loads::Count;
-    let (ns, nl, nd) = (g.num_switches(), usize::from(r.num_layers), dests.len());
-    let chunks = (rayon::current_num_threads() * 2).clamp(1, nd.max(1));
-    let per = nd.div_ceil(chunks).max(1);
-    (0..chunks)
-        .into_par_iter()
-        .map(|k| {
-            let mut res = ChunkResult::new(nl);
-            res.loads = loads.then(|| vec![0u64; g.num_channels()]);
-            let mut flow = if loads { vec![0u64; ns] } else { Vec::new() };
-            let mut paths = DestPaths::new(ns);
-            let mut mask = vec![0u64; ns];
-            let dests = &dests[(k * per).min(nd)..((k + 1) * per).min(nd)];
-            for_each_column(g, &r.lft, r.layers.as_ref(), dests, |d, ports, layers| {
-                if d.switch != NO_SWITCH {
-                    check_dest(
-                        g, r, slots, words, comp, d, ports, layers, &mut paths, &mut mask,
-                        &mut flow, &mut res,
-                    );
+    comp: &'a [u32],
+}
+
+/// A chunk's scratch for [`Check::dest`].
+struct TreeScratch {
+    paths: DestPaths,
+    /// Per switch, the layers of the paths through its next channel (bits).
+    mask: Vec<u64>,
+    /// Per switch, the routes through it (with the loads counted).
+    flow: Vec<u64>,
+}
+
+impl<'a> Check<'a> {
+    fn new(
+        g: &'a SwitchGraph,
+        r: &'a Routing,
+        slots: &'a DependencySlots,
+        comp: &'a [u32],
+    ) -> Self {
+        let words = slots.len().div_ceil(64) as usize;
+        Check {
+            g,
+            r,
+            slots,
+            words,
+            comp,
+        }
+    }
+
+    /// The trees check of `dests` (sorted by LID) in parallel chunks, destination-major in LID
+    /// order: consecutive LIDs share the cache lines of the table columns they read.
+    fn dests(&self, dests: &[Dest], loads: Loads) -> Vec<ChunkResult> {
+        let (g, r) = (self.g, self.r);
+        let loads = loads == Loads::Count;
+        let (ns, nl, nd) = (g.num_switches(), usize::from(r.num_layers), dests.len());
+        let chunks = (rayon::current_num_threads() * 2).clamp(1, nd.max(1));
+        let per = nd.div_ceil(chunks).max(1);
+        (0..chunks)
+            .into_par_iter()
+            .map(|k| {
+                let mut res = ChunkResult::new(nl);
+                res.loads = loads.then(|| vec![0u64; g.num_channels()]);
+                let mut scratch = TreeScratch {
+                    paths: DestPaths::new(ns),
+                    mask: vec![0u64; ns],
+                    flow: if loads { vec![0u64; ns] } else { Vec::new() },
+                };
+                let dests = &dests[(k * per).min(nd)..((k + 1) * per).min(nd)];
+                for_each_column(g, &r.lft, r.layers.as_ref(), dests, |d, ports, layers| {
+                    if d.switch != NO_SWITCH {
+                        self.dest(d, ports, layers, &mut scratch, &mut res);
+                    }
+                });
+                res
+            })
+            .collect()
+    }
+
+    /// Walks the path (switch `s`, LID of `d`) and records its CDG edges and faults.
+    #[inline]
+    fn path(&self, s: u32, d: &Dest, res: &mut ChunkResult) {
+        let Check {
+            g,
+            r,
+            slots,
+            words,
+            comp,
+        } = *self;
+        let same_component = comp[s as usize] == comp[d.switch as usize];
+        if d.lid > r.lft.max_lid {
+            if same_component {
+                res.fault(s, d.lid, RouteFault::BeyondTable);
+            } else {
+                res.unreachable += 1;
+            }
+            return;
+        }
+        let layer = r.layer(s, d.lid);
+        let bits = if res.layer_ok(s, d.lid, layer, r.num_layers) {
+            Some(res.bits[usize::from(layer)].get_or_insert_with(|| vec![0u64; words]))
+        } else {
+            None
+        };
+        // Every channel a packet takes creates dependencies, delivered or not (a packet that dies at
+        // a missing entry still held buffers on the way), so record them all; a looping walk is an
+        // error anyway.
+        let mut prev = NO_CHANNEL;
+        let end = match bits {
+            Some(bits) => walk(g, &r.lft, s, d.lid, |c| {
+                if prev != NO_CHANNEL {
+                    let slot = slots.slot(g, prev, c);
+                    bits[(slot / 64) as usize] |= 1u64 << (slot % 64);
                 }
-            });
-            res
-        })
-        .collect()
+                prev = c;
+            }),
+            None => walk(g, &r.lft, s, d.lid, |_| {}),
+        };
+        match end {
+            Ok(_) => {}
+            Err(f @ RouteFault::Loop { .. }) => res.fault(s, d.lid, f),
+            _ if !same_component => res.unreachable += 1,
+            Err(f) => res.fault(s, d.lid, f),
+        }
+    }
+
+    /// Checks every switch's path to `d` at once and records the CDG edges per layer: the paths
+    /// through channel `next[u]` are those of `u`'s subtree, so the layers of edge
+    /// (`next[u]`, `next[head]`) are the union of the subtree's layers, accumulated leaves first.
+    fn dest(
+        &self,
+        d: &Dest,
+        ports: Option<&[u8]>,
+        layers: Option<&[u8]>,
+        scratch: &mut TreeScratch,
+        res: &mut ChunkResult,
+    ) {
+        let Check {
+            g,
+            r,
+            slots,
+            words,
+            comp,
+        } = *self;
+        let TreeScratch { paths, mask, flow } = scratch;
+        let ns = g.num_switches();
+        let nl = r.num_layers;
+        let tc = comp[d.switch as usize];
+        if ports.is_none() {
+            for s in 0..ns as u32 {
+                if comp[s as usize] == tc {
+                    res.fault(s, d.lid, RouteFault::BeyondTable);
+                } else {
+                    res.unreachable += 1;
+                }
+            }
+            return;
+        }
+        paths.resolve_column(g, d, ports);
+        let mut any_loop = false;
+        for s in 0..ns as u32 {
+            let layer = layers.map_or(0, |l| l[s as usize]);
+            mask[s as usize] = if res.layer_ok(s, d.lid, layer, nl) {
+                1u64 << layer
+            } else {
+                0
+            };
+            match paths.end[s as usize] {
+                Ok(_) => {}
+                Err(f @ RouteFault::Loop { .. }) => {
+                    any_loop = true;
+                    res.fault(s, d.lid, f);
+                }
+                _ if comp[s as usize] != tc => res.unreachable += 1,
+                Err(f) => res.fault(s, d.lid, f),
+            }
+        }
+        if any_loop {
+            // An error anyway; a looping chain has no leaves-first order to accumulate over.
+            return;
+        }
+        // With one layer every mask is already the union of its subtree's.
+        let ordered = layers.is_some() || res.loads.is_some();
+        if ordered {
+            paths.compute_order();
+        }
+        if let Some(load) = res.loads.as_mut() {
+            crate::balance::add_dest_loads(g, paths, flow, load);
+        }
+        if layers.is_some() {
+            for &u in &paths.order {
+                let c = paths.next[u as usize];
+                if c != NO_CHANNEL {
+                    let v = g.chan_head()[c as usize] as usize;
+                    mask[v] |= mask[u as usize];
+                }
+            }
+        }
+        for (&c1, &m) in paths.next.iter().zip(mask.iter()) {
+            if c1 == NO_CHANNEL {
+                continue;
+            }
+            let c2 = paths.next[g.chan_head()[c1 as usize] as usize];
+            if c2 == NO_CHANNEL {
+                continue;
+            }
+            let slot = slots.slot(g, c1, c2);
+            let (word, bit) = ((slot / 64) as usize, 1u64 << (slot % 64));
+            let mut m = m;
+            while m != 0 {
+                let layer = m.trailing_zeros() as usize;
+                m &= m - 1;
+                res.bits[layer].get_or_insert_with(|| vec![0u64; words])[word] |= bit;
+            }
+        }
+    }
 }
 
 /// Per layer, CDG edges as bits over dependency slots (`None`: no edge).
@@ -544,146 +713,6 @@ fn finish(
         .map(|b| b.unwrap_or_else(|| vec![0; words]))
         .collect();
     Ok(report)
-}
-
-/// Walks the path (switch `s`, LID of `d`) and records its CDG edges and faults.
-#[allow(clippy::too_many_arguments)]
-#[inline]
-fn check_path(
-    g: &SwitchGraph,
-    r: &Routing,
-    slots: &DependencySlots,
-    words: usize,
-    comp: &[u32],
-    s: u32,
-    d: &Dest,
-    res: &mut ChunkResult,
-) {
-    let same_component = comp[s as usize] == comp[d.switch as usize];
-    if d.lid > r.lft.max_lid {
-        if same_component {
-            res.fault(s, d.lid, RouteFault::BeyondTable);
-        } else {
-            res.unreachable += 1;
-        }
-        return;
-    }
-    let layer = r.layer(s, d.lid);
-    let bits = if res.layer_ok(s, d.lid, layer, r.num_layers) {
-        Some(res.bits[usize::from(layer)].get_or_insert_with(|| vec![0u64; words]))
-    } else {
-        None
-    };
-    // Every channel a packet takes creates dependencies, delivered or not (a packet that dies at
-    // a missing entry still held buffers on the way), so record them all; a looping walk is an
-    // error anyway.
-    let mut prev = NO_CHANNEL;
-    let end = match bits {
-        Some(bits) => walk(g, &r.lft, s, d.lid, |c| {
-            if prev != NO_CHANNEL {
-                let slot = slots.slot(g, prev, c);
-                bits[(slot / 64) as usize] |= 1u64 << (slot % 64);
-            }
-            prev = c;
-        }),
-        None => walk(g, &r.lft, s, d.lid, |_| {}),
-    };
-    match end {
-        Ok(_) => {}
-        Err(f @ RouteFault::Loop { .. }) => res.fault(s, d.lid, f),
-        _ if !same_component => res.unreachable += 1,
-        Err(f) => res.fault(s, d.lid, f),
-    }
-}
-
-/// Checks every switch's path to `d` at once and records the CDG edges per layer: the paths
-/// through channel `next[u]` are those of `u`'s subtree, so the layers of edge
-/// (`next[u]`, `next[head]`) are the union of the subtree's layers, accumulated leaves first.
-#[allow(clippy::too_many_arguments)]
-fn check_dest(
-    g: &SwitchGraph,
-    r: &Routing,
-    slots: &DependencySlots,
-    words: usize,
-    comp: &[u32],
-    d: &Dest,
-    ports: Option<&[u8]>,
-    layers: Option<&[u8]>,
-    paths: &mut DestPaths,
-    mask: &mut [u64],
-    flow: &mut [u64],
-    res: &mut ChunkResult,
-) {
-    let ns = g.num_switches();
-    let nl = r.num_layers;
-    let tc = comp[d.switch as usize];
-    if ports.is_none() {
-        for s in 0..ns as u32 {
-            if comp[s as usize] == tc {
-                res.fault(s, d.lid, RouteFault::BeyondTable);
-            } else {
-                res.unreachable += 1;
-            }
-        }
-        return;
-    }
-    paths.resolve_column(g, d, ports);
-    let mut any_loop = false;
-    for s in 0..ns as u32 {
-        let layer = layers.map_or(0, |l| l[s as usize]);
-        mask[s as usize] = if res.layer_ok(s, d.lid, layer, nl) {
-            1u64 << layer
-        } else {
-            0
-        };
-        match paths.end[s as usize] {
-            Ok(_) => {}
-            Err(f @ RouteFault::Loop { .. }) => {
-                any_loop = true;
-                res.fault(s, d.lid, f);
-            }
-            _ if comp[s as usize] != tc => res.unreachable += 1,
-            Err(f) => res.fault(s, d.lid, f),
-        }
-    }
-    if any_loop {
-        // An error anyway; a looping chain has no leaves-first order to accumulate over.
-        return;
-    }
-    // With one layer every mask is already the union of its subtree's.
-    let ordered = layers.is_some() || res.loads.is_some();
-    if ordered {
-        paths.compute_order();
-    }
-    if let Some(load) = res.loads.as_mut() {
-        crate::balance::add_dest_loads(g, paths, flow, load);
-    }
-    if layers.is_some() {
-        for &u in &paths.order {
-            let c = paths.next[u as usize];
-            if c != NO_CHANNEL {
-                let v = g.chan_head()[c as usize] as usize;
-                mask[v] |= mask[u as usize];
-            }
-        }
-    }
-    for (&c1, &m) in paths.next.iter().zip(mask.iter()) {
-        if c1 == NO_CHANNEL {
-            continue;
-        }
-        let c2 = paths.next[g.chan_head()[c1 as usize] as usize];
-        if c2 == NO_CHANNEL {
-            continue;
-        }
-        let slot = slots.slot(g, c1, c2);
-        let (word, bit) = ((slot / 64) as usize, 1u64 << (slot % 64));
-        let mut m = m;
-        while m != 0 {
-            let layer = m.trailing_zeros() as usize;
-            m &= m - 1;
-            res.bits[layer].get_or_insert_with(|| vec![0u64; words])[word] |= bit;
-        }
-    }
 }
 
 /// Looks for a cycle in the channel dependency graph given by `edges` over channels

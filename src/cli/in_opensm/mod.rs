@@ -558,7 +558,7 @@ impl Bench {
         sock: &str,
         conf: &[String],
         log: procs::LogTo,
-    ) -> Result<(Run, stock_sls::VlTable), String> {
+    ) -> Result<(Run, osm_log::VlTable), String> {
         let mut sim = procs::start_ibsim(dir, &self.net, &self.caps, sock)?;
         let setup = procs::OsmSetup {
             dir,

@@ -15,8 +15,6 @@ use dfsssp_rs::io::osm_dump;
 
 use super::procs;
 
-pub use super::osm_log::VlTable;
-
 /// What the debug run and ibdmchk found.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct StockSls {

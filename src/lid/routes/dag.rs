@@ -3,9 +3,19 @@
 
 use rand::Rng;
 
-use super::schemes::PathMetric;
 use super::RootedUpDown;
 use crate::graph::{SwitchGraph, NO_CHANNEL};
+
+/// How the least-weight shortest legal path is chosen, by channel weight (the metric of
+/// shortest-widest routing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PathMetric {
+    /// Least sum of weights along the path.
+    #[default]
+    Sum,
+    /// Least largest weight on the path ("widest"); ties to the path found first.
+    Bottleneck,
+}
 
 /// Legal-path states: `2*switch + phase`, phase 0 = only up channels so far, 1 = gone down.
 #[inline]

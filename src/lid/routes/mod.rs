@@ -30,11 +30,10 @@ mod tests;
 
 use dag::Dag;
 
-pub use schemes::{
-    destination_renaming, fully_explicit, shortest_widest, PathMetric, RenamingPaths,
-};
+pub use dag::PathMetric;
+pub use schemes::{destination_renaming, fully_explicit, shortest_widest, RenamingPaths};
 pub use selection::{
-    k_shortest_legal, path_selection, PathSelectionConfig, PathSelectionStats, SelectionUnit,
+    path_selection, LegalPaths, PathSelectionConfig, PathSelectionStats, SelectionUnit,
 };
 
 /// No route: the diagonal of the route matrix, or a switch without sources.

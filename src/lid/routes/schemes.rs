@@ -3,20 +3,10 @@
 
 use rand::Rng;
 
-use super::dag::{Dag, DagScratch};
+use super::dag::{Dag, DagScratch, PathMetric};
 use super::{unreachable_err, MachineRouting, Machines, RootedUpDown, NO_ROUTE};
 use crate::graph::{SwitchGraph, NO_CHANNEL};
 use crate::lid::LidError;
-
-/// How [`shortest_widest`] ranks shortest legal paths by channel weight.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum PathMetric {
-    /// Least sum of weights along the path.
-    #[default]
-    Sum,
-    /// Least largest weight on the path ("widest"); ties to the path found first.
-    Bottleneck,
-}
 
 /// Up*/Down*-constrained shortest-widest routing (§5.1). Pairs are routed one by one, source-major
 /// (all destinations of machine 0, then machine 1, ...). Every channel starts with weight 1 and

@@ -149,7 +149,6 @@ fn k_shortest_matches_brute_force() {
         out
     }
     let mut rng = ChaCha8Rng::seed_from_u64(9);
-    let mut rd = Vec::new();
     let mut got = Vec::new();
     for seed in 0..6 {
         let n = net(8, 7, 4, seed);
@@ -164,9 +163,8 @@ fn k_shortest_matches_brute_force() {
                             minimal_only,
                             ..Default::default()
                         };
-                        assert!(!k_shortest_legal(
-                            &n.g, &n.ud, a, b, &cfg, &mut rng, &mut rd, &mut got
-                        ));
+                        let mut search = LegalPaths::new(&n.g, &n.ud, &cfg, &mut rng);
+                        assert!(!search.k_shortest(a, b, &mut got));
                         let shortest = all[0].len();
                         let pool: Vec<&Vec<u32>> = all
                             .iter()
