@@ -2,7 +2,7 @@
 //! candidate routings, [`super::DfssspOptions::deadline`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::DfssspError;
 
@@ -61,9 +61,17 @@ impl<'a> Pace<'a> {
         let after = now.duration_since(self.begun);
         let mut projected = None;
         if self.done > 0 && self.done * Self::SAMPLE >= self.total {
-            let steps = now.duration_since(self.steps_begun);
-            let finish = self.steps_begun + steps.mul_f64(self.total as f64 / self.done as f64);
-            projected = (finish > deadline).then(|| finish.duration_since(self.begun));
+            let steps = now.duration_since(self.steps_begun).as_secs_f64();
+            let all = steps * self.total as f64 / self.done as f64;
+            // (A projection beyond what a Duration holds is past any deadline.)
+            let finish = Duration::try_from_secs_f64(all)
+                .ok()
+                .and_then(|d| self.steps_begun.checked_add(d));
+            projected = match finish {
+                Some(f) if f <= deadline => None,
+                Some(f) => Some(f.duration_since(self.begun)),
+                None => Some(Duration::MAX),
+            };
         }
         if now > deadline || projected.is_some() || self.stop.load(Ordering::Relaxed) {
             self.stop.store(true, Ordering::Relaxed);
@@ -77,7 +85,6 @@ impl<'a> Pace<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     /// Steps that take `each`, `total` of them, under `deadline`: how many ran, and the error.
     fn run(total: usize, each: Duration, deadline: Duration) -> (usize, DfssspError) {
