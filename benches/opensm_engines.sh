@@ -448,42 +448,40 @@ its routes in one lane have a cycle, which proves nothing for the real SLs.
 TXT
 }
 
-if [ "${1:-}" = families ]; then
-    for line in "${FAMILIES[@]}"; do
+# bench_lines FAULTS LINE...: each line's fabric (SPEC then engines) with each percentage of
+# FAULTS of its cables missing; with FAULT_QOS_SPLIT=1 QoS on for every engine, then QoS off for
+# those of QOS_OFF_ENGINES; then the legend and the summaries.
+bench_lines() {
+    local faults=$1 line cut spec e
+    shift
+    for line in "$@"; do
         read -r -a words <<<"$line"
-        for cut in ${FAULTS:-0}; do
+        for cut in $faults; do
             spec=${words[0]}
             [ "$cut" = 0 ] || spec="$spec,cut=$cut"
-            bench_fabric "$spec" "${words[@]:1}" || true
+            if [ "${FAULT_QOS_SPLIT:-0}" = 1 ]; then
+                QOS_MODES=(-Q)
+                bench_fabric "$spec" "${words[@]:1}" || true
+                off=()
+                for e in "${words[@]:1}"; do
+                    [[ " $QOS_OFF_ENGINES " == *" $e "* ]] && off+=("$e")
+                done
+                QOS_MODES=(off)
+                bench_fabric "$spec" "${off[@]}" || true
+            else
+                bench_fabric "$spec" "${words[@]:1}" || true
+            fi
         done
     done
     legend
     printf '\n'
     printf '%s\n' "${SUMMARIES[@]}"
-    exit 0
-fi
+}
 
-if [ "${1:-}" = faults ]; then
-    for line in "${FAULT_FABRICS[@]}"; do
-        read -r -a words <<<"$line"
-        for cut in ${FAULTS:-0 1 5}; do
-            spec=${words[0]}
-            [ "$cut" = 0 ] || spec="$spec,cut=$cut"
-            QOS_MODES=(-Q)
-            bench_fabric "$spec" "${words[@]:1}" || true
-            off=()
-            for e in "${words[@]:1}"; do
-                [[ " $QOS_OFF_ENGINES " == *" $e "* ]] && off+=("$e")
-            done
-            QOS_MODES=(off)
-            bench_fabric "$spec" "${off[@]}" || true
-        done
-    done
-    legend
-    printf '\n'
-    printf '%s\n' "${SUMMARIES[@]}"
-    exit 0
-fi
+case "${1:-}" in
+    families) bench_lines "${FAULTS:-0}" "${FAMILIES[@]}"; exit 0 ;;
+    faults) FAULT_QOS_SPLIT=1 bench_lines "${FAULTS:-0 1 5}" "${FAULT_FABRICS[@]}"; exit 0 ;;
+esac
 
 FABRIC=${1:-ktree:18,3}
 shift || true
