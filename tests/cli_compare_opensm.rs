@@ -78,6 +78,36 @@ fn run_of<'a>(v: &'a Value, label: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no run {label}"))
 }
 
+/// `compare --in-opensm DUMP --routing-engines ENGINES` with 32 patterns, the plug-in built
+/// here, JSON out, and `extra` arguments.
+fn compare_json(dump: &Path, engines: &str, extra: &[&str]) -> (bool, String, String) {
+    let pd = plugin_dir();
+    let mut args = vec![
+        "compare",
+        "--in-opensm",
+        p(dump),
+        "--routing-engines",
+        engines,
+        "--patterns",
+        "32",
+        "--plugin-dir",
+        &pd,
+        "--quiet",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    cli(&args)
+}
+
+/// The work directory `--keep` left, from the command's stderr.
+fn kept_dir(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("dfsssp-rs: work directory kept: "))
+        .unwrap_or_else(|| panic!("no kept directory: {stderr}"))
+        .to_string()
+}
+
 /// Two rails of 65-port NDR switches with SHARP aggregation nodes, and a dual-port CA with a
 /// port on each rail.
 fn admins_fabric() -> Fabric {
@@ -187,11 +217,7 @@ fn quirky_dump_judged_as_runs_by_hand() {
     let (ok, so, se) = cli(&args);
     assert!(ok, "{se}");
     let v: Value = serde_json::from_str(&so).unwrap_or_else(|e| panic!("{e}\n{so}"));
-    let work = se
-        .lines()
-        .find_map(|l| l.strip_prefix("dfsssp-rs: work directory kept: "))
-        .unwrap_or_else(|| panic!("no kept directory: {se}"))
-        .to_string();
+    let work = kept_dir(&se);
     // the quirks were forgiven and said so
     let notes = v["notes"].to_string();
     for q in [
@@ -312,20 +338,7 @@ fn fallback_to_minhop_reported() {
         ibnetdiscover::write(&by_name("torus:4x4,1").unwrap()),
     )
     .unwrap();
-    let pd = plugin_dir();
-    let (ok, so, se) = cli(&[
-        "compare",
-        "--in-opensm",
-        p(&dump),
-        "--routing-engines",
-        "ftree,minhop,dfsssp,dfsssp-rs",
-        "--patterns",
-        "32",
-        "--plugin-dir",
-        &pd,
-        "--quiet",
-        "--json",
-    ]);
+    let (ok, so, se) = compare_json(&dump, "ftree,minhop,dfsssp,dfsssp-rs", &[]);
     assert!(ok, "{se}");
     let v: Value = serde_json::from_str(&so).unwrap();
     let ftree = run_of(&v, "ftree");
@@ -384,20 +397,7 @@ fn torus_recognised_from_its_cables() {
         .join("\"");
     assert!(!text.contains("\"torus "));
     std::fs::write(&dump, text).unwrap();
-    let pd = plugin_dir();
-    let (ok, so, se) = cli(&[
-        "compare",
-        "--in-opensm",
-        p(&dump),
-        "--routing-engines",
-        "torus-2QoS,dfsssp-rs",
-        "--patterns",
-        "32",
-        "--plugin-dir",
-        &pd,
-        "--quiet",
-        "--json",
-    ]);
+    let (ok, so, se) = compare_json(&dump, "torus-2QoS,dfsssp-rs", &[]);
     assert!(ok, "{se}");
     let v: Value = serde_json::from_str(&so).unwrap();
     assert!(
@@ -429,28 +429,10 @@ fn nue_judged_by_its_own_promise_and_rerun_with_switch_lids() {
         ibnetdiscover::write(&by_name("ktree:4,3,aggr").unwrap()),
     )
     .unwrap();
-    let pd = plugin_dir();
-    let (ok, so, se) = cli(&[
-        "compare",
-        "--in-opensm",
-        p(&dump),
-        "--routing-engines",
-        "nue",
-        "--patterns",
-        "32",
-        "--plugin-dir",
-        &pd,
-        "--quiet",
-        "--json",
-        "--keep",
-    ]);
+    let (ok, so, se) = compare_json(&dump, "nue", &["--keep"]);
     assert!(ok, "{se}");
     let v: Value = serde_json::from_str(&so).unwrap();
-    let work = se
-        .lines()
-        .find_map(|l| l.strip_prefix("dfsssp-rs: work directory kept: "))
-        .unwrap_or_else(|| panic!("no kept directory: {se}"))
-        .to_string();
+    let work = kept_dir(&se);
     let nue = run_of(&v, "nue");
     assert_eq!(nue["status"], "ok", "{nue}");
     let lanes = &nue["lanes"];

@@ -17,8 +17,8 @@ pub(super) enum OneLaneVerdict {
     /// It measures a higher Λ than the layers' routes: take it (its report, the line saying why,
     /// its Λ).
     Better(Box<LayerReport>, String, f64),
-    /// It measures no better; Λ of the layers' routes.
-    Kept(f64),
+    /// It measures no better; Λ of the layers' routes, and the line saying what it cost.
+    Kept(f64, String),
     /// It could not be made deadlock-free in one lane, or was stopped at its deadline (the line
     /// saying so).
     Dropped(Option<String>),
@@ -61,7 +61,14 @@ pub(super) fn one_lane_if_better(
     };
     let (l_multi, l_one) = (candidate_lambda(g, multi), candidate_lambda(g, one));
     if l_one <= l_multi {
-        return OneLaneVerdict::Kept(l_multi);
+        // Said, with its cost: a candidate that runs its whole budget and loses is worth seeing.
+        let line = format!(
+            "candidate one-lane routing computed in {:.3} s measures no better than {} layers \
+             (Λ {l_one:.4} vs {l_multi:.4} over {CANDIDATE_PATTERNS} patterns): kept the layers",
+            t.elapsed().as_secs_f64(),
+            multi.num_layers
+        );
+        return OneLaneVerdict::Kept(l_multi, line);
     }
     report.spare_lane = opts.spare_lane;
     let line = format!(
@@ -182,7 +189,10 @@ pub(super) fn try_one_lane(
             kept.lambda = Some(l);
             log.push((LogLevel::Info, format!("{kind}: {line}")));
         }
-        OneLaneVerdict::Kept(l) => kept.lambda = Some(l),
+        OneLaneVerdict::Kept(l, line) => {
+            kept.lambda = Some(l);
+            log.push((LogLevel::Verbose, format!("{kind}: {line}")));
+        }
         OneLaneVerdict::Dropped(Some(line)) => {
             log.push((LogLevel::Info, format!("{kind}: {line}")));
         }
