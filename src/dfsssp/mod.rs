@@ -127,10 +127,6 @@ pub struct DfssspOptions {
     /// per destination of the one-lane search): a candidate routing may cost no more than it
     /// can win. `None`: no limit.
     pub deadline: Option<Instant>,
-    /// With several layers, on a fabric layered like a tree whose routes' CDG cycles: find
-    /// whether one-lane routing would keep every data route ([`LayerReport::one_lane_keeps_data`]),
-    /// so that a one-lane candidate that could only tie is not computed.
-    pub judge_one_lane: bool,
 }
 
 /// How cycle breaking cuts ([`breaking`]).
@@ -170,7 +166,6 @@ impl Default for DfssspOptions {
             cutting: Cutting::Auto,
             prepare_escape_ahead: true,
             deadline: None,
-            judge_one_lane: false,
         }
     }
 }
@@ -293,11 +288,6 @@ pub fn make_deadlock_free_fed(
             (_, SwitchDestsFit::CaRoutesCyclic) => {
                 Some(onelane::orientation(&prep, &routes.counts0, &routes.cols))
                     .filter(|o| o.data_legal)
-            }
-            (_, _) if opts.judge_one_lane && prep.g.tree_levels().is_some() => {
-                let o = onelane::orientation(&prep, &routes.counts0, &routes.cols);
-                report.one_lane_keeps_data = o.data_legal;
-                None
             }
             _ => None,
         };
@@ -871,7 +861,6 @@ pub fn layers_needed(g: &SwitchGraph, r: &Routing) -> Result<LayersNeeded, Strin
             cutting: Cutting::Exact,
             prepare_escape_ahead: false,
             deadline: None,
-            judge_one_lane: false,
         };
         let mut copy = r.clone();
         make_deadlock_free_with(g, &mut copy, MAX_LAYERS, &opts, None)

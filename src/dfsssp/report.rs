@@ -57,10 +57,6 @@ pub struct LayerReport {
     /// One lane of the budget left free ([`DfssspOptions::spare_lane`](super::DfssspOptions::spare_lane)): the layers use at most
     /// `budget - 1`.
     pub spare_lane: bool,
-    /// With several layers, asked for ([`DfssspOptions::judge_one_lane`](super::DfssspOptions::judge_one_lane)):
-    /// every data route (from switches with CAs to CA LIDs) is legal under one Up*/Down* order,
-    /// so one-lane routing would keep them all ([`super::onelane::legal`]).
-    pub one_lane_keeps_data: bool,
     /// One-lane routing ([`DfssspOptions::one_lane`](super::DfssspOptions::one_lane)), when it ran.
     pub one_lane: Option<OneLaneReport>,
 }

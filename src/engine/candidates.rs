@@ -12,6 +12,34 @@ use super::{EngineConfig, Log, LogLevel};
 /// Bisection patterns that decide between a candidate and the routing so far.
 pub(super) const CANDIDATE_PATTERNS: u32 = 64;
 
+/// Share of the layers' routes on the escape's Up*/Down* hops from which the one-lane candidate
+/// is computed on a fabric that is not a torus or mesh. The candidate (with QoS on) measured
+/// below the layers on every such fabric whose layers kept the escape below it: random fabrics
+/// of 64 to 1,250 switches, dragonflies, Kautz graphs, aggregated and faulty fat trees, tori and
+/// meshes with 5-10% of their cables cut (escape shares 0 to 8.4%); it won where the escape
+/// carried 16.8% (kautz:3,3,2 with 2 lanes) to 28% (random:128,32,16,300 with 2 lanes) of the
+/// routes (README, "Candidate routings").
+pub(super) const ONE_LANE_ESCAPE_SHARE: f64 = 0.125;
+
+/// Why the one-lane candidate is not computed for a layered routing, or `None` where it may
+/// win: on regular tori and meshes (`torus`, which it beats by balanced detours before the
+/// dimension-order candidate is judged), or where the layers needed the escape for at least
+/// [`ONE_LANE_ESCAPE_SHARE`] of their routes. Elsewhere it cost as long as the layers (up to
+/// its budget) and lost.
+pub(super) fn one_lane_cannot_win(layers: &LayerReport, torus: bool) -> Option<String> {
+    let share = layers.escape_routes as f64 / layers.routes.max(1) as f64;
+    if torus || share >= ONE_LANE_ESCAPE_SHARE {
+        return None;
+    }
+    Some(format!(
+        "candidate one-lane routing not computed: the fabric is no regular torus or mesh and \
+         the layers route {:.1}% of their routes on the escape (below {:.1}%), where it has \
+         never measured better",
+        share * 100.0,
+        ONE_LANE_ESCAPE_SHARE * 100.0
+    ))
+}
+
 /// What came of the one-lane candidate.
 pub(super) enum OneLaneVerdict {
     /// It measures a higher Λ than the layers' routes: take it (its report, the line saying why,

@@ -49,6 +49,35 @@ fn qos_on_is_never_below_qos_off() {
     }
 }
 
+/// The one-lane candidate runs where it may win: on a random fabric whose 8 layers need no
+/// escape it is not computed (and the routing is the layers'); with 2 lanes the escape carries
+/// over an eighth of the routes, the candidate is computed and measures better.
+#[test]
+fn the_one_lane_candidate_runs_only_where_it_may_win() {
+    let f = crate::topo::by_name("random:128,32,16,300,seed=1").unwrap();
+    let run_with = |lanes: u8| {
+        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.lanes = lanes;
+        let out = run(&f, &cfg).unwrap();
+        let said = |what: &str| out.log.iter().any(|(_, l)| l.contains(what));
+        let verdict = (
+            said("candidate one-lane routing not computed"),
+            said("one-lane routing measures better"),
+        );
+        (verdict, out.routing.num_layers)
+    };
+    let ((skipped, taken), layers) = run_with(8);
+    assert!(
+        skipped && !taken && layers > 1,
+        "8 lanes: {skipped} {taken} {layers}"
+    );
+    let ((skipped, taken), layers) = run_with(2);
+    assert!(
+        !skipped && taken && layers == 1,
+        "2 lanes: {skipped} {taken} {layers}"
+    );
+}
+
 /// On the 6x6x6 torus with QoS on the dimension-order candidate fits the lanes by cycle
 /// breaking alone, and the result measures at least its Λ (it is taken, or something better
 /// is) and at least stock torus-2QoS's in OpenSM over the same 1000 patterns (0.3275),
