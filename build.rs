@@ -51,14 +51,14 @@ mod opensm {
         .header("include/dfsssp_rs.h")
         .clang_arg(format!("-I{}", include_dir.display()))
         .clang_arg("-Iinclude")
-        .allowlist_function("osm_.*|cl_qmap_.*|cl_qlist_.*|cl_ptr_vector_.*|ib_port_info_get_.*|ib_switch_info_.*")
+        .allowlist_function("osm_.*|cl_qmap_.*|cl_qlist_.*|cl_ptr_vector_.*|cl_plock_.*|ib_port_info_get_.*|ib_switch_info_.*")
         .allowlist_type("osm_.*|external_routing_engine_module_t|ib_slvl_table_t|ib_net16_t|ib_net64_t")
         // Functions of the opensm process are resolved at run time (src/opensm/ffi.rs), never
         // linked: keep them out of the bindings so nothing calls them directly.
         .blocklist_function(
             "osm_log|osm_register_external_routing_engine|osm_get_switch_by_guid|\
              osm_switch_set_hops|osm_switch_clear_hops|osm_link_is_healthy|osm_link_is_throttled|osm_mcast_tbl_set|\
-             osm_mcast_tbl_clear_mlid",
+             osm_mcast_tbl_clear_mlid|osm_req_get",
         )
         .allowlist_var("OSM_VERSION|OSM_LOG_.*|OSM_NO_PATH|IB_NODE_TYPE_.*|IB_LINK_.*|IB_MAX_NUM_VLS|OSM_EVENT_PLUGIN_INTERFACE_VER")
         .wrap_static_fns(true)

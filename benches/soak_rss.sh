@@ -71,6 +71,7 @@ for engine in "${ENGINES[@]}"; do
 event_plugin_name dfsssp_rs
 routing_engine $engine
 sweep_interval 1
+force_log_flush TRUE
 dump_files_dir $dir
 CONF
     (cd "$dir" && exec env OSM_TMP_DIR="$dir" OSM_CACHE_DIR="$dir" \

@@ -25,10 +25,12 @@ use crate::sssp::{self};
 use crate::traffic::{self, TrafficClasses};
 use crate::verify::{self, VerifiedBefore, VerifyError, VerifyReport, VerifyScope};
 
+mod adopt;
 mod candidates;
 mod full_why;
 mod routed;
 
+pub use adopt::{adopt_tables, AdoptError};
 pub use full_why::FullWhy;
 pub use routed::{Routed, RoutedRef};
 

@@ -354,10 +354,22 @@ impl Sm {
     /// Starts opensm attached to CA `host` with `priority`; its cache, dumps and log in `dir`,
     /// the state in `state` (the one line an HA pair needs).
     fn start(sock: &str, dir: &Path, host: &str, priority: u8, state: &Path) -> Sm {
+        Sm::start_with(sock, dir, host, priority, state, "")
+    }
+
+    /// [`Sm::start`] with more `event_plugin_options` (`,key=value...`).
+    fn start_with(
+        sock: &str,
+        dir: &Path,
+        host: &str,
+        priority: u8,
+        state: &Path,
+        options: &str,
+    ) -> Sm {
         fs::create_dir_all(dir.join("plugin")).unwrap();
         fs::copy(plugin_so(), dir.join("plugin/libdfsssp_rs.so")).unwrap();
         let conf = format!(
-            "event_plugin_name dfsssp_rs\nevent_plugin_options state_file={}\n\
+            "event_plugin_name dfsssp_rs\nevent_plugin_options state_file={}{options}\n\
              routing_engine dfsssp-rs\ndump_files_dir {}\nqos TRUE\nforce_log_flush TRUE\n\
              transaction_timeout 1000\nsweep_interval 1\nsm_priority {priority}\n\
              sminfo_polling_timeout 1000\npolling_retry_number 2\n",
@@ -400,12 +412,12 @@ impl Sm {
         sock: &str,
         dir: &Path,
         hosts: &[String],
-        priority: u8,
+        (priority, options): (u8, &str),
         state: &Path,
         ready: &[&str],
     ) -> Sm {
         for (attempt, host) in hosts.iter().take(3).enumerate() {
-            let sm = Sm::start(sock, dir, host, priority, state);
+            let sm = Sm::start_with(sock, dir, host, priority, state, options);
             let t = Instant::now();
             while t.elapsed() < Duration::from_secs(40) {
                 if ready.iter().any(|r| sm.count(r) > 0) {
@@ -496,7 +508,7 @@ fn a_standby_takes_over_with_the_same_tables_and_sls() {
         &sock,
         &dir_a,
         &[0, 1, 2].map(|k| sim_host(&f, ca_nodes[k])),
-        10,
+        (10, ""),
         &state,
         &["SUBNET UP"],
     );
@@ -506,7 +518,7 @@ fn a_standby_takes_over_with_the_same_tables_and_sls() {
         &sock,
         &dir_b,
         &[0, 1, 2].map(|k| sim_host(&f, ca_nodes[ca_nodes.len() / 2 + k])),
-        5,
+        (5, ""),
         &state,
         &["Entering STANDBY state", "Entering MASTER state"],
     );
@@ -529,6 +541,72 @@ fn a_standby_takes_over_with_the_same_tables_and_sls() {
     let tb = check(&sim, &dir_b, &f, "after the takeover");
     let (lft, sl) = churn(&ta, &tb);
     eprintln!("standby takeover: {lft:.2}% LFT entries, {sl:.2}% SLs changed");
+    assert_eq!((lft, sl), (0.0, 0.0));
+    drop(b);
+}
+
+/// An HA pair without shared storage: master and standby each keep their own state file, and
+/// both have `adopt_switch_tables=1`. The master dies; the standby, which has no state to adopt,
+/// reads the switches' LFTs back, adopts them with the layers derived from them, and programs
+/// the same tables and answers the same SLs as the master did (0 changed), verified by ibdmchk
+/// and the SA.
+#[test]
+fn a_standby_without_shared_storage_adopts_the_switches_tables() {
+    let f = dfsssp_rs::topo::by_name("torus:4x4x4,2").unwrap();
+    let sim = Sim::start("restart-ha-noshare", &f);
+    let sock = format!("dfsssp-restart-ha-noshare-{}", std::process::id());
+    let ca_nodes: Vec<u32> = (0..f.nodes().len() as u32)
+        .filter(|&n| f.nodes()[n as usize].kind == NodeKind::Ca)
+        .collect();
+    let (dir_a, dir_b) = (sim.dir().join("sm-a"), sim.dir().join("sm-b"));
+    let opts = ",adopt_switch_tables=1";
+    let a = Sm::start_ready(
+        &sock,
+        &dir_a,
+        &[0, 1, 2].map(|k| sim_host(&f, ca_nodes[k])),
+        (10, opts),
+        &dir_a.join("dfsssp-rs.state"),
+        &["SUBNET UP"],
+    );
+    a.wait_for("SUBNET UP", 1);
+    a.wait_for(SAVED, 1);
+    let b = Sm::start_ready(
+        &sock,
+        &dir_b,
+        &[0, 1, 2].map(|k| sim_host(&f, ca_nodes[ca_nodes.len() / 2 + k])),
+        (5, opts),
+        &dir_b.join("dfsssp-rs.state"),
+        &["Entering STANDBY state", "Entering MASTER state"],
+    );
+    assert_eq!(
+        b.count("Entering MASTER state"),
+        0,
+        "the second SM did not find the master (see {})",
+        dir_b.display()
+    );
+    a.settle();
+    let ta = check(&sim, &dir_a, &f, "master");
+    a.kill();
+    b.wait_for("Entering MASTER state", 1);
+    b.wait_for(SAVED, 1);
+    b.wait_for(WROTE, 2);
+    b.settle();
+    assert_eq!(b.count(ADOPTED), 0, "no shared state file:\n{}", b.log());
+    assert_eq!(
+        b.count("adopted the routing the switches hold"),
+        1,
+        "{}",
+        b.log()
+    );
+    assert_eq!(b.count(FULL), 0, "{}", b.log());
+    let tb = check(&sim, &dir_b, &f, "after the takeover");
+    let (lft, sl) = churn(&ta, &tb);
+    eprintln!(
+        "standby takeover without shared storage: {lft:.2}% LFT entries, {sl:.2}% SLs changed"
+    );
+    for l in b.log().lines().filter(|l| l.contains("switches hold")) {
+        eprintln!("{l}");
+    }
     assert_eq!((lft, sl), (0.0, 0.0));
     drop(b);
 }

@@ -206,3 +206,62 @@ fn always_leaves_a_lane_even_when_the_layers_need_every_one() {
     assert_eq!("when-free".parse::<McastLane>(), Ok(McastLane::WhenFree));
     assert!("3".parse::<McastLane>().is_err());
 }
+
+/// The tables of a full computation, read back as a standby would read them from the switches:
+/// the same routes and the same layers (the canonical SL rule) on a fat tree and on a torus
+/// routed in dimension order; a table pointing at a port the switch lacks, or a loop, is
+/// refused with the switch named.
+#[test]
+fn tables_read_back_give_the_routing_and_layers_the_master_computed() {
+    for spec in ["ktree:4,3", "torus:4x4x4,2", "torus:3x3x3,1"] {
+        let f = crate::topo::by_name(spec).unwrap();
+        let cfg = EngineConfig::new(EngineKind::Dfsssp);
+        let out = run(&f, &cfg).unwrap();
+        let g = &out.graph;
+        let tables: Vec<(u64, Vec<u8>)> = (0..g.num_switches() as u32)
+            .map(|s| (g.switch_guid(s), out.routing.lft.table(s).to_vec()))
+            .collect();
+        let adopted = adopt_tables(f.clone(), &cfg, &tables).unwrap();
+        assert_eq!(adopted.routing.lft, out.routing.lft, "{spec}");
+        assert_eq!(adopted.sl_offset, out.sl_offset, "{spec}");
+        for s in 0..g.num_switches() as u32 {
+            for d in g.dests() {
+                assert_eq!(
+                    adopted.routing.layer(s, d.lid),
+                    out.routing.layer(s, d.lid),
+                    "{spec}: switch {s} LID {}",
+                    d.lid
+                );
+            }
+        }
+        // A port the first switch does not have.
+        let mut bad = tables.clone();
+        let lid = g.dests()[0].lid;
+        bad[0].1[usize::from(lid)] = 200;
+        assert!(
+            matches!(
+                adopt_tables(f.clone(), &cfg, &bad),
+                Err(AdoptError::NoSuchPort { .. })
+            ),
+            "{spec}"
+        );
+        // Two switches sending one LID to each other: a loop.
+        let c = g.out_channels(0).start;
+        let h = g.chan_head()[c as usize];
+        let far = g
+            .dests()
+            .iter()
+            .find(|d| d.switch != 0 && d.switch != h)
+            .unwrap();
+        let mut looped = tables.clone();
+        looped[0].1[usize::from(far.lid)] = g.chan_port()[c as usize];
+        looped[h as usize].1[usize::from(far.lid)] = g.chan_head_port()[c as usize];
+        assert!(
+            matches!(
+                adopt_tables(f.clone(), &cfg, &looped),
+                Err(AdoptError::Incomplete(_))
+            ),
+            "{spec}"
+        );
+    }
+}

@@ -41,6 +41,18 @@ mod api {
         pub link_is_throttled: unsafe extern "C" fn(*mut osm_physp_t, boolean_t) -> boolean_t,
         pub mcast_tbl_set: unsafe extern "C" fn(*mut osm_mcast_tbl_t, u16, u8),
         pub mcast_tbl_clear_mlid: unsafe extern "C" fn(*mut osm_mcast_tbl_t, u16),
+        /// `osm_req_get`: a Get of an SM attribute, its answer handled by OpenSM's receiver.
+        pub req_get: unsafe extern "C" fn(
+            *mut osm_sm_t,
+            *const osm_dr_path_t,
+            ib_net16_t,
+            ib_net32_t,
+            boolean_t,
+            ib_net64_t,
+            u32,
+            cl_disp_msgid_t,
+            *const osm_madw_context_t,
+        ) -> ib_api_status_t,
     }
 
     static API: OnceLock<Result<Api, MissingSymbol>> = OnceLock::new();
@@ -84,6 +96,7 @@ mod api {
                     mcast_tbl_clear_mlid: std::mem::transmute::<*mut c_void, _>(sym(
                         c"osm_mcast_tbl_clear_mlid",
                     )?),
+                    req_get: std::mem::transmute::<*mut c_void, _>(sym(c"osm_req_get")?),
                 })
             }
         })

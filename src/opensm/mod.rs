@@ -89,6 +89,11 @@
 //! - `state_file` (`DFSSSP_RS_STATE_FILE`): where the routing state is kept (an absolute path,
 //!   or `none`; default `$OSM_CACHE_DIR/dfsssp-rs.state`, i.e. `/var/cache/opensm/`).
 //!
+//! - `adopt_switch_tables` (`DFSSSP_RS_ADOPT_SWITCH_TABLES`, 0 or 1, default 0): at this
+//!   process's first routing run, with no state file to adopt, read the switches' LFTs back
+//!   ([`readback`]) and continue from the routing they hold (its layers derived from it,
+//!   [`crate::engine::adopt_tables`]): the one line an HA pair without shared storage needs.
+//!
 //! A bad value or an unknown key is logged (`ERR DF06`, with its source and the accepted range)
 //! and the default applies: a routine config mistake never stops routing.
 //!
@@ -111,6 +116,7 @@ mod mcast;
 mod persist;
 mod qos;
 mod raw;
+mod readback;
 mod run;
 mod settings;
 mod sl;
@@ -182,6 +188,9 @@ pub const ENV_DOR_CANDIDATE: &str = "DFSSSP_RS_DOR_CANDIDATE";
 pub const ENV_LAYER_SLS: &str = "DFSSSP_RS_LAYER_SLS";
 /// Where the routing state is kept across restarts (an absolute path, or `none`).
 pub const ENV_STATE_FILE: &str = "DFSSSP_RS_STATE_FILE";
+/// `adopt_switch_tables` (0 or 1, default 0): read the switches' LFTs back when there is no
+/// routing to continue from.
+pub const ENV_ADOPT_SWITCH_TABLES: &str = "DFSSSP_RS_ADOPT_SWITCH_TABLES";
 
 /// One registered engine. OpenSM hands its address back as the callbacks' `context`.
 struct EngineCtx {

@@ -13,15 +13,21 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use super::log::Code;
-use super::{Active, EngineCtx};
-use crate::engine::Routed;
+use super::raw::LockedSubnet;
+use super::{ffi, readback, Active, EngineCtx};
+use crate::engine::{self, EngineConfig, Routed};
 use crate::fabric::Fabric;
 use crate::state;
+
+/// How long the switches may take to answer every LFT block read back.
+const READBACK_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// What this process knows of the state file.
 pub(super) struct Persist {
     /// The first routing run has looked at the file.
     tried: bool,
+    /// The switches' tables were read back once (`adopt_switch_tables`).
+    tables_tried: bool,
     /// This process's stamp in the files it writes (random), and its last write's serial.
     writer: u64,
     serial: u64,
@@ -35,6 +41,7 @@ impl Default for Persist {
     fn default() -> Self {
         Persist {
             tried: false,
+            tables_tried: false,
             writer: rand::random::<u64>() | 1,
             serial: 0,
             last_seen: None,
@@ -120,6 +127,64 @@ impl EngineCtx {
                 ));
                 None
             }
+        }
+    }
+
+    /// The routing the switches hold, read back from them (`adopt_switch_tables`), at this
+    /// process's first run when it has nothing else to continue from: a standby that became
+    /// master without the previous master's state file. `None` (said why) where it cannot be
+    /// read back or does not hold a routing the engine can continue (then it computes from
+    /// scratch).
+    ///
+    /// Must be called from `build_lid_matrices` with no view of the subnet alive: OpenSM's lock
+    /// is released while the switches answer ([`readback`]).
+    pub(super) fn adopt_switch_tables(
+        &self,
+        api: &ffi::Api,
+        fabric: &Fabric,
+        cfg: &EngineConfig,
+    ) -> Option<Routed> {
+        if std::mem::replace(&mut self.persist().tables_tried, true) {
+            return None;
+        }
+        let name = self.kind.name();
+        let not_adopted = |why: String| {
+            self.log.info(&format!(
+                "{}: {name}: the switches' tables not adopted ({why}): computing from scratch",
+                Code::StateIgnored
+            ));
+            None
+        };
+        let t = Instant::now();
+        // SAFETY: OpenSM is in build_lid_matrices (its lock held by this thread) and the caller
+        // keeps no view of the subnet across this call.
+        let rb = match unsafe { readback::read_back_lfts(self.osm, api, READBACK_LIMIT) } {
+            Ok(rb) => rb,
+            Err(e) => return not_adopted(e),
+        };
+        let read = t.elapsed().as_secs_f64();
+        // SAFETY: the lock is held again; this view ends within this function.
+        let tables = unsafe { LockedSubnet::new(self.osm) }.current_lfts();
+        let t = Instant::now();
+        match engine::adopt_tables(fabric.clone(), cfg, &tables) {
+            Ok(routed) => {
+                self.log.info(&format!(
+                    "{name}: adopted the routing the switches hold ({} switches, {} LFT blocks \
+                     read back in {read:.3} s, {} request(s) refused; {} layer(s) derived from \
+                     the routes in {:.3} s): only what changed since is re-routed, and the \
+                     result is verified in full",
+                    rb.switches,
+                    rb.blocks,
+                    rb.refused,
+                    routed.routing.num_layers,
+                    t.elapsed().as_secs_f64()
+                ));
+                Some(routed)
+            }
+            Err(e) => not_adopted(format!(
+                "{} switches, {} LFT blocks read back in {read:.3} s: {e}",
+                rb.switches, rb.blocks
+            )),
         }
     }
 

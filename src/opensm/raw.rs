@@ -125,6 +125,25 @@ impl<'a> LockedSubnet<'a> {
         }
     }
 
+    /// What OpenSM records each switch holds (`lft`, as uploaded or read back), by node GUID:
+    /// `lft_size` ports per switch, one per LID from 0.
+    pub(crate) fn current_lfts(&self) -> Vec<(u64, Vec<u8>)> {
+        qmap(&self.subn.sw_guid_tbl)
+            .filter_map(|item| {
+                // SAFETY: the switch table's items are the first field of live `osm_switch_t`s;
+                // `lft` holds `lft_size` bytes or is null (lock held).
+                let sw = unsafe { &*item.cast::<ffi::osm_switch_t>() };
+                // SAFETY: as above, the switch's node is live.
+                let node = unsafe { sw.p_node.as_ref() }?;
+                let lft = (!sw.lft.is_null()).then(|| {
+                    // SAFETY: see above.
+                    unsafe { std::slice::from_raw_parts(sw.lft, usize::from(sw.lft_size)) }
+                })?;
+                Some((Node(node).guid(), lft.to_vec()))
+            })
+            .collect()
+    }
+
     /// The tables of the switches with node GUIDs `guids`, one handle each, in that order, to
     /// write them (in parallel: the handles are of distinct switches). Fails at the first GUID
     /// OpenSM has no switch for, or one whose switch is in the batch already.
@@ -173,7 +192,9 @@ pub(crate) enum SwitchLookupError {
 }
 
 /// The items of a `cl_qmap_t`, in key order.
-fn qmap<'a>(map: &'a ffi::cl_qmap_t) -> impl Iterator<Item = *const ffi::cl_map_item_t> + 'a {
+pub(crate) fn qmap<'a>(
+    map: &'a ffi::cl_qmap_t,
+) -> impl Iterator<Item = *const ffi::cl_map_item_t> + 'a {
     // SAFETY: a live, initialised map that nobody modifies while the lock is held.
     let (mut cur, end) = unsafe { (ffi::cl_qmap_head(map).cast_const(), ffi::cl_qmap_end(map)) };
     std::iter::from_fn(move || {

@@ -46,10 +46,12 @@ impl EngineCtx {
         // SAFETY: OpenSM calls build_lid_matrices from ucast_mgr_route with its lock held for
         // the whole call; self.osm is the running OpenSM that registered this engine; this is
         // the call's only LockedSubnet.
-        let mut osm = unsafe { LockedSubnet::new(self.osm) };
-        let subnet = subnet::read(api, &osm)?;
+        let subnet = subnet::read(api, &unsafe { LockedSubnet::new(self.osm) })?;
         self.log_subnet(name, &subnet, started.elapsed());
-        let setup = self.run_setup(&subnet, active, heavy_sweep)?;
+        // (With no view of the subnet alive: it may release and retake OpenSM's lock.)
+        let setup = self.run_setup(api, &subnet, active, heavy_sweep)?;
+        // SAFETY: as above; OpenSM's lock is held again whatever the setup did with it.
+        let mut osm = unsafe { LockedSubnet::new(self.osm) };
         // OpenSM's LID matrix depends on the fabric alone: written beside the routing, on a
         // thread that takes only what the routing leaves of the cores, then on both.
         let fail_from =
@@ -191,18 +193,25 @@ impl EngineCtx {
     /// the one in memory (`active`).
     fn run_setup(
         &self,
+        api: &ffi::Api,
         subnet: &subnet::Subnet,
         active: Option<Active>,
         heavy_sweep: bool,
     ) -> Result<RunSetup, AdapterError> {
         let set = self.settings(subnet);
         let state_path = persist::state_path(&set);
+        let (mut cfg, sls) = self.config(subnet, &set)?;
         let prior = match self.adopt_state(state_path.as_deref(), &subnet.fabric, active.is_some())
         {
             Some(p) => Some(p),
-            None => active.map(Active::into_routed),
+            None => match active {
+                Some(a) => Some(a.into_routed()),
+                None if set.adopt_switch_tables == Some(true) => {
+                    self.adopt_switch_tables(api, &subnet.fabric, &cfg)
+                }
+                None => None,
+            },
         };
-        let (mut cfg, sls) = self.config(subnet, &set)?;
         let mut rc = self.reroute_config(&set, heavy_sweep)?;
         if let Some(changed) = self.traffic_classes(subnet, &mut cfg) {
             rc.force_full.get_or_insert(changed);

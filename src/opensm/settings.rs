@@ -42,7 +42,7 @@ enum Value {
     Path,
 }
 
-const KEYS: [Key; 10] = [
+const KEYS: [Key; 11] = [
     Key {
         name: "max_lanes",
         env: super::ENV_MAX_LANES,
@@ -102,6 +102,11 @@ const KEYS: [Key; 10] = [
         env: super::ENV_STATE_FILE,
         value: Value::Path,
     },
+    Key {
+        name: "adopt_switch_tables",
+        env: super::ENV_ADOPT_SWITCH_TABLES,
+        value: Value::Flag,
+    },
 ];
 
 /// The settings given anywhere (`None`: the engine's default).
@@ -121,6 +126,8 @@ pub(crate) struct Settings {
     /// Where the routing state is kept across restarts (`None`: OpenSM's cache directory;
     /// `Some(None)`: nowhere, `state_file none`).
     pub state_file: Option<Option<PathBuf>>,
+    /// Read the switches' LFTs back when there is no routing to continue from.
+    pub adopt_switch_tables: Option<bool>,
     /// Where each given setting came from ("dfsssp-rs.conf:3", "event_plugin_options", the
     /// environment variable), for the log.
     pub sources: Vec<(&'static str, String)>,
@@ -150,6 +157,7 @@ impl Settings {
             "incremental" => &mut self.incremental,
             "one_lane_candidate" => &mut self.one_lane_candidate,
             "dor_candidate" => &mut self.dor_candidate,
+            "adopt_switch_tables" => &mut self.adopt_switch_tables,
             _ => return None,
         })
     }

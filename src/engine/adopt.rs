@@ -1,0 +1,102 @@
+//! A routing adopted from the tables the switches hold (a standby that became master without the
+//! previous master's state file): the routes exactly as the LFTs give them, and their layers
+//! derived from those routes by the deadlock removal a full computation runs on its final
+//! routes, so an SM that only read the tables assigns the same SLs as the master that computed
+//! them from scratch (the canonical rule, README "High availability without shared storage").
+//! Nothing is trusted: the routes must reach every destination without a loop, fit the lane
+//! budget by cycle breaking alone (no route changed) and pass the full verification, else the
+//! caller computes from scratch.
+//!
+//! Cost: building the routing `O(S * L)` for `S` switches and `L` LIDs, then deadlock removal and
+//! verification as after a full computation.
+
+use super::{dfsssp_options, layers_for_deadlock_removal, EngineConfig, EngineKind, Routed};
+use crate::dfsssp;
+use crate::fabric::Fabric;
+use crate::graph::{SwitchDistances, SwitchGraph};
+use crate::io::osm_dump::routing_from_dumps;
+use crate::routing::{Lft, NO_PATH};
+
+/// Why the switches' tables were not adopted.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AdoptError {
+    #[error("only dfsssp-rs derives its SLs from the tables (this engine: {0})")]
+    Engine(&'static str),
+    #[error("the fabric has no usable switch graph: {0}")]
+    Fabric(String),
+    #[error("switch {0} has no table")]
+    NoTable(String),
+    #[error("switch {switch} forwards LID {lid} to port {port}, which it does not have")]
+    NoSuchPort { switch: String, lid: u16, port: u8 },
+    #[error("the tables do not route every destination without a loop: {0}")]
+    Incomplete(String),
+    #[error("the tables' routes need {0} to be deadlock-free within the lanes")]
+    NotLayerable(String),
+}
+
+/// The routing the switches' `tables` (node GUID, port per LID from 0) hold for `fabric`, with
+/// its layers as `cfg`'s deadlock removal assigns them.
+pub fn adopt_tables(
+    fabric: Fabric,
+    cfg: &EngineConfig,
+    tables: &[(u64, Vec<u8>)],
+) -> Result<Routed, AdoptError> {
+    if cfg.kind != EngineKind::Dfsssp {
+        return Err(AdoptError::Engine(cfg.kind.name()));
+    }
+    let graph = SwitchGraph::new(&fabric).map_err(|e| AdoptError::Fabric(e.to_string()))?;
+    let mut lft = Lft::new(graph.num_switches(), graph.max_lid());
+    let by_guid: std::collections::HashMap<u64, &[u8]> =
+        tables.iter().map(|(g, t)| (*g, t.as_slice())).collect();
+    for s in 0..graph.num_switches() as u32 {
+        let table = by_guid
+            .get(&graph.switch_guid(s))
+            .ok_or_else(|| AdoptError::NoTable(graph.switch_label(s)))?;
+        let ports = fabric.nodes()[graph.switch_node()[s as usize] as usize].num_ports;
+        // Destination LIDs only: an entry for a LID nobody holds now routes nothing.
+        for lid in graph.dests().iter().map(|d| d.lid) {
+            let port = table.get(usize::from(lid)).copied().unwrap_or(NO_PATH);
+            if port != NO_PATH && port > ports {
+                return Err(AdoptError::NoSuchPort {
+                    switch: graph.switch_label(s),
+                    lid,
+                    port,
+                });
+            }
+            lft.set(s, lid, port);
+        }
+    }
+    let mut routing = routing_from_dumps(&graph, lft, None);
+    let dist = SwitchDistances::new(&graph);
+    let (budget, always) = layers_for_deadlock_removal(cfg);
+    let before = routing.lft.clone();
+    // (Broken routes fail here or in the verification below.)
+    let report = dfsssp::make_deadlock_free_with(
+        &graph,
+        &mut routing,
+        budget,
+        &dfsssp_options(cfg),
+        Some(&dist),
+    )
+    .map_err(|e| AdoptError::Incomplete(e.to_string()))?;
+    if report.escape_layer.is_some() || routing.lft != before {
+        return Err(AdoptError::NotLayerable(format!(
+            "other routes (more than {budget} layer(s) by cycle breaking)"
+        )));
+    }
+    crate::verify::verify(&graph, &routing).map_err(|e| AdoptError::Incomplete(e.to_string()))?;
+    let max_load = crate::balance::channel_loads(&graph, &routing.lft)
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+    Ok(Routed {
+        fabric,
+        graph,
+        routing,
+        cfg: cfg.clone(),
+        full_max_load: max_load,
+        max_load,
+        summary: None,
+        sl_offset: u8::from(always || report.spare_lane),
+    })
+}
