@@ -353,19 +353,7 @@ struct Sm {
 impl Sm {
     /// Starts opensm attached to CA `host` with `priority`; its cache, dumps and log in `dir`,
     /// the state in `state` (the one line an HA pair needs).
-    fn start(sock: &str, dir: &Path, host: &str, priority: u8, state: &Path) -> Sm {
-        Sm::start_with(sock, dir, host, priority, state, "")
-    }
-
-    /// [`Sm::start`] with more `event_plugin_options` (`,key=value...`).
-    fn start_with(
-        sock: &str,
-        dir: &Path,
-        host: &str,
-        priority: u8,
-        state: &Path,
-        options: &str,
-    ) -> Sm {
+    fn start(sock: &str, dir: &Path, host: &str, priority: u8, state: &Path, options: &str) -> Sm {
         fs::create_dir_all(dir.join("plugin")).unwrap();
         fs::copy(plugin_so(), dir.join("plugin/libdfsssp_rs.so")).unwrap();
         let conf = format!(
@@ -417,7 +405,7 @@ impl Sm {
         ready: &[&str],
     ) -> Sm {
         for (attempt, host) in hosts.iter().take(3).enumerate() {
-            let sm = Sm::start_with(sock, dir, host, priority, state, options);
+            let sm = Sm::start(sock, dir, host, priority, state, options);
             let t = Instant::now();
             while t.elapsed() < Duration::from_secs(40) {
                 if ready.iter().any(|r| sm.count(r) > 0) {
