@@ -28,6 +28,11 @@ pub enum AdoptError {
     NoTable(String),
     #[error("switch {switch} forwards LID {lid} to port {port}, which it does not have")]
     NoSuchPort { switch: String, lid: u16, port: u8 },
+    #[error(
+        "{entries} entries on {switches} switch(es) forward over ports that are down (the fabric \
+         changed since the tables were written)"
+    )]
+    DownPorts { entries: usize, switches: usize },
     #[error("the tables do not route every destination without a loop: {0}")]
     Incomplete(String),
     #[error("the tables' routes need {0} to be deadlock-free within the lanes")]
@@ -48,7 +53,9 @@ pub fn adopt_tables(
     let mut lft = Lft::new(graph.num_switches(), graph.max_lid());
     let by_guid: std::collections::HashMap<u64, &[u8]> =
         tables.iter().map(|(g, t)| (*g, t.as_slice())).collect();
+    let (mut down, mut down_switches) = (0, 0);
     for s in 0..graph.num_switches() as u32 {
+        let down_before = down;
         let table = by_guid
             .get(&graph.switch_guid(s))
             .ok_or_else(|| AdoptError::NoTable(graph.switch_label(s)))?;
@@ -63,8 +70,21 @@ pub fn adopt_tables(
                     port,
                 });
             }
+            // A port to another switch that has no channel now, or a CA's port elsewhere.
+            let dest = graph.dest_of_lid(lid).expect("a destination LID");
+            let delivers = dest.switch == s && dest.exit_port == port;
+            if port != NO_PATH && !delivers && graph.channel_at(s, port).is_none() {
+                down += 1;
+            }
             lft.set(s, lid, port);
         }
+        down_switches += usize::from(down > down_before);
+    }
+    if down > 0 {
+        return Err(AdoptError::DownPorts {
+            entries: down,
+            switches: down_switches,
+        });
     }
     let mut routing = routing_from_dumps(&graph, lft, None);
     let dist = SwitchDistances::new(&graph);

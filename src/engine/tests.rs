@@ -245,6 +245,16 @@ fn tables_read_back_give_the_routing_and_layers_the_master_computed() {
             ),
             "{spec}"
         );
+        // The same tables on the fabric without the first switch's first cable: entries over a
+        // port that is down now.
+        let cut = first_cable_cut(&f);
+        assert!(
+            matches!(
+                adopt_tables(cut, &cfg, &tables),
+                Err(AdoptError::DownPorts { entries, .. }) if entries > 0
+            ),
+            "{spec}"
+        );
         // Two switches sending one LID to each other: a loop.
         let c = g.out_channels(0).start;
         let h = g.chan_head()[c as usize];
