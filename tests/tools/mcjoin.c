@@ -92,7 +92,7 @@ struct join {
 	int leave;		/* leave (SubnAdmDelete) instead of join */
 };
 
-#include "mad.h"
+#include "../../tools/mad.h"
 
 static void usage(void)
 {

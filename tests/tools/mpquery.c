@@ -73,7 +73,7 @@ enum {
 static const char *prog = "mpquery";
 static int verbose;
 
-#include "mad.h"
+#include "../../tools/mad.h"
 
 static void usage(void)
 {

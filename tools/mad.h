@@ -1,10 +1,11 @@
 /*
- * Shared by the test tools' SA clients (mcjoin.c, mpquery.c): the MAD and SA header layout,
- * big-endian field access, the exit on error and one request/response exchange with the SA.
+ * Shared by the SA clients (tools/sapaths.c, which ships with `compare --in-opensm`, and the
+ * tests' tests/tools/mcjoin.c, mpquery.c): the MAD and SA header layout, big-endian field access,
+ * the exit on error and one request/response exchange with the SA.
  * The including file defines `prog` (its name, for messages) and `verbose` first.
  */
-#ifndef DFSSSP_RS_TEST_MAD_H
-#define DFSSSP_RS_TEST_MAD_H
+#ifndef DFSSSP_RS_MAD_H
+#define DFSSSP_RS_MAD_H
 
 #include <errno.h>
 #include <infiniband/umad.h>
@@ -38,30 +39,30 @@ enum {
 	GSI_QKEY = 0x80010000,
 };
 
-static void put16(uint8_t *p, uint16_t v)
+static inline void put16(uint8_t *p, uint16_t v)
 {
 	p[0] = v >> 8;
 	p[1] = v;
 }
 
-static void put32(uint8_t *p, uint32_t v)
+static inline void put32(uint8_t *p, uint32_t v)
 {
 	put16(p, v >> 16);
 	put16(p + 2, v);
 }
 
-static void put64(uint8_t *p, uint64_t v)
+static inline void put64(uint8_t *p, uint64_t v)
 {
 	put32(p, v >> 32);
 	put32(p + 4, v);
 }
 
-static uint16_t get16(const uint8_t *p)
+static inline uint16_t get16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-static uint64_t get64(const uint8_t *p)
+static inline uint64_t get64(const uint8_t *p)
 {
 	uint64_t v = 0;
 	for (int i = 0; i < 8; i++)
@@ -69,7 +70,7 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
-static void die(const char *fmt, const char *arg)
+static inline void die(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "%s: ", prog);
 	fprintf(stderr, fmt, arg);
@@ -78,7 +79,7 @@ static void die(const char *fmt, const char *arg)
 }
 
 
-static double now_ms(void)
+static inline double now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -92,7 +93,7 @@ static double now_ms(void)
  * reports the timeout as a receive with status ETIMEDOUT; umad2sim has no send timeout, so the
  * receive itself times out.
  */
-static int sa_send_and_wait(int fd, int agent, void *umad, void *resp, int recv_size, int sm_lid,
+static inline int sa_send_and_wait(int fd, int agent, void *umad, void *resp, int recv_size, int sm_lid,
 			    int timeout_ms, int (*is_answer)(const uint8_t *mad))
 {
 	uint8_t *req = umad_get_mad(umad);
