@@ -268,7 +268,9 @@ impl Run {
         } else {
             Some(sls)
         };
-        let source = if own_sls && self.log.log_lanes.is_some() {
+        let source = if path_sl {
+            dump.source
+        } else if own_sls && self.log.log_lanes.is_some() {
             "engine's log"
         } else {
             "SA PathRecords"
