@@ -131,8 +131,8 @@ static void send_query(int fd, int agent, void *umad, int sm_lid, int timeout_ms
 
 int main(int argc, char **argv)
 {
-	const char *ca = NULL;
-	int portnum = 0, timeout_ms = 1000, retries = 8, window = 64, opt, fd, agent;
+	struct sa_opts o = {NULL, 0, 1000, 8};
+	int window = 64, opt, fd, agent;
 	double deadline_s = 0, t0, deadline;
 	size_t n, next = 0, outstanding = 0, answered = 0, refused = 0, lost = 0, i;
 	struct pair *pairs;
@@ -143,51 +143,26 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "C:P:t:r:w:d:vh")) != -1) {
 		switch (opt) {
-		case 'C':
-			ca = optarg;
-			break;
-		case 'P':
-			portnum = atoi(optarg);
-			break;
-		case 't':
-			timeout_ms = atoi(optarg);
-			break;
-		case 'r':
-			retries = atoi(optarg);
-			break;
 		case 'w':
 			window = atoi(optarg);
 			break;
 		case 'd':
 			deadline_s = atof(optarg);
 			break;
-		case 'v':
-			verbose = 1;
-			break;
 		default:
-			usage();
+			if (!sa_common_opt(opt, &o))
+				usage();
 		}
 	}
-	if (optind != argc || timeout_ms <= 0 || retries < 0 || window <= 0 || deadline_s < 0)
+	if (optind != argc || o.timeout_ms <= 0 || o.retries < 0 || window <= 0 || deadline_s < 0)
 		usage();
 	pairs = read_pairs(&n);
 	slots = malloc((size_t)window * sizeof(*slots));
 	if (!slots)
 		die("%s", "out of memory");
 
-	if (umad_init() < 0)
-		die("%s", "umad_init failed (no umad support? under ibsim: LD_PRELOAD the umad2sim shim)");
-	if (umad_get_port(ca, portnum, &port) < 0)
-		die("cannot find an InfiniBand port on CA \"%s\"", ca ? ca : "(any)");
-	if (port.sm_lid == 0)
-		die("port %s has no SM LID yet (is the SM running and the subnet up?)", port.ca_name);
+	fd = sa_open(&o, &port, 0, &agent);
 	memcpy(prefix, &port.gid_prefix, 8); /* network order already */
-	fd = umad_open_port(port.ca_name, port.portnum);
-	if (fd < 0)
-		die("cannot open umad port of %s", port.ca_name);
-	agent = umad_register(fd, CLASS_SA, SA_CLASS_VERSION, 0, NULL);
-	if (agent < 0)
-		die("%s", "cannot register an SA class agent");
 	umad = umad_alloc(1, umad_size() + MAD_SIZE);
 	resp = umad_alloc(1, umad_size() + RECV_SIZE);
 	if (!umad || !resp)
@@ -206,19 +181,19 @@ int main(int argc, char **argv)
 			break;
 		/* fill the window */
 		while (outstanding < (size_t)window && next < n) {
-			send_query(fd, agent, umad, port.sm_lid, timeout_ms, prefix, &pairs[next], next);
+			send_query(fd, agent, umad, port.sm_lid, o.timeout_ms, prefix, &pairs[next], next);
 			slots[outstanding++] = next++;
 		}
 		/* answers not come in time: again, or given up */
 		for (i = 0; i < outstanding;) {
 			p = &pairs[slots[i]];
-			if (p->state == 1 && now - p->sent_ms > timeout_ms) {
-				if (p->tries <= retries) {
+			if (p->state == 1 && now - p->sent_ms > o.timeout_ms) {
+				if (p->tries <= o.retries) {
 					if (verbose)
 						fprintf(stderr, "%s: again 0x%016llx -> 0x%016llx\n", prog,
 							(unsigned long long)p->src,
 							(unsigned long long)p->dst);
-					send_query(fd, agent, umad, port.sm_lid, timeout_ms, prefix, p,
+					send_query(fd, agent, umad, port.sm_lid, o.timeout_ms, prefix, p,
 						   slots[i]);
 				} else {
 					printf("0x%016llx 0x%016llx - timeout\n",
