@@ -99,6 +99,15 @@ fn compare_json(dump: &Path, engines: &str, extra: &[&str]) -> (bool, String, St
     cli(&args)
 }
 
+/// The ibnetdiscover dump of the generated fabric `spec` as file `name` in a temporary
+/// directory (kept while the returned guard lives).
+fn dump_of(spec: &str, name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let dump = d.path().join(name);
+    std::fs::write(&dump, ibnetdiscover::write(&by_name(spec).unwrap())).unwrap();
+    (d, dump)
+}
+
 /// The work directory `--keep` left, from the command's stderr.
 fn kept_dir(stderr: &str) -> String {
     stderr
@@ -331,13 +340,7 @@ fn quirky_dump_judged_as_runs_by_hand() {
 /// minhop's routes, never recommended.
 #[test]
 fn fallback_to_minhop_reported() {
-    let d = tempfile::tempdir().unwrap();
-    let dump = d.path().join("torus.topo");
-    std::fs::write(
-        &dump,
-        ibnetdiscover::write(&by_name("torus:4x4,1").unwrap()),
-    )
-    .unwrap();
+    let (_d, dump) = dump_of("torus:4x4,1", "torus.topo");
     let (ok, so, se) = compare_json(&dump, "ftree,minhop,dfsssp,dfsssp-rs", &[]);
     assert!(ok, "{se}");
     let v: Value = serde_json::from_str(&so).unwrap();
@@ -401,13 +404,7 @@ fn run_dir(work: &str, label: &str) -> std::path::PathBuf {
 /// there are more pairs than `--sa-pairs`, a seeded sample is read, and said so.
 #[test]
 fn every_engines_sls_read_from_the_sa() {
-    let d = tempfile::tempdir().unwrap();
-    let dump = d.path().join("torus.topo");
-    std::fs::write(
-        &dump,
-        ibnetdiscover::write(&by_name("torus:4x4,2").unwrap()),
-    )
-    .unwrap();
+    let (_d, dump) = dump_of("torus:4x4,2", "torus.topo");
     let engines = "minhop,lash,torus-2QoS,dfsssp,dfsssp-rs";
     let (ok, so, se) = compare_json(&dump, engines, &["--keep"]);
     assert!(ok, "{se}");
@@ -541,13 +538,7 @@ fn torus_recognised_from_its_cables() {
 /// whose recommendation carries the line it needs.
 #[test]
 fn nue_judged_by_its_own_promise_and_rerun_with_switch_lids() {
-    let d = tempfile::tempdir().unwrap();
-    let dump = d.path().join("sharp.topo");
-    std::fs::write(
-        &dump,
-        ibnetdiscover::write(&by_name("ktree:4,3,aggr").unwrap()),
-    )
-    .unwrap();
+    let (_d, dump) = dump_of("ktree:4,3,aggr", "sharp.topo");
     let (ok, so, se) = compare_json(&dump, "nue", &["--keep"]);
     assert!(ok, "{se}");
     let v: Value = serde_json::from_str(&so).unwrap();

@@ -258,6 +258,9 @@ impl Run {
                 "SA SLs, a sample of {} of {} pairs",
                 sa.answered, sa.pairs_total
             )
+        } else if (sa.answered as u64) < sa.pairs_total {
+            // unanswered, not asked in time, or no path
+            format!("SA SLs, {} of {} pairs", sa.answered, sa.pairs_total)
         } else {
             "SA SLs".to_string()
         };
@@ -630,6 +633,7 @@ fn sa_line(s: &SaSls) -> String {
     let verdict = |v: Option<bool>| match v {
         Some(true) => "no",
         Some(false) => "yes",
+        None if s.sampled => "not run (it needs an SL for every pair)",
         None => "not run",
     };
     let mut l = format!(
