@@ -2,11 +2,57 @@
 //! the C wrappers bindgen emits for the headers' static inline helpers. Only with the `opensm`
 //! feature (the default): without it the crate is the core and the CLI, and needs neither OpenSM's
 //! headers nor libclang.
+//!
+//! Also compiles the SA client `compare --in-opensm` ships (tools/sapaths.c) into an executable in
+//! OUT_DIR, which the command embeds; where libibumad's header is missing it leaves an empty file
+//! there instead (the command then says its SLs cannot be read from the SA).
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     #[cfg(feature = "opensm")]
     opensm::generate();
+    sa_client();
+}
+
+/// tools/sapaths.c -> OUT_DIR/sapaths, linked against libibumad with the system C compiler (the
+/// one `cc` picks: $CC, else cc); an empty OUT_DIR/sapaths where that cannot be done.
+fn sa_client() {
+    use std::path::PathBuf;
+    for f in ["tools/sapaths.c", "tools/mad.h"] {
+        println!("cargo:rerun-if-changed={f}");
+    }
+    println!("cargo:rerun-if-env-changed=CC");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("sapaths");
+    let built = (|| -> Result<(), String> {
+        if !std::path::Path::new("/usr/include/infiniband/umad.h").exists() {
+            return Err("libibumad's header (libibumad-dev) is not installed".into());
+        }
+        let compiler = cc::Build::new()
+            .opt_level(2)
+            .cargo_metadata(false)
+            .try_get_compiler()
+            .map_err(|e| e.to_string())?;
+        let st = compiler
+            .to_command()
+            .args(["-Wall", "-Wextra", "-o"])
+            .arg(&out)
+            .arg("tools/sapaths.c")
+            .arg("-libumad")
+            .status()
+            .map_err(|e| e.to_string())?;
+        if st.success() {
+            Ok(())
+        } else {
+            Err(format!("the C compiler failed ({st})"))
+        }
+    })();
+    if let Err(e) = built {
+        println!(
+            "cargo:warning=the SA client of `compare --in-opensm` is not built: {e}; \
+             its SLs will not be read"
+        );
+        std::fs::write(&out, b"").expect("write OUT_DIR/sapaths");
+    }
 }
 
 #[cfg(feature = "opensm")]

@@ -99,6 +99,15 @@ fn compare_json(dump: &Path, engines: &str, extra: &[&str]) -> (bool, String, St
     cli(&args)
 }
 
+/// The ibnetdiscover dump of the generated fabric `spec` as file `name` in a temporary
+/// directory (kept while the returned guard lives).
+fn dump_of(spec: &str, name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let dump = d.path().join(name);
+    std::fs::write(&dump, ibnetdiscover::write(&by_name(spec).unwrap())).unwrap();
+    (d, dump)
+}
+
 /// The work directory `--keep` left, from the command's stderr.
 fn kept_dir(stderr: &str) -> String {
     stderr
@@ -331,13 +340,7 @@ fn quirky_dump_judged_as_runs_by_hand() {
 /// minhop's routes, never recommended.
 #[test]
 fn fallback_to_minhop_reported() {
-    let d = tempfile::tempdir().unwrap();
-    let dump = d.path().join("torus.topo");
-    std::fs::write(
-        &dump,
-        ibnetdiscover::write(&by_name("torus:4x4,1").unwrap()),
-    )
-    .unwrap();
+    let (_d, dump) = dump_of("torus:4x4,1", "torus.topo");
     let (ok, so, se) = compare_json(&dump, "ftree,minhop,dfsssp,dfsssp-rs", &[]);
     assert!(ok, "{se}");
     let v: Value = serde_json::from_str(&so).unwrap();
@@ -361,20 +364,133 @@ fn fallback_to_minhop_reported() {
             .contains("not ftree: gave up, OpenSM used minhop"),
         "{rec}"
     );
-    // stock dfsssp's SLs, which OpenSM keeps in its SA, from a run with debug logging; ibdmchk
-    // judges its CA-to-CA paths with them
+    // stock dfsssp's SLs, which OpenSM keeps in its SA, read from the SA; ibdmchk judges its
+    // CA-to-CA paths with them (the field scripts know, and the one every engine has)
     let dfsssp = run_of(&v, "dfsssp");
     assert_eq!(dfsssp["status"], "ok", "{dfsssp}");
-    assert_eq!(
-        dfsssp["lanes"]["source"], "OpenSM's VL table (debug log)",
-        "{dfsssp}"
-    );
     assert_eq!(dfsssp["stock_sls"]["deadlock_free"], true, "{dfsssp}");
     assert!(dfsssp["stock_sls"]["base_lanes"].as_u64().unwrap() >= 1);
+    let sa = &dfsssp["sa_sls"];
+    assert_eq!(sa["answered"], 16 * 15, "{sa}");
+    assert_eq!(
+        (&sa["checked"], &sa["ibdmchk"]),
+        (&Value::Bool(true), &Value::Bool(true))
+    );
+    assert_eq!(dfsssp["lanes"]["deadlock_free"], true, "{dfsssp}");
     // its routes loop within one lane on the torus: only its real SLs make it deadlock-free
     assert_eq!(
         dfsssp["evaluation"]["deadlock"]["deadlock_free"], false,
         "{dfsssp}"
+    );
+}
+
+/// The run directory of `label` in the kept work directory `work`.
+fn run_dir(work: &str, label: &str) -> std::path::PathBuf {
+    let name = label.replace([' ', '(', ')', '/'], "_");
+    std::fs::read_dir(work)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.get(3..) == Some(name.as_str()))
+        })
+        .unwrap_or_else(|| panic!("no run directory for {label} in {work}"))
+}
+
+/// Every engine's SLs come from OpenSM's SA, as applications get them (a PathRecord per CA port
+/// pair), and are checked along its routes, here and by ibdmchk, alike for every engine: on a
+/// torus lash and torus-2QoS, whose SLs no dump holds ("unknown" before), are judged; where
+/// there are more pairs than `--sa-pairs`, a seeded sample is read, and said so.
+#[test]
+fn every_engines_sls_read_from_the_sa() {
+    let (_d, dump) = dump_of("torus:4x4,2", "torus.topo");
+    let engines = "minhop,lash,torus-2QoS,dfsssp,dfsssp-rs";
+    let (ok, so, se) = compare_json(&dump, engines, &["--keep"]);
+    assert!(ok, "{se}");
+    let v: Value = serde_json::from_str(&so).unwrap();
+    let work = kept_dir(&se);
+    let pairs = 32 * 31;
+    for r in v["runs"].as_array().unwrap() {
+        let sa = &r["sa_sls"];
+        assert!(
+            sa["method"].as_str().unwrap().contains("PathRecord"),
+            "{sa}"
+        );
+        assert_eq!(
+            (&sa["pairs_total"], &sa["pairs_asked"], &sa["answered"]),
+            (&pairs.into(), &pairs.into(), &pairs.into()),
+            "{sa}"
+        );
+        assert_eq!(sa["sampled"], false, "{sa}");
+        // both checks ran and agree, and the verdict is theirs
+        assert!(sa["checked"].is_boolean(), "{sa}");
+        assert_eq!(sa["checked"], sa["ibdmchk"], "{sa}");
+        assert_eq!(r["lanes"]["deadlock_free"], sa["deadlock_free"], "{r}");
+        assert!(
+            !r["lanes"]["loops"].as_str().unwrap().contains("unknown"),
+            "{r}"
+        );
+    }
+    // minhop loops on the torus (one SL); lash and torus-2QoS do not, on SLs of their own
+    let minhop = &run_of(&v, "minhop")["sa_sls"];
+    assert_eq!(minhop["sls"], serde_json::json!([0]), "{minhop}");
+    assert_eq!(minhop["deadlock_free"], false, "{minhop}");
+    for e in ["lash", "torus-2QoS", "dfsssp"] {
+        let r = run_of(&v, e);
+        assert_eq!(r["status"], "ok", "{r}");
+        assert!(r["sa_sls"]["sls"].as_array().unwrap().len() >= 2, "{r}");
+        assert_eq!(r["sa_sls"]["deadlock_free"], true, "{r}");
+    }
+    assert_eq!(run_of(&v, "lash")["lanes"]["loops"], "no (SA SLs)");
+    // ibdmchk, run here with the SA's SLs, agrees; within one lane lash's routes loop
+    let lash = run_dir(&work, "lash");
+    std::fs::copy(
+        lash.join("opensm-path-sl-sa.dump"),
+        lash.join("opensm-path-sl.dump"),
+    )
+    .unwrap();
+    let ib = common::ibdmchk_in(&lash, true, true, 0);
+    assert_eq!(ib.credit_loops, Some(false), "{}", ib.text);
+    let one = common::ibdmchk_in(&lash, false, false, 0);
+    assert_eq!(one.credit_loops, Some(true), "{}", one.text);
+    // the SA hands out what dfsssp-rs dumped as its SLs
+    let ours = run_dir(&work, "dfsssp-rs (QoS on)");
+    let dumped = std::fs::read_to_string(ours.join("opensm-path-sl.dump")).unwrap();
+    let dumped: std::collections::HashSet<&str> = dumped.lines().collect();
+    let from_sa = std::fs::read_to_string(ours.join("opensm-path-sl-sa.dump")).unwrap();
+    assert_eq!(from_sa.lines().count(), pairs);
+    for l in from_sa.lines() {
+        assert!(
+            dumped.contains(l),
+            "the SA's {l} is not in the path-SL dump"
+        );
+    }
+    std::fs::remove_dir_all(&work).unwrap();
+
+    // more pairs than --sa-pairs: a seeded sample, checked by us alone (ibdmchk wants them all)
+    let (ok, so, se) = compare_json(&dump, "lash", &["--sa-pairs", "100"]);
+    assert!(ok, "{se}");
+    let v: Value = serde_json::from_str(&so).unwrap();
+    let lash = run_of(&v, "lash");
+    let sa = &lash["sa_sls"];
+    assert_eq!(
+        (
+            &sa["sampled"],
+            &sa["pairs_asked"],
+            &sa["answered"],
+            &sa["seed"]
+        ),
+        (&true.into(), &100.into(), &100.into(), &1.into()),
+        "{sa}"
+    );
+    assert_eq!(
+        (&sa["checked"], &sa["ibdmchk"]),
+        (&true.into(), &Value::Null)
+    );
+    assert_eq!(
+        lash["lanes"]["loops"], "no (SA SLs, a sample of 100 of 992 pairs)",
+        "{lash}"
     );
 }
 
@@ -422,13 +538,7 @@ fn torus_recognised_from_its_cables() {
 /// whose recommendation carries the line it needs.
 #[test]
 fn nue_judged_by_its_own_promise_and_rerun_with_switch_lids() {
-    let d = tempfile::tempdir().unwrap();
-    let dump = d.path().join("sharp.topo");
-    std::fs::write(
-        &dump,
-        ibnetdiscover::write(&by_name("ktree:4,3,aggr").unwrap()),
-    )
-    .unwrap();
+    let (_d, dump) = dump_of("ktree:4,3,aggr", "sharp.topo");
     let (ok, so, se) = compare_json(&dump, "nue", &["--keep"]);
     assert!(ok, "{se}");
     let v: Value = serde_json::from_str(&so).unwrap();
@@ -448,6 +558,18 @@ fn nue_judged_by_its_own_promise_and_rerun_with_switch_lids() {
     // ibdmchk checks CA-to-CA paths only: no loop there either
     let ib = common::ibdmchk_in(&Path::new(&work).join("00-nue"), false, false, 0);
     assert_eq!(ib.credit_loops, Some(false), "{}", ib.text);
+    // and so do both checks with the SLs the SA hands out for every CA port pair (one SL),
+    // aggregation nodes included
+    let sa = &nue["sa_sls"];
+    let ca_ports = v["fabric"]["ca_ports"].as_u64().unwrap();
+    assert_eq!(ca_ports, 64 + 48, "{}", v["fabric"]);
+    assert_eq!(sa["answered"], ca_ports * (ca_ports - 1), "{sa}");
+    assert_eq!(sa["sls"], serde_json::json!([0]), "{sa}");
+    assert_eq!(
+        (&sa["checked"], &sa["ibdmchk"]),
+        (&true.into(), &true.into()),
+        "{sa}"
+    );
     let again = run_of(&v, "nue (nue_include_switches TRUE)");
     assert_eq!(again["status"], "ok", "{again}");
     assert_eq!(again["lanes"]["loops"], "no", "{again}");

@@ -92,7 +92,7 @@ struct join {
 	int leave;		/* leave (SubnAdmDelete) instead of join */
 };
 
-#include "mad.h"
+#include "../../tools/mad.h"
 
 static void usage(void)
 {
@@ -223,8 +223,7 @@ int main(int argc, char **argv)
 	static const uint8_t ipoib_bcast[16] = {
 		0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
 	};
-	const char *ca = NULL;
-	int portnum = 0, timeout_ms = 2000, retries = 5;
+	struct sa_opts o = {NULL, 0, 2000, 5};
 	uint32_t qkey = 0x0001ee70;
 	struct join *joins = NULL;
 	int njoins = 0, opt, fd, agent;
@@ -239,23 +238,8 @@ int main(int argc, char **argv)
 	while ((opt = getopt(argc, argv, "C:P:t:r:q:vbf:s:l:h")) != -1) {
 		struct join *j = &joins[njoins];
 		switch (opt) {
-		case 'C':
-			ca = optarg;
-			break;
-		case 'P':
-			portnum = atoi(optarg);
-			break;
-		case 't':
-			timeout_ms = atoi(optarg);
-			break;
-		case 'r':
-			retries = atoi(optarg);
-			break;
 		case 'q':
 			qkey = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 'v':
-			verbose = 1;
 			break;
 		case 'b':
 			memcpy(j->mgid, ipoib_bcast, 16);
@@ -276,18 +260,14 @@ int main(int argc, char **argv)
 			njoins++;
 			break;
 		default:
-			usage();
+			if (!sa_common_opt(opt, &o))
+				usage();
 		}
 	}
-	if (optind != argc || njoins == 0 || timeout_ms <= 0 || retries < 0)
+	if (optind != argc || njoins == 0 || o.timeout_ms <= 0 || o.retries < 0)
 		usage();
 
-	if (umad_init() < 0)
-		die("%s", "umad_init failed (no umad support? under ibsim: LD_PRELOAD the umad2sim shim)");
-	if (umad_get_port(ca, portnum, &port) < 0)
-		die("cannot find an InfiniBand port on CA \"%s\"", ca ? ca : "(any)");
-	if (port.sm_lid == 0)
-		die("port %s has no SM LID yet (is the SM running and the subnet up?)", port.ca_name);
+	fd = sa_open(&o, &port, 0, &agent);
 	/* PortGID = subnet prefix : port GUID, both already in network order */
 	memcpy(port_gid, &port.gid_prefix, 8);
 	memcpy(port_gid + 8, &port.port_guid, 8);
@@ -295,12 +275,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s port %d lid %u sm lid %u gid %s\n", prog, port.ca_name,
 			port.portnum, port.base_lid, port.sm_lid, mgid_str(port_gid, gbuf));
 
-	fd = umad_open_port(port.ca_name, port.portnum);
-	if (fd < 0)
-		die("cannot open umad port of %s", port.ca_name);
-	agent = umad_register(fd, CLASS_SA, SA_CLASS_VERSION, 0, NULL);
-	if (agent < 0)
-		die("%s", "cannot register an SA class agent");
 	umad = umad_alloc(1, umad_size() + MAD_SIZE);
 	resp = umad_alloc(1, umad_size() + MAD_SIZE);
 	if (!umad || !resp)
@@ -313,13 +287,13 @@ int main(int argc, char **argv)
 		int try, ret = -ETIMEDOUT;
 		uint16_t status = 0;
 
-		for (try = 0; try <= retries; try++) {
+		for (try = 0; try <= o.retries; try++) {
 			uint64_t tid = (uint64_t)rand() << 16 ^ (uint64_t)(i + 1) << 48 ^ (unsigned)try;
 			uint64_t mask = build_request(umad_get_mad(umad), j, port_gid, qkey, tid);
 			if (verbose)
 				fprintf(stderr, "%s: join %s state %d mask 0x%llx try %d\n", prog,
 					mgid_str(j->mgid, gbuf), j->state, (unsigned long long)mask, try);
-			ret = sa_send_and_wait(fd, agent, umad, resp, MAD_SIZE, (int)port.sm_lid, timeout_ms,
+			ret = sa_send_and_wait(fd, agent, umad, resp, MAD_SIZE, (int)port.sm_lid, o.timeout_ms,
 					       is_mcmember_answer);
 			if (ret >= 0) {
 				status = get16((uint8_t *)umad_get_mad(resp) + MAD_STATUS);
@@ -331,7 +305,7 @@ int main(int argc, char **argv)
 				break;
 			}
 			fprintf(stderr, "%s: no answer to the join of %s within %d ms%s\n", prog,
-				mgid_str(j->mgid, gbuf), timeout_ms, try < retries ? ", retrying" : "");
+				mgid_str(j->mgid, gbuf), o.timeout_ms, try < o.retries ? ", retrying" : "");
 		}
 		if (ret == -ETIMEDOUT)
 			die("join of %s: the SA never answered", mgid_str(j->mgid, gbuf));

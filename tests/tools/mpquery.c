@@ -73,7 +73,7 @@ enum {
 static const char *prog = "mpquery";
 static int verbose;
 
-#include "mad.h"
+#include "../../tools/mad.h"
 
 static void usage(void)
 {
@@ -122,53 +122,28 @@ static int is_get_multi_resp(const uint8_t *mad)
 
 int main(int argc, char **argv)
 {
-	const char *ca = NULL;
-	int portnum = 0, timeout_ms = 2000, retries = 5, opt, fd, agent;
+	struct sa_opts o = {NULL, 0, 2000, 5};
+	int opt, fd, agent;
 	umad_port_t port;
 	uint8_t sgid[16];
 	void *umad, *resp;
 
 	while ((opt = getopt(argc, argv, "C:P:t:r:vh")) != -1) {
 		switch (opt) {
-		case 'C':
-			ca = optarg;
-			break;
-		case 'P':
-			portnum = atoi(optarg);
-			break;
-		case 't':
-			timeout_ms = atoi(optarg);
-			break;
-		case 'r':
-			retries = atoi(optarg);
-			break;
-		case 'v':
-			verbose = 1;
-			break;
 		default:
-			usage();
+			if (!sa_common_opt(opt, &o))
+				usage();
 		}
 	}
-	if (optind == argc || timeout_ms <= 0 || retries < 0)
+	if (optind == argc || o.timeout_ms <= 0 || o.retries < 0)
 		usage();
 
-	if (umad_init() < 0)
-		die("%s", "umad_init failed (no umad support? under ibsim: LD_PRELOAD the umad2sim shim)");
-	if (umad_get_port(ca, portnum, &port) < 0)
-		die("cannot find an InfiniBand port on CA \"%s\"", ca ? ca : "(any)");
-	if (port.sm_lid == 0)
-		die("port %s has no SM LID yet (is the SM running and the subnet up?)", port.ca_name);
+	/* RMPP version 1: over a real HCA the kernel then segments and reassembles. */
+	fd = sa_open(&o, &port, 1, &agent);
 	/* GIDs = subnet prefix : port GUID, both already in network order */
 	memcpy(sgid, &port.gid_prefix, 8);
 	memcpy(sgid + 8, &port.port_guid, 8);
 
-	fd = umad_open_port(port.ca_name, port.portnum);
-	if (fd < 0)
-		die("cannot open umad port of %s", port.ca_name);
-	/* RMPP version 1: over a real HCA the kernel then segments and reassembles. */
-	agent = umad_register(fd, CLASS_SA, SA_CLASS_VERSION, 1, NULL);
-	if (agent < 0)
-		die("%s", "cannot register an SA class agent");
 	umad = umad_alloc(1, umad_size() + MAD_SIZE);
 	resp = umad_alloc(1, umad_size() + RECV_SIZE);
 	if (!umad || !resp)
@@ -186,14 +161,14 @@ int main(int argc, char **argv)
 			die("bad port GUID \"%s\"", argv[i]);
 		memcpy(dgid, sgid, 8); /* the same subnet prefix */
 		put64(dgid + 8, dguid);
-		for (try = 0; try <= retries; try++) {
+		for (try = 0; try <= o.retries; try++) {
 			uint64_t tid = (uint64_t)rand() << 16 ^ (uint64_t)(i + 1) << 48 ^ (unsigned)try;
 			build_request(umad_get_mad(umad), sgid, dgid, tid);
 			if (verbose)
 				fprintf(stderr, "%s: MultiPathRecord to 0x%016llx try %d\n", prog,
 					(unsigned long long)dguid, try);
 			len = sa_send_and_wait(fd, agent, umad, resp, RECV_SIZE, (int)port.sm_lid,
-					       timeout_ms, is_get_multi_resp);
+					       o.timeout_ms, is_get_multi_resp);
 			if (len >= 0) {
 				status = get16((uint8_t *)umad_get_mad(resp) + MAD_STATUS);
 				if ((status & 0x1f) == 1) { /* busy: try again a little later */
@@ -204,7 +179,7 @@ int main(int argc, char **argv)
 				break;
 			}
 			fprintf(stderr, "%s: no answer for %s within %d ms%s\n", prog, argv[i],
-				timeout_ms, try < retries ? ", retrying" : "");
+				o.timeout_ms, try < o.retries ? ", retrying" : "");
 		}
 		if (len == -ETIMEDOUT)
 			die("query to %s: the SA never answered", argv[i]);

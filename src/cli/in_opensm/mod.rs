@@ -1,16 +1,18 @@
 //! `dfsssp-rs compare --in-opensm DUMP`: the admin's question — is dfsssp-rs better on my
 //! fabric? — answered with the real programs. The ibnetdiscover dump is made fit for ibsim in a
 //! temporary directory ([`prepare`]); then, one after another, a fresh ibsim and the installed
-//! stock opensm (`--once`) route it with every engine OpenSM offers that applies, and with
+//! stock opensm (until the subnet is up, as `--once` waits) route it with every engine OpenSM offers that applies, and with
 //! dfsssp-rs (QoS on and off), each within a time limit ([`procs`]). Every run is judged from
 //! OpenSM's own dump files by the same code as `eval --dumps` ([`super::judge`]); OpenSM's log
 //! gives only what the dumps cannot: the engine really used, the routing time ([`osm_log`]).
-//! The verdict, table, JSON and recommendation are [`verdict`]'s.
+//! Every engine's SLs are read from OpenSM's SA while the subnet is up, as applications get
+//! them, and checked ([`sa_paths`]). The verdict, table, JSON and recommendation are
+//! [`verdict`]'s.
 
 mod osm_log;
 mod prepare;
 mod procs;
-mod stock_sls;
+mod sa_paths;
 mod verdict;
 
 use std::path::{Path, PathBuf};
@@ -52,6 +54,11 @@ pub struct OsmArgs {
     /// installed plug-in)
     #[arg(long, value_name = "DIR", requires = "in_opensm")]
     plugin_dir: Option<PathBuf>,
+    /// With --in-opensm: CA port pairs whose SLs are read from OpenSM's SA per engine: every
+    /// pair where there are at most N, else a sample of N drawn with --seed (default: 2,500 per
+    /// second of --limit; the SA answers some 10,000 a second)
+    #[arg(long, value_name = "N", requires = "in_opensm")]
+    sa_pairs: Option<usize>,
 }
 
 /// A routing engine OpenSM is asked for (`routing_engine NAME`).
@@ -106,9 +113,6 @@ impl OsmEngine {
 }
 
 const OURS: &str = "dfsssp-rs";
-/// Stock dfsssp's SLs are read from a debug log line per CA pair: up to this many CA ports
-/// (4 million lines, some 350 MB).
-const STOCK_SLS_MAX_CA_PORTS: usize = 2000;
 /// `--routing-engines` name of ours with QoS off.
 const OURS_NO_QOS: &str = "dfsssp-rs/noqos";
 
@@ -319,7 +323,7 @@ pub fn run(
     });
     let mut runs: Vec<Run> = Vec::with_capacity(plans.len());
     for (k, p) in plans.iter().enumerate() {
-        runs.push(bench.run_plan(k, p, fabric, &opts)?);
+        runs.push(bench.run_plan(k, p, &opts)?);
         bench.bar.inc(1);
         // nue's default promise covers CA-to-CA paths only: where its routes close a loop
         // through a switch LID, nue is run again with switch LIDs included, beside it.
@@ -328,7 +332,7 @@ pub fn run(
         {
             bench.bar.inc_length(1);
             let again = Plan::nue_with_switches();
-            runs.push(bench.run_plan(plans.len() + k, &again, fabric, &opts)?);
+            runs.push(bench.run_plan(plans.len() + k, &again, &opts)?);
             bench.bar.inc(1);
         }
     }
@@ -377,6 +381,14 @@ struct Bench {
     plugin_dir: Option<PathBuf>,
     limit: Duration,
     bar: ProgressBar,
+    /// The SA client in the work directory, or why there is none.
+    sa_client: Result<PathBuf, String>,
+    /// The ibsim node the SA client attaches as (a CA other than the SM's where there is one).
+    sa_host: String,
+    /// CA port pairs read from the SA per run: all up to this many, else a sample this big.
+    sa_budget: usize,
+    /// The sample's seed.
+    seed: u64,
 }
 
 impl Bench {
@@ -391,8 +403,15 @@ impl Bench {
     ) -> CliResult<Bench> {
         let fabric = &prepared.fabric;
         let net = work.path().join("fabric.net");
-        std::fs::write(&net, ibsim::write_net(fabric))
-            .map_err(|e| format!("{}: {e}", net.display()))?;
+        let net_text = ibsim::write_net(fabric);
+        std::fs::write(&net, &net_text).map_err(|e| format!("{}: {e}", net.display()))?;
+        // the SM attaches as the first CA of the net file; the SA client as the next one
+        let ca_names: Vec<&str> = (net_text.lines())
+            .filter(|l| l.starts_with("Ca") || l.starts_with("Hca"))
+            .filter_map(|l| l.split('"').nth(1))
+            .take(2)
+            .collect();
+        let sa_host = ca_names.last().map_or_else(String::new, |n| n.to_string());
         let caps = ibsim::IbsimCaps::of(fabric).args();
         let mut extra_conf = Vec::new();
         if let Some(list) = &prepared.compute {
@@ -430,6 +449,7 @@ impl Bench {
             ProgressStyle::with_template("{bar:24} {pos}/{len} {msg} [{elapsed}]")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
+        let limit = Duration::from_secs(osm.limit.max(1));
         Ok(Bench {
             work: work.path().to_path_buf(),
             net,
@@ -437,19 +457,17 @@ impl Bench {
             extra_conf,
             torus_path: torus_text.map(|_| torus_path),
             plugin_dir,
-            limit: Duration::from_secs(osm.limit.max(1)),
+            limit,
             bar,
+            sa_client: sa_paths::install(work.path()),
+            sa_host,
+            sa_budget: osm.sa_pairs.unwrap_or_else(|| sa_budget(limit)),
+            seed: measure.options()?.seed,
         })
     }
 
-    /// Plan `p` (the `k`th) run in ibsim, its dumps judged, and stock dfsssp's SLs checked.
-    fn run_plan(
-        &self,
-        k: usize,
-        p: &Plan,
-        fabric: &Fabric,
-        opts: &judge::EvalOptions,
-    ) -> CliResult<Run> {
+    /// Plan `p` (the `k`th) run in ibsim: its dumps judged, its SLs read from the SA and checked.
+    fn run_plan(&self, k: usize, p: &Plan, opts: &judge::EvalOptions) -> CliResult<Run> {
         let quiet = Progress::quiet();
         let dir = self.work.join(format!(
             "{k:02}-{}",
@@ -467,12 +485,9 @@ impl Bench {
             conf.push(format!("torus_config {}", torus_path.display()));
         }
         self.bar.set_message(format!("{}: starting ibsim", p.label));
-        let mut run = self
-            .one_run(p, &dir, &sock, &conf, procs::LogTo::File)
-            .map_or_else(
-                |e| Run::failed(&p.label, p.engine.name(), p.qos, e),
-                |x| x.0,
-            );
+        let (mut run, read) = self
+            .one_run(p, &dir, &sock, &conf)
+            .unwrap_or_else(|e| (Run::failed(&p.label, p.engine.name(), p.qos, e), None));
         run.conf = p.conf.clone();
         if matches!(run.status, Status::Ok | Status::Fallback) {
             self.bar
@@ -490,75 +505,31 @@ impl Bench {
                     });
                 }
             }
-        }
-        let ca_ports = fabric.endpoints().len() - fabric.switch_count();
-        if p.engine == OsmEngine::Dfsssp
-            && run.status == Status::Ok
-            && ca_ports > STOCK_SLS_MAX_CA_PORTS
-        {
-            run.stock_sls = Some(stock_sls::StockSls {
-                base_lanes: 0,
-                deadlock_free: None,
-                note: format!(
-                    "not read: more than {STOCK_SLS_MAX_CA_PORTS} CA ports (a log line per pair)"
-                ),
-            });
-        } else if p.engine == OsmEngine::Dfsssp && run.status == Status::Ok && run.eval.is_some() {
-            run.stock_sls = Some(self.stock_dfsssp_sls(k, p, &dir, &conf)?);
+            self.bar
+                .set_message(format!("{}: checking the SA's SLs", p.label));
+            let sa = match read {
+                Some(Ok(r)) => sa_paths::check(&dir, &r, self.seed, self.limit),
+                Some(Err(e)) => sa_paths::SaSls::not_read(e),
+                None => sa_paths::SaSls::not_read("the subnet did not come up".into()),
+            };
+            if p.engine == OsmEngine::Dfsssp {
+                // the field stock dfsssp's SLs had when they came from a debug log
+                run.stock_sls = Some(verdict::StockSls::of(&sa));
+            }
+            run.sa_sls = Some(sa);
         }
         Ok(run)
     }
 
-    /// Stock dfsssp's SLs stay in its SA: a second run, with debug logging of its module only,
-    /// prints them; checked against the first run's dumps in `dir`.
-    fn stock_dfsssp_sls(
-        &self,
-        k: usize,
-        p: &Plan,
-        dir: &Path,
-        conf: &[String],
-    ) -> CliResult<stock_sls::StockSls> {
-        self.bar
-            .set_message("dfsssp: its SLs (a run with debug logging), ibdmchk".to_string());
-        let ddir = self.work.join(format!("{k:02}-dfsssp-debug"));
-        std::fs::create_dir_all(&ddir).map_err(|e| format!("{}: {e}", ddir.display()))?;
-        let per_module = ddir.join("per-module-logging.conf");
-        std::fs::write(&per_module, "osm_ucast_dfsssp.c 0x08\n")
-            .map_err(|e| format!("{}: {e}", per_module.display()))?;
-        let mut dconf = conf.to_vec();
-        dconf.push(format!("per_module_logging_file {}", per_module.display()));
-        let sock = format!("dfsssp-cmp-{}-{k}d", std::process::id());
-        let dbg = self.one_run(p, &ddir, &sock, &dconf, procs::LogTo::Pipe);
-        Ok(match dbg {
-            Ok((r, vls)) if r.status == Status::Ok => {
-                stock_sls::check(dir, &ddir, &vls, self.limit)
-            }
-            Ok((r, _)) => stock_sls::StockSls {
-                base_lanes: 0,
-                deadlock_free: None,
-                note: format!(
-                    "the run with debug logging: {}",
-                    r.reason.unwrap_or_else(|| "no tables".into())
-                ),
-            },
-            Err(e) => stock_sls::StockSls {
-                base_lanes: 0,
-                deadlock_free: None,
-                note: e,
-            },
-        })
-    }
-
     /// ibsim and opensm for one plan, in `dir` with socket `sock` and opensm.conf lines `conf`;
-    /// the log read.
+    /// the log read, and the SA's SLs while the subnet was up.
     fn one_run(
         &self,
         p: &Plan,
         dir: &Path,
         sock: &str,
         conf: &[String],
-        log: procs::LogTo,
-    ) -> Result<(Run, osm_log::VlTable), String> {
+    ) -> Result<(Run, Option<Result<sa_paths::Read, String>>), String> {
         let mut sim = procs::start_ibsim(dir, &self.net, &self.caps, sock)?;
         let setup = procs::OsmSetup {
             dir,
@@ -568,23 +539,41 @@ impl Bench {
             plugin_dir: self.plugin_dir.as_deref(),
             extra_conf: conf,
             limit: self.limit,
-            log,
         };
         let label = &p.label;
         let bar = &self.bar;
-        let r = procs::run_opensm(&setup, |t| {
-            bar.set_message(format!("{label}: opensm {:.0} s", t.as_secs_f64()));
-        });
+        let r = procs::run_opensm(
+            &setup,
+            |t| bar.set_message(format!("{label}: opensm {:.0} s", t.as_secs_f64())),
+            |left| {
+                bar.set_message(format!("{label}: reading SLs from the SA"));
+                let client = self.sa_client.as_ref().map_err(Clone::clone)?;
+                let c = sa_paths::Client {
+                    program: client,
+                    sock,
+                    host: &self.sa_host,
+                    seed: self.seed,
+                    budget: self.sa_budget,
+                };
+                // the reading has a time limit of its own, whatever the routing took
+                sa_paths::read(dir, &c, self.limit.max(left))
+            },
+        );
         sim.stop();
-        let mut r = r?;
+        let (r, read) = r?;
         let log = std::fs::read_to_string(dir.join("osm.log")).unwrap_or_default();
         let facts = osm_log::read(&log, p.engine.name());
-        let vls = std::mem::take(&mut r.vl_table);
         Ok((
             Run::from_opensm(&p.label, p.engine.name(), p.qos, &r, facts, self.limit),
-            vls,
+            read,
         ))
     }
+}
+
+/// CA port pairs the SA is asked for per run: what the assumed rate answers in a quarter of
+/// the time limit.
+fn sa_budget(limit: Duration) -> usize {
+    (limit.as_secs().max(1) * sa_paths::PAIRS_PER_S / 4) as usize
 }
 
 #[cfg(test)]
@@ -608,6 +597,7 @@ mod tests {
             torus_config: None,
             keep: false,
             plugin_dir: None,
+            sa_pairs: None,
         };
         let p = plan(&a, false).unwrap();
         assert_eq!(p.len(), 10);

@@ -2,17 +2,6 @@
 //! used, the routing phase, why a requested engine gave up, and the lanes an engine says it
 //! needs. Judging the routes themselves is the dumps' job (`judge`), never the log's.
 
-/// Stock dfsssp's VL per (source LID, destination LID), as its debug lines print them.
-pub type VlTable = Vec<(u16, u16, u8)>;
-
-/// "route from src_lid=A to dest_lid=B on vl=V" -> (A, B, V): stock dfsssp's debug line.
-pub fn vl_line(l: &str) -> Option<(u16, u16, u8)> {
-    let r = &l[l.find("route from src_lid=")? + 19..];
-    let (a, r) = r.split_once(" to dest_lid=")?;
-    let (b, v) = r.split_once(" on vl=")?;
-    Some((a.parse().ok()?, b.parse().ok()?, v.trim().parse().ok()?))
-}
-
 /// "Nov 22 02:30:55 580780 [17E886C0] 0x04 -> msg" -> "msg".
 fn message(l: &str) -> &str {
     l.split_once(" -> ").map_or(l, |x| x.1)

@@ -1,5 +1,5 @@
-//! The real programs: `ibsim` on the fabric and the stock `opensm --once` under the umad2sim
-//! shim, one pair per engine, each in its own directory (umad2sim writes `sys-PID/` into the
+//! The real programs: `ibsim` on the fabric and the stock `opensm` under the umad2sim shim
+//! (until the subnet is up, as `--once` waits, and while its SA is read), one pair per engine, each in its own directory (umad2sim writes `sys-PID/` into the
 //! working directory) with its own `IBSIM_SOCKNAME`. Every process is a [`Guarded`] child, the
 //! leader of a process group of its own (opensm runs under `/usr/bin/time`, in the same group):
 //! stopped when the guard drops, on errors too, by signalling the group (SIGTERM, SIGKILL after a
@@ -130,19 +130,22 @@ pub fn start_ibsim(dir: &Path, net: &Path, caps: &[String], sock: &str) -> Resul
 /// How one opensm run ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Ended {
+    /// opensm exited by itself before the subnet came up.
     Exited(Option<i32>),
+    /// The subnet came up ("SUBNET UP" in OpenSM's log, what `--once` waits for); opensm was
+    /// stopped after the work done while it was up.
+    Up,
     /// Still running at the time limit: stopped.
     TimedOut,
 }
 
-/// One `opensm --once` run.
+/// One opensm run.
 pub struct OsmRun {
     pub ended: Ended,
     /// Peak RSS (/usr/bin/time's %M), KiB.
     pub peak_rss_kib: Option<u64>,
+    /// Until the subnet came up (or opensm ended, or the limit).
     pub wall: Duration,
-    /// With [`LogTo::Pipe`]: stock dfsssp's VL of each CA pair, from its debug lines.
-    pub vl_table: super::osm_log::VlTable,
 }
 
 pub struct OsmSetup<'a> {
@@ -154,27 +157,60 @@ pub struct OsmSetup<'a> {
     /// Lines for the config file beyond the engine, dump directory and plug-in.
     pub extra_conf: &'a [String],
     pub limit: Duration,
-    pub log: LogTo,
 }
 
-/// Where OpenSM writes its log (`osm.log` in the run's directory either way).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LogTo {
-    /// A file.
-    File,
-    /// A pipe read here: its debug lines (stock dfsssp's VL table, gigabytes on big fabrics)
-    /// are parsed as they come and never stored; the other lines go to osm.log as usual.
-    Pipe,
+/// Watches a growing log file for a line, reading only what was added since the last look.
+struct LogWatch {
+    path: PathBuf,
+    offset: u64,
+    /// The end of what was read, kept so a line split between two reads is still found.
+    tail: Vec<u8>,
 }
 
-/// Runs opensm once in `s.dir`; `tick` is called while it runs (progress).
-pub fn run_opensm(s: &OsmSetup, mut tick: impl FnMut(Duration)) -> Result<OsmRun, String> {
+impl LogWatch {
+    fn new(path: PathBuf) -> Self {
+        LogWatch {
+            path,
+            offset: 0,
+            tail: Vec::new(),
+        }
+    }
+
+    /// Whether `needle` has been written by now.
+    fn seen(&mut self, needle: &[u8]) -> bool {
+        use std::io::{Read as _, Seek as _, SeekFrom};
+        let Ok(mut f) = fs::File::open(&self.path) else {
+            return false;
+        };
+        let mut buf = std::mem::take(&mut self.tail);
+        let kept = buf.len();
+        if f.seek(SeekFrom::Start(self.offset)).is_err() || f.read_to_end(&mut buf).is_err() {
+            self.tail = buf;
+            return false;
+        }
+        self.offset += (buf.len() - kept) as u64;
+        let found = buf.windows(needle.len()).any(|w| w == needle);
+        let keep = buf.len().saturating_sub(needle.len());
+        self.tail = buf.split_off(keep);
+        found
+    }
+}
+
+/// Runs opensm in `s.dir` until the subnet is up, as `opensm --once` would (`tick` is called
+/// meanwhile, for progress), then `while_up` (reading the SA), then stops it. `while_up` gets
+/// the time left of the limit; its result comes back when the subnet came up.
+pub fn run_opensm<T>(
+    s: &OsmSetup,
+    mut tick: impl FnMut(Duration),
+    while_up: impl FnOnce(Duration) -> T,
+) -> Result<(OsmRun, Option<T>), String> {
     let dir = s.dir;
     // transaction_timeout: on a loaded machine ibsim may answer later than OpenSM's default
-    // 200 ms, and a sweep that timed out never brings the subnet up in --once mode
+    // 200 ms, and a sweep that timed out never brings the subnet up. force_log_flush: "SUBNET
+    // UP" is seen in the log as soon as it is written.
     let mut conf = format!(
         "event_plugin_name dfsssp_rs\nrouting_engine {}\ndump_files_dir {}\n\
-         transaction_timeout 1000\n",
+         transaction_timeout 1000\nforce_log_flush TRUE\n",
         s.engine,
         dir.display()
     );
@@ -193,7 +229,6 @@ pub fn run_opensm(s: &OsmSetup, mut tick: impl FnMut(Duration)) -> Result<OsmRun
     cmd.args(["-f", "%M", "-o"])
         .arg(&rss_path)
         .args(["setpriv", "--pdeathsig", "KILL", "opensm"])
-        .arg("--once")
         .arg("-F")
         .arg(&conf_path)
         .arg("-f")
@@ -218,57 +253,70 @@ pub fn run_opensm(s: &OsmSetup, mut tick: impl FnMut(Duration)) -> Result<OsmRun
         }
         cmd.env("LD_LIBRARY_PATH", path);
     }
-    let log_path = dir.join("osm.log");
-    let reader = if s.log == LogTo::Pipe {
-        let ok = Command::new("mkfifo")
-            .arg(&log_path)
-            .status()
-            .is_ok_and(|st| st.success());
-        if !ok {
-            return Err(format!("mkfifo {} failed", log_path.display()));
-        }
-        let p = log_path.clone();
-        Some(std::thread::spawn(move || read_log_pipe(&p)))
-    } else {
-        None
-    };
+    let mut log = LogWatch::new(dir.join("osm.log"));
     let t = Instant::now();
     let mut g = Guarded::spawn(cmd, "opensm", Duration::from_secs(5))?;
     let ended = loop {
         if let Some(st) = g.exited() {
             break Ended::Exited(st.code());
         }
+        if log.seen(b"SUBNET UP") {
+            break Ended::Up;
+        }
         if t.elapsed() >= s.limit {
-            g.stop();
             break Ended::TimedOut;
         }
         tick(t.elapsed());
         std::thread::sleep(Duration::from_millis(50));
     };
+    let wall = t.elapsed();
+    let up = (ended == Ended::Up).then(|| while_up(s.limit.saturating_sub(wall)));
+    stop_under_time(&mut g);
     // time's last line: "Command terminated by signal N" may come first
     let peak = fs::read_to_string(&rss_path)
         .ok()
         .and_then(|t| t.lines().last().and_then(|l| l.trim().parse().ok()));
-    let mut vl_table = Vec::new();
-    if let Some(h) = reader {
-        // a reader still waiting for a writer (opensm never opened its log) gets one and EOF;
-        // O_NONBLOCK: no reader left means no wait either
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let _ = fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&log_path);
-        let (kept, vls) = h.join().unwrap_or_default();
-        vl_table = vls;
-        let _ = fs::remove_file(&log_path);
-        fs::write(&log_path, kept).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    Ok((
+        OsmRun {
+            ended,
+            peak_rss_kib: peak,
+            wall,
+        },
+        up,
+    ))
+}
+
+/// Stops the program `g` runs under /usr/bin/time (its one child) by its PID, SIGTERM and
+/// SIGKILL after the grace period, so that time lives to write the peak RSS; then the group.
+fn stop_under_time(g: &mut Guarded) {
+    if g.exited().is_some() {
+        return;
     }
-    Ok(OsmRun {
-        vl_table,
-        ended,
-        peak_rss_kib: peak,
-        wall: t.elapsed(),
-    })
+    let pid = g.pid();
+    let children =
+        fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    if let Some(child) = children.split_whitespace().next() {
+        let signal = |sig: &str| {
+            let _ = Command::new("kill")
+                .args(["-s", sig, "--", child])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        };
+        signal("TERM");
+        let t = Instant::now();
+        while t.elapsed() < g.grace && g.exited().is_none() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if g.exited().is_none() {
+            signal("KILL");
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_secs(2) && g.exited().is_none() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+    g.stop();
 }
 
 /// The plug-in OpenSM should load: `libdfsssp_rs.so` next to this executable (a cargo build),
@@ -362,14 +410,36 @@ pub fn run_limited(
     out: &str,
     limit: Duration,
 ) -> Option<Option<i32>> {
+    let mut cmd = guarded_command(program);
+    cmd.args(args).stdin(Stdio::null());
+    run_guarded(cmd, dir, out, limit)
+}
+
+/// Runs the ibsim client `program args` (under the umad2sim shim, attached to the simulated
+/// node `host` of the ibsim at `sock`) in `dir` within `limit`, its standard input from the
+/// file `input`, its output to `out` in that directory; `None` when stopped at the limit.
+pub fn run_sim_client(
+    program: &Path,
+    args: &[String],
+    (sock, host): (&str, &str),
+    input: &Path,
+    (dir, out): (&Path, &str),
+    limit: Duration,
+) -> Option<Option<i32>> {
+    let mut cmd = guarded_command(&program.to_string_lossy());
+    cmd.args(args)
+        .env("IBSIM_SOCKNAME", sock)
+        .env("SIM_HOST", host)
+        .env("LD_PRELOAD", dfsssp_rs::io::ibsim::umad2sim_path())
+        .stdin(fs::File::open(input).ok()?);
+    run_guarded(cmd, dir, out, limit)
+}
+
+/// Runs `cmd` in `dir` within `limit`, standard output and error to `out` there.
+fn run_guarded(mut cmd: Command, dir: &Path, out: &str, limit: Duration) -> Option<Option<i32>> {
     let f = fs::File::create(dir.join(out)).ok()?;
     let e = f.try_clone().ok()?;
-    let mut cmd = guarded_command(program);
-    cmd.args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(f)
-        .stderr(e);
+    cmd.current_dir(dir).stdout(f).stderr(e);
     let mut g = Guarded::spawn(cmd, "checker", Duration::from_secs(2)).ok()?;
     let t = Instant::now();
     loop {
@@ -380,31 +450,8 @@ pub fn run_limited(
             g.stop();
             return None;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// Reads OpenSM's log from its pipe until every writer is gone: the lines but debug ones, and
-/// the VL table of stock dfsssp's debug lines.
-fn read_log_pipe(path: &Path) -> (String, super::osm_log::VlTable) {
-    use std::io::BufRead as _;
-    let mut kept = String::new();
-    let mut vls = Vec::new();
-    let Ok(f) = fs::File::open(path) else {
-        return (kept, vls);
-    };
-    for l in std::io::BufReader::with_capacity(1 << 20, f)
-        .lines()
-        .map_while(Result::ok)
-    {
-        if let Some(x) = super::osm_log::vl_line(&l) {
-            vls.push(x);
-        } else if !l.contains(" 0x08 -> ") {
-            kept.push_str(&l);
-            kept.push('\n');
-        }
-    }
-    (kept, vls)
 }
 
 #[cfg(test)]

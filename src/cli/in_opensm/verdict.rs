@@ -12,12 +12,42 @@ use super::super::chart::{self, Bar};
 use super::super::judge::{Evaluation, Source};
 use super::osm_log::LogFacts;
 use super::procs::{Ended, OsmRun};
-use super::stock_sls::StockSls;
+use super::sa_paths::SaSls;
 use super::{Context, OURS};
 
 /// Stock engines with a path_sl callback (OpenSM 3.3.23): SLs of their own that OpenSM does not
 /// dump.
 const OWN_SLS: [&str; 3] = ["dfsssp", "lash", "torus-2QoS"];
+
+/// Stock dfsssp's SLs and the verdict with them (the JSON's `stock_sls`, kept for scripts that
+/// read it): now the SA's answers, as for every engine (`sa_sls`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StockSls {
+    /// Distinct SLs the SA handed out.
+    pub base_lanes: u8,
+    /// No credit loops with them: Some(true), loops: Some(false), None not determined.
+    pub deadlock_free: Option<bool>,
+    pub note: String,
+}
+
+impl StockSls {
+    pub fn of(sa: &SaSls) -> StockSls {
+        StockSls {
+            base_lanes: sa.sls.len() as u8,
+            deadlock_free: sa.deadlock_free,
+            note: format!("{} ({}){}", sa.method, sa.pairs_text(), sa_note(sa)),
+        }
+    }
+}
+
+/// "; NOTE" when `sa` has a note.
+fn sa_note(sa: &SaSls) -> String {
+    if sa.note.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", sa.note)
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -43,8 +73,10 @@ pub struct Run {
     pub peak_rss_kib: Option<u64>,
     pub wall: Duration,
     pub eval: Option<Evaluation>,
-    /// Stock dfsssp's SLs from a run with debug logging, checked by ibdmchk.
+    /// Stock dfsssp's SLs (the SA's, as `sa_sls`; the JSON field scripts know).
     pub stock_sls: Option<StockSls>,
+    /// The SLs the SA hands out for the CA port pairs, and the credit-loop check with them.
+    pub sa_sls: Option<SaSls>,
     /// opensm.conf lines of this run's own (`nue_include_switches TRUE`), which a
     /// recommendation of it must carry.
     pub conf: Vec<String>,
@@ -63,6 +95,7 @@ impl Run {
             wall: Duration::ZERO,
             eval: None,
             stock_sls: None,
+            sa_sls: None,
             conf: Vec::new(),
         }
     }
@@ -86,6 +119,10 @@ impl Run {
             ),
             (_, Some(u)) if u == engine => (Status::Ok, None),
             (_, Some(_)) => (Status::Fallback, log.reason.clone()),
+            (Ended::Up, None) => (
+                Status::Failed,
+                Some("the subnet came up, but OpenSM's log names no engine's tables".into()),
+            ),
             (Ended::Exited(code), None) => (
                 Status::Failed,
                 Some(format!(
@@ -112,6 +149,7 @@ impl Run {
             log,
             eval: None,
             stock_sls: None,
+            sa_sls: None,
             conf: Vec::new(),
         }
     }
@@ -172,7 +210,8 @@ impl Run {
             format!("yes (lane {})", looped.join(","))
         };
         let used = self.used().unwrap_or("");
-        if path_sl {
+        let own_sls = OWN_SLS.contains(&used);
+        let dump = if path_sl {
             // SLs of every CA-sourced path from the engine's own dump (dfsssp-rs)
             Lanes {
                 count: Some(d.lanes_used),
@@ -181,26 +220,12 @@ impl Run {
                 deadlock_free: Some(d.data_deadlock_free),
                 management_only,
             }
-        } else if let Some(sls) = self
-            .stock_sls
-            .as_ref()
-            .filter(|x| x.deadlock_free.is_some())
-        {
-            // stock dfsssp: its VL table from the debug run, CA-to-CA paths checked by ibdmchk
-            let free = sls.deadlock_free == Some(true);
-            Lanes {
-                count: self.log.log_lanes.or(Some(sls.base_lanes)),
-                source: "OpenSM's VL table (debug log)",
-                loops: format!("{} (ibdmchk, CA-CA)", if free { "no" } else { "yes" }),
-                deadlock_free: sls.deadlock_free,
-                management_only: false,
-            }
-        } else if OWN_SLS.contains(&used) {
-            // the engine's SLs stay inside OpenSM's SA: routes checked in one lane only
+        } else if own_sls {
+            // the engine's SLs stay inside OpenSM's SA: its routes checked in one lane only
             let (loops, free) = if d.deadlock_free {
                 ("no (any SLs)".to_string(), Some(true))
             } else {
-                ("unknown (SLs not dumped)".to_string(), None)
+                ("unknown (SLs not read)".to_string(), None)
             };
             Lanes {
                 count: self.log.log_lanes,
@@ -214,7 +239,7 @@ impl Run {
                 management_only: false,
             }
         } else {
-            // no path_sl callback (nue: nue_max_num_vls 1 by default): every route on SL 0
+            // no path_sl callback (nue: nue_max_num_vls 1 by default): every route on one SL
             Lanes {
                 count: Some(1),
                 source: "one SL (no path_sl)",
@@ -222,6 +247,62 @@ impl Run {
                 deadlock_free: Some(d.data_deadlock_free),
                 management_only,
             }
+        };
+        let Some(sa) = self.sa_sls.as_ref().filter(|s| s.deadlock_free.is_some()) else {
+            return dump;
+        };
+        // the SLs applications get, from the SA, checked along the routes
+        let sls = sa.sls.len() as u8;
+        let scope = if sa.sampled {
+            format!(
+                "SA SLs, a sample of {} of {} pairs",
+                sa.answered, sa.pairs_total
+            )
+        } else if (sa.answered as u64) < sa.pairs_total {
+            // unanswered, not asked in time, or no path
+            format!("SA SLs, {} of {} pairs", sa.answered, sa.pairs_total)
+        } else {
+            "SA SLs".to_string()
+        };
+        let count = if path_sl {
+            dump.count
+        } else if own_sls {
+            self.log.log_lanes.or(Some(sls))
+        } else {
+            Some(sls)
+        };
+        let source = if path_sl {
+            dump.source
+        } else if own_sls && self.log.log_lanes.is_some() {
+            "engine's log"
+        } else {
+            "SA PathRecords"
+        };
+        // the dumps' verdict covers every path and is exact where their lanes are the SA's
+        let exact_dump = path_sl || (!own_sls && sls <= 1);
+        if sa.deadlock_free == Some(false) && !(exact_dump && dump.deadlock_free == Some(false)) {
+            return Lanes {
+                count,
+                source,
+                loops: format!("yes ({scope})"),
+                deadlock_free: Some(false),
+                management_only: false,
+            };
+        }
+        if exact_dump || dump.deadlock_free == Some(true) {
+            // (where both find loops, the dumps' lanes name them)
+            return Lanes {
+                count,
+                source,
+                ..dump
+            };
+        }
+        Lanes {
+            count,
+            source,
+            loops: format!("no ({scope})"),
+            deadlock_free: Some(true),
+            management_only: false,
         }
     }
 
@@ -532,16 +613,51 @@ fn explain_unsound(why: &mut Vec<String>, runs: &[Run]) {
 }
 
 const LEGEND: &str = "  routing s: OpenSM's routing phase (its log); RSS: opensm's peak; unreach: CA-to-LID pairs that
-  do not deliver; credit loops: each lane's channel dependencies over every path a switch with
-  CAs sends, through any switch, to any LID (the same for every engine: switches without CAs
-  send only their own management traffic, on SLs no dump records); \"switch LIDs only\": every
-  loop needs a path to a switch LID (management traffic; CA-to-CA traffic is loop-free: a
-  caveat, not disqualifying); lanes from the path-SL
-  dump, engines without path_sl: one; \"unknown (SLs not dumped)\": the engine keeps its SLs
-  in OpenSM's SA and its routes loop within one lane, which proves nothing for its real SLs;
-  \"no (any SLs)\": no loop even within one lane; \"(ibdmchk, CA-CA)\": stock dfsssp's SLs
-  from a run with debug logging, its CA-to-CA paths checked by ibdmchk.
+  do not deliver; lanes: SLs the SA hands out (dfsssp-rs: its path-SL dump; lash, torus-2QoS,
+  dfsssp: as their log says); credit loops: with the SLs applications get (PathRecords from
+  OpenSM's SA for every CA port pair, or a seeded sample where there are too many, said so),
+  each CA-to-CA path's channel dependencies VL by VL (OpenSM's SL-to-VL tables), checked here
+  and by ibdmchk (all pairs only); where OpenSM's dumps give the lanes of every path (the
+  path-SL dump, or one SL) the verdict covers every path a switch with CAs sends, to any LID;
+  \"switch LIDs only\": every loop needs a path to a switch LID (management traffic; CA-to-CA
+  traffic is loop-free: a caveat, not disqualifying); \"no (any SLs)\": no loop even within
+  one lane; \"unknown (SLs not read)\": the SA could not be read (the reason is printed).
 ";
+
+/// "SLs from the SA (all 992 pairs): 992 answered in 0.1 s, SLs 0,1; credit loops: ours no,
+/// ibdmchk no".
+fn sa_line(s: &SaSls) -> String {
+    if s.pairs_asked == 0 && s.answered == 0 {
+        return format!("SLs not read from the SA: {}", s.note);
+    }
+    let verdict = |v: Option<bool>| match v {
+        Some(true) => "no",
+        Some(false) => "yes",
+        None if s.sampled => "not run (it needs an SL for every pair)",
+        None => "not run",
+    };
+    let mut l = format!(
+        "SLs from the SA ({}): {} answered",
+        s.pairs_text(),
+        s.answered
+    );
+    if s.refused > 0 {
+        let _ = write!(l, ", {} without a path", s.refused);
+    }
+    if s.unanswered > 0 {
+        let _ = write!(l, ", {} unanswered", s.unanswered);
+    }
+    let sls: Vec<String> = s.sls.iter().map(u8::to_string).collect();
+    let _ = write!(
+        l,
+        " in {:.1} s, SL {}; credit loops: ours {}, ibdmchk {}",
+        s.read_s,
+        sls.join(","),
+        verdict(s.checked),
+        verdict(s.ibdmchk)
+    );
+    l + &sa_note(s)
+}
 
 /// The table, notes and recommendation.
 pub fn text(ctx: &Context, runs: &[Run], rec: &Recommendation) -> String {
@@ -549,8 +665,8 @@ pub fn text(ctx: &Context, runs: &[Run], rec: &Recommendation) -> String {
     let _ = writeln!(out, "{}: {}", ctx.input, ctx.fabric.line());
     let _ = writeln!(
         out,
-        "each engine in a fresh ibsim, stock opensm --once (limit {} s); judged from OpenSM's \
-         dumps; Λ over {} random bisections (seed {})",
+        "each engine in a fresh ibsim, stock opensm until the subnet is up (limit {} s), SLs from \
+         its SA; judged from OpenSM's dumps; Λ over {} random bisections (seed {})",
         ctx.limit_s, ctx.patterns, ctx.seed
     );
     let compute = ctx.fabric.compute_ports.is_some();
@@ -625,8 +741,8 @@ pub fn text(ctx: &Context, runs: &[Run], rec: &Recommendation) -> String {
         if let Some(x) = &r.reason {
             let _ = writeln!(out, "  {}: {x}", r.shown_name());
         }
-        if let Some(s) = &r.stock_sls {
-            let _ = writeln!(out, "  {}: its SLs: {}", r.shown_name(), s.note);
+        if let Some(s) = &r.sa_sls {
+            let _ = writeln!(out, "  {}: {}", r.shown_name(), sa_line(s));
         }
     }
     for n in &ctx.notes {
@@ -666,8 +782,10 @@ struct JsonRun<'a> {
     lambda_compute: Option<f64>,
     unreachable: Option<u64>,
     sound: bool,
-    /// Stock dfsssp: its SLs from a run with debug logging, and ibdmchk's verdict with them.
+    /// Stock dfsssp: its SLs (the SA's, as `sa_sls`) and the verdict with them.
     stock_sls: Option<&'a StockSls>,
+    /// The SLs the SA hands out (all CA port pairs or a sample) and the checks with them.
+    sa_sls: Option<&'a SaSls>,
     evaluation: Option<&'a Evaluation>,
 }
 
@@ -709,6 +827,7 @@ pub fn json(ctx: &Context, runs: &[Run], rec: &Recommendation) -> Result<String,
                 unreachable: r.unreachable(),
                 sound: r.sound(),
                 stock_sls: r.stock_sls.as_ref(),
+                sa_sls: r.sa_sls.as_ref(),
                 evaluation: r.eval.as_ref(),
             })
             .collect(),

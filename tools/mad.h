@@ -1,10 +1,12 @@
 /*
- * Shared by the test tools' SA clients (mcjoin.c, mpquery.c): the MAD and SA header layout,
- * big-endian field access, the exit on error and one request/response exchange with the SA.
+ * Shared by the SA clients (tools/sapaths.c, which ships with `compare --in-opensm`, and the
+ * tests' tests/tools/mcjoin.c, mpquery.c): the MAD and SA header layout, big-endian field access,
+ * the exit on error, the common options, opening the port and one request/response exchange
+ * with the SA.
  * The including file defines `prog` (its name, for messages) and `verbose` first.
  */
-#ifndef DFSSSP_RS_TEST_MAD_H
-#define DFSSSP_RS_TEST_MAD_H
+#ifndef DFSSSP_RS_MAD_H
+#define DFSSSP_RS_MAD_H
 
 #include <errno.h>
 #include <infiniband/umad.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* MAD header (IBA 13.4.2) and SA header (IBA 15.2.1.1): byte offsets in the 256-byte MAD */
 enum {
@@ -38,30 +41,30 @@ enum {
 	GSI_QKEY = 0x80010000,
 };
 
-static void put16(uint8_t *p, uint16_t v)
+static inline void put16(uint8_t *p, uint16_t v)
 {
 	p[0] = v >> 8;
 	p[1] = v;
 }
 
-static void put32(uint8_t *p, uint32_t v)
+static inline void put32(uint8_t *p, uint32_t v)
 {
 	put16(p, v >> 16);
 	put16(p + 2, v);
 }
 
-static void put64(uint8_t *p, uint64_t v)
+static inline void put64(uint8_t *p, uint64_t v)
 {
 	put32(p, v >> 32);
 	put32(p + 4, v);
 }
 
-static uint16_t get16(const uint8_t *p)
+static inline uint16_t get16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-static uint64_t get64(const uint8_t *p)
+static inline uint64_t get64(const uint8_t *p)
 {
 	uint64_t v = 0;
 	for (int i = 0; i < 8; i++)
@@ -69,7 +72,7 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
-static void die(const char *fmt, const char *arg)
+static inline void die(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "%s: ", prog);
 	fprintf(stderr, fmt, arg);
@@ -78,7 +81,58 @@ static void die(const char *fmt, const char *arg)
 }
 
 
-static double now_ms(void)
+/* The options every SA client takes: -C ca, -P port, -t timeout_ms, -r retries, -v. */
+struct sa_opts {
+	const char *ca;
+	int portnum, timeout_ms, retries;
+};
+
+/* Takes getopt's option `opt` (its argument in optarg) if it is one of struct sa_opts's (or -v);
+ * returns 1 if it was. */
+static inline int sa_common_opt(int opt, struct sa_opts *o)
+{
+	switch (opt) {
+	case 'C':
+		o->ca = optarg;
+		return 1;
+	case 'P':
+		o->portnum = atoi(optarg);
+		return 1;
+	case 't':
+		o->timeout_ms = atoi(optarg);
+		return 1;
+	case 'r':
+		o->retries = atoi(optarg);
+		return 1;
+	case 'v':
+		verbose = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Finds the port `o` names (the first by default), which must know its SM, opens it and
+ * registers an SA class agent speaking RMPP version `rmpp` (into *agent); returns the fd. */
+static inline int sa_open(const struct sa_opts *o, umad_port_t *port, int rmpp, int *agent)
+{
+	int fd;
+
+	if (umad_init() < 0)
+		die("%s", "umad_init failed (no umad support? under ibsim: LD_PRELOAD the umad2sim shim)");
+	if (umad_get_port(o->ca, o->portnum, port) < 0)
+		die("cannot find an InfiniBand port on CA \"%s\"", o->ca ? o->ca : "(any)");
+	if (port->sm_lid == 0)
+		die("port %s has no SM LID yet (is the SM running and the subnet up?)", port->ca_name);
+	fd = umad_open_port(port->ca_name, port->portnum);
+	if (fd < 0)
+		die("cannot open umad port of %s", port->ca_name);
+	*agent = umad_register(fd, CLASS_SA, SA_CLASS_VERSION, rmpp, NULL);
+	if (*agent < 0)
+		die("%s", "cannot register an SA class agent");
+	return fd;
+}
+
+static inline double now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -92,7 +146,7 @@ static double now_ms(void)
  * reports the timeout as a receive with status ETIMEDOUT; umad2sim has no send timeout, so the
  * receive itself times out.
  */
-static int sa_send_and_wait(int fd, int agent, void *umad, void *resp, int recv_size, int sm_lid,
+static inline int sa_send_and_wait(int fd, int agent, void *umad, void *resp, int recv_size, int sm_lid,
 			    int timeout_ms, int (*is_answer)(const uint8_t *mad))
 {
 	uint8_t *req = umad_get_mad(umad);
