@@ -17,7 +17,7 @@ use crate::bits;
 use crate::graph::{SwitchGraph, NO_CHANNEL, NO_DEST};
 use crate::routing::Lft;
 
-use super::cdg::{EdgeIndex, TreeIndex};
+use super::cdg::{EdgeIndex, TreeIndex, TreeNode, NODE_PORTS};
 use super::Cutting;
 
 /// [`Cutting::Auto`] cuts in batches when the probe marks at least this many edges per 100 edges
@@ -609,8 +609,14 @@ impl<'a> Breaker<'a> {
         let u = g.chan_tail()[c1 as usize];
         let layer = i as u8;
         let (lo, hi) = counts.split_at_mut(i + 1);
-        let (cur, nxt) = (&mut lo[i], &mut hi[0]);
         zeroed.clear();
+        let mut shift = LayerShift {
+            g,
+            ei,
+            cur: &mut lo[i],
+            nxt: &mut hi[0],
+            zeroed,
+        };
         let mut no_floor = [];
         let (list, floor): (&mut [u32], &mut [u8]) = match listed {
             Some(e) => {
@@ -620,7 +626,6 @@ impl<'a> Breaker<'a> {
             }
             None => (behind, &mut no_floor),
         };
-        let floor_of = |floor: &[u8], j: usize| floor.get(j).copied().unwrap_or(0);
         // Destinations behind an edge are scattered over the tree index: each costs a cache
         // miss. The nodes of the next `BATCH` destinations are read back to back before working
         // on them, so their misses overlap (an independent load each; the values only go into
@@ -640,98 +645,27 @@ impl<'a> Breaker<'a> {
             let fl = floor_of(floor, j);
             if fl > layer {
                 // Nothing in this layer: kept for the later ones.
-                list[kept] = packed;
-                if let Some(f) = floor.get_mut(kept) {
-                    *f = fl;
-                }
-                kept += 1;
+                keep_entry(list, floor, &mut kept, packed, fl);
                 continue;
             }
             let (di, k) = ((packed >> 16) as usize, usize::from(packed as u16));
-            let root = g.dests()[di].switch;
             let row = trees.row_mut(di);
             let end = usize::from(row[k].end);
-            // Sources in u's subtree still in layer i move; their weights summed bottom-up
-            // (`sub` by switch).
-            let mut moved = 0u64;
-            let mut above = false;
-            let mut least = u8::MAX;
-            for n in &mut row[k..end] {
-                sub[usize::from(n.at)] = if n.layer == layer {
-                    n.layer = layer + 1;
-                    moved += 1;
-                    weight[usize::from(n.at)]
-                } else {
-                    above |= n.layer > layer;
-                    0
-                };
-                // Paths below this layer are final (later cuts are in higher layers): only
-                // the paths above it can still move.
-                if n.layer > layer {
-                    least = least.min(n.layer);
-                }
+            let run = &mut row[k..end];
+            let lifted = lift_subtree(run, layer, weight, sub);
+            if lifted.moved > 0 || lifted.above {
+                keep_entry(list, floor, &mut kept, packed, lifted.least);
             }
-            if moved > 0 || above {
-                list[kept] = packed;
-                if let Some(f) = floor.get_mut(kept) {
-                    *f = least;
-                }
-                kept += 1;
-            }
-            if moved == 0 {
+            if lifted.moved == 0 {
                 continue;
             }
-            *moved_paths += moved;
+            *moved_paths += lifted.moved;
             touched[di] = true;
-            let run = &row[k..end];
-            // The trees were validated when layer 0 was built.
-            let chan = |s: u32, p: u8| g.channel_at(s, p).unwrap_or(NO_CHANNEL);
-            for n in run[1..].iter().rev() {
-                let w = sub[usize::from(n.at)];
-                if w > 0 {
-                    let h = g.chan_head()[chan(u32::from(n.at), n.ports[0]) as usize];
-                    sub[h as usize] += w;
-                }
-            }
-            // Shifts the edge `cx -> cn` (cx leaving a switch with weight w moving) from layer i
-            // to i + 1.
-            let mut shift = |cx: u32, cn: u32, w: u32| {
-                let e = ei.edge(g, cx, cn) as usize;
-                cur[e] -= w;
-                nxt[e] += w;
-                if cur[e] == 0 {
-                    zeroed.push(cx);
-                }
-            };
-            // Inside u's subtree, and from u to v: each switch's first turn.
-            for n in run {
-                let w = sub[usize::from(n.at)];
-                if w > 0 {
-                    let cx = chan(u32::from(n.at), n.ports[0]);
-                    let h = g.chan_head()[cx as usize];
-                    if h != root {
-                        shift(cx, chan(h, n.ports[1]), w);
-                    }
-                }
-            }
-            // Above v every moved path shares u's channels.
-            let w = sub[u as usize];
-            let ports = run[0].ports;
-            let (mut cx, mut j) = (c2, 1);
-            loop {
-                let h = g.chan_head()[cx as usize];
-                if h == root {
-                    break;
-                }
-                let p = match ports.get(j + 1) {
-                    Some(&p) => p,
-                    None => cols[di * ns + h as usize],
-                };
-                let cn = chan(h, p);
-                shift(cx, cn, w);
-                cx = cn;
-                j += 1;
-            }
+            let root = g.dests()[di].switch;
+            shift.subtree_turns(run, root, sub);
+            // Past `v`, the head of `c1`, every moved path shares `u`'s channels.
+            let col = &cols[di * ns..(di + 1) * ns];
+            shift.shared_path(c2, run[0].ports, root, col, sub[u as usize]);
         }
         if let Some(e) = listed {
             edge_live[e] = kept as u32;
@@ -780,6 +714,139 @@ pub struct BrokenLayers {
     /// Dependency edges cut, and paths moved to another layer.
     pub cuts: u64,
     pub moved_paths: u64,
+}
+
+/// The floor of entry `j` of an edge's destination list (0 for a list found by scanning, which
+/// has no floors).
+#[inline]
+fn floor_of(floor: &[u8], j: usize) -> u8 {
+    floor.get(j).copied().unwrap_or(0)
+}
+
+/// Keeps a destination in the edge's list being compacted in place: `packed` (as in
+/// `edge_dests`) with floor `fl` goes to place `kept`, which moves on.
+#[inline]
+fn keep_entry(list: &mut [u32], floor: &mut [u8], kept: &mut usize, packed: u32, fl: u8) {
+    list[*kept] = packed;
+    if let Some(f) = floor.get_mut(*kept) {
+        *f = fl;
+    }
+    *kept += 1;
+}
+
+/// What [`lift_subtree`] found in one subtree.
+struct SubtreeLift {
+    /// Paths moved up.
+    moved: u64,
+    /// Whether some path was above the layer already.
+    above: bool,
+    /// The lowest layer above this one among the subtree's paths (`u8::MAX`: none): paths
+    /// below the layer at hand are final (later cuts are in higher layers), so only these can
+    /// still move, and a later cut below this layer finds nothing here.
+    least: u8,
+}
+
+/// Moves the paths of a subtree (`run`, one contiguous run of tree nodes) that are in `layer`
+/// one layer up, and writes their weights into `sub` by switch (0 for the paths not moved).
+#[inline]
+fn lift_subtree(run: &mut [TreeNode], layer: u8, weight: &[u32], sub: &mut [u32]) -> SubtreeLift {
+    let mut lift = SubtreeLift {
+        moved: 0,
+        above: false,
+        least: u8::MAX,
+    };
+    for n in run {
+        sub[usize::from(n.at)] = if n.layer == layer {
+            n.layer = layer + 1;
+            lift.moved += 1;
+            weight[usize::from(n.at)]
+        } else {
+            lift.above |= n.layer > layer;
+            0
+        };
+        if n.layer > layer {
+            lift.least = lift.least.min(n.layer);
+        }
+    }
+    lift
+}
+
+/// The edge counts of the layer paths move out of (`cur`) and of the one they move into
+/// (`nxt`), and the channels whose edge a move left without paths in `cur`.
+struct LayerShift<'b> {
+    g: &'b SwitchGraph,
+    ei: &'b EdgeIndex,
+    cur: &'b mut [u32],
+    nxt: &'b mut [u32],
+    zeroed: &'b mut Vec<u32>,
+}
+
+impl LayerShift<'_> {
+    /// The channel at port `p` of switch `s` (the trees were validated when layer 0 was built).
+    #[inline]
+    fn chan(&self, s: u32, p: u8) -> u32 {
+        self.g.channel_at(s, p).unwrap_or(NO_CHANNEL)
+    }
+
+    /// Shifts weight `w` of the edge `cx -> cn` from `cur` to `nxt`.
+    #[inline]
+    fn edge(&mut self, cx: u32, cn: u32, w: u32) {
+        let e = self.ei.edge(self.g, cx, cn) as usize;
+        self.cur[e] -= w;
+        self.nxt[e] += w;
+        if self.cur[e] == 0 {
+            self.zeroed.push(cx);
+        }
+    }
+
+    /// Shifts the first turn of every switch of a subtree (`run`, towards `root`; the moved
+    /// weight of each switch's own path in `sub`, by switch): inside the subtree, and from its
+    /// root `u` to the next switch `v`. The weights are summed bottom-up first, so each edge
+    /// shifts once for all the moved paths through it.
+    #[inline]
+    fn subtree_turns(&mut self, run: &[TreeNode], root: u32, sub: &mut [u32]) {
+        let g = self.g;
+        for n in run[1..].iter().rev() {
+            let w = sub[usize::from(n.at)];
+            if w > 0 {
+                let h = g.chan_head()[self.chan(u32::from(n.at), n.ports[0]) as usize];
+                sub[h as usize] += w;
+            }
+        }
+        for n in run {
+            let w = sub[usize::from(n.at)];
+            if w > 0 {
+                let cx = self.chan(u32::from(n.at), n.ports[0]);
+                let h = g.chan_head()[cx as usize];
+                if h != root {
+                    let cn = self.chan(h, n.ports[1]);
+                    self.edge(cx, cn, w);
+                }
+            }
+        }
+    }
+
+    /// Shifts weight `w` along the path that every moved path of a subtree shares past its
+    /// root's first turn: from channel `c2` on to `root`, its ports `ports[1..]` from the tree
+    /// node and the rest from `col`, the destination's column of the LFT.
+    #[inline]
+    fn shared_path(&mut self, c2: u32, ports: [u8; NODE_PORTS], root: u32, col: &[u8], w: u32) {
+        let (mut cx, mut j) = (c2, 1);
+        loop {
+            let h = self.g.chan_head()[cx as usize];
+            if h == root {
+                break;
+            }
+            let p = match ports.get(j + 1) {
+                Some(&p) => p,
+                None => col[h as usize],
+            };
+            let cn = self.chan(h, p);
+            self.edge(cx, cn, w);
+            cx = cn;
+            j += 1;
+        }
+    }
 }
 
 /// What a batched move reads of a tree position besides its [`TreeNode`](super::cdg::TreeNode).
