@@ -217,20 +217,19 @@ impl DynTopo {
         })
     }
 
-    /// Makes room for the new edge `a -> b` (not yet in `edges`) in the order, or returns
-    /// `false` when the layer already has a path `b ->* a`, i.e. the edge would close a cycle (or
-    /// when a search would visit more than `limit` channels).
-    #[allow(clippy::too_many_arguments)]
+    /// Makes room for the new edge `edge` (not yet in `edges`) in the order, or returns `false`
+    /// when the layer already has a path from its head channel back to its tail channel, i.e. the
+    /// edge would close a cycle (or when a search would visit more than `limit` channels).
     pub fn try_insert<S: EdgeSet + ?Sized>(
         &mut self,
         g: &SwitchGraph,
         ei: &EdgeIndex,
         edges: &S,
         sc: &mut TopoScratch,
-        a: u32,
-        b: u32,
+        edge: DepEdge,
         limit: usize,
     ) -> bool {
+        let DepEdge { from: a, to: b } = edge;
         let (oa, ob) = (self.ord[a as usize], self.ord[b as usize]);
         if oa < ob {
             return true;
@@ -239,108 +238,166 @@ impl DynTopo {
             return false;
         }
         let key = ei.edge(g, a, b);
-        if let Some(&(start, len)) = self.witness.get(&key) {
-            let w = &self.arena[start as usize..(start + len) as usize];
-            if w.iter().all(|&e| edges.has(e as usize)) {
-                return false;
-            }
+        if self.witness_holds(key, edges) {
+            return false;
         }
+        let q = Insertion {
+            g,
+            ei,
+            edges,
+            a,
+            b,
+            oa,
+            ob,
+            limit,
+        };
+        let forward = self.search_forward(&q, sc);
+        if let Forward::Cycle { last, edge } = forward {
+            self.keep_witness(key, sc, b, last, edge);
+        }
+        self.searched += sc.fwd.len() as u64;
+        if !matches!(forward, Forward::Clear) {
+            self.unmark(&sc.fwd);
+            return false;
+        }
+        let within_limit = self.search_backward(&q, sc);
+        self.searched += sc.bwd.len() as u64;
+        if !within_limit {
+            self.unmark(&sc.fwd);
+            self.unmark(&sc.bwd);
+            return false;
+        }
+        self.reorder(sc);
+        true
+    }
+
+    /// Whether the witness kept for the refused edge `key` is still all in the layer: then the
+    /// edge still closes a cycle, without a search.
+    #[inline]
+    fn witness_holds<S: EdgeSet + ?Sized>(&self, key: u32, edges: &S) -> bool {
+        self.witness.get(&key).is_some_and(|&(start, len)| {
+            let w = &self.arena[start as usize..(start + len) as usize];
+            w.iter().all(|&e| edges.has(e as usize))
+        })
+    }
+
+    /// Keeps the witness of refused edge `key` (`a -> b`): the dependency edge `edge` by which
+    /// the forward search reached `a` from channel `last`, and the edges back from `last` to `b`
+    /// it came by.
+    fn keep_witness(&mut self, key: u32, sc: &TopoScratch, b: u32, last: u32, edge: u32) {
+        if self.arena.len() > ARENA_LIMIT {
+            self.arena.clear();
+            self.witness.clear();
+        }
+        let start = self.arena.len() as u32;
+        self.arena.push(edge);
+        let mut x = last;
+        while x != b {
+            self.arena.push(sc.from_edge[x as usize]);
+            x = sc.from_chan[x as usize];
+        }
+        self.witness
+            .insert(key, (start, self.arena.len() as u32 - start));
+    }
+
+    /// Forward from `b` over the channels positioned before `a`, each marked [`SEEN`] and listed
+    /// in `sc.fwd` with the edge and channel it was reached from (to read a witness back).
+    #[inline]
+    fn search_forward<S: EdgeSet + ?Sized>(
+        &mut self,
+        q: &Insertion<'_, S>,
+        sc: &mut TopoScratch,
+    ) -> Forward {
+        let (g, ei) = (q.g, q.ei);
         if sc.from_edge.len() < self.ord.len() {
             sc.from_edge.resize(self.ord.len(), 0);
             sc.from_chan.resize(self.ord.len(), 0);
         }
-        // The channel that reached `a`, and by which edge.
-        let mut found = None;
-        // Forward from b over channels positioned before a.
-        sc.fwd.clear();
-        sc.stack.clear();
-        sc.stack.push(b);
-        self.ord[b as usize] |= SEEN;
-        sc.fwd.push(b);
-        let mut cycle = false;
-        'f: while let Some(x) = sc.stack.pop() {
+        self.start_search(q.b, &mut sc.stack, &mut sc.fwd);
+        while let Some(x) = sc.stack.pop() {
             let base = ei.base[x as usize];
             for slot in 0..ei.degree(x) {
-                if !edges.has((base + slot) as usize) {
+                if !q.edges.has((base + slot) as usize) {
                     continue;
                 }
                 let y = ei.target(g, x, slot);
-                if y == a {
-                    found = Some((x, base + slot));
-                    cycle = true;
-                    break 'f;
+                if y == q.a {
+                    return Forward::Cycle {
+                        last: x,
+                        edge: base + slot,
+                    };
                 }
                 // Unseen (no SEEN bit) and positioned before `a`, in one comparison.
-                if self.ord[y as usize] < oa {
+                if self.ord[y as usize] < q.oa {
                     self.ord[y as usize] |= SEEN;
                     sc.from_edge[y as usize] = base + slot;
                     sc.from_chan[y as usize] = x;
                     sc.fwd.push(y);
                     sc.stack.push(y);
-                    if sc.fwd.len() > limit {
-                        cycle = true; // too far to tell: refuse
-                        break 'f;
+                    if sc.fwd.len() > q.limit {
+                        return Forward::TooFar;
                     }
                 }
             }
         }
-        if let Some((mut x, e)) = found {
-            if self.arena.len() > ARENA_LIMIT {
-                self.arena.clear();
-                self.witness.clear();
-            }
-            let start = self.arena.len() as u32;
-            self.arena.push(e);
-            while x != b {
-                self.arena.push(sc.from_edge[x as usize]);
-                x = sc.from_chan[x as usize];
-            }
-            self.witness
-                .insert(key, (start, self.arena.len() as u32 - start));
-        }
-        self.searched += sc.fwd.len() as u64;
-        if cycle {
-            for &x in &sc.fwd {
-                self.ord[x as usize] &= !SEEN;
-            }
-            return false;
-        }
-        // Backward from a over channels positioned after b.
-        sc.bwd.clear();
-        sc.stack.clear();
-        sc.stack.push(a);
-        self.ord[a as usize] |= SEEN;
-        sc.bwd.push(a);
-        let mut too_far = false;
-        'b: while let Some(x) = sc.stack.pop() {
+        Forward::Clear
+    }
+
+    /// Backward from `a` over the channels positioned after `b`, each marked [`SEEN`] and listed
+    /// in `sc.bwd`. Returns `false` when it visited more than the limit.
+    #[inline]
+    fn search_backward<S: EdgeSet + ?Sized>(
+        &mut self,
+        q: &Insertion<'_, S>,
+        sc: &mut TopoScratch,
+    ) -> bool {
+        let (g, ei) = (q.g, q.ei);
+        self.start_search(q.a, &mut sc.stack, &mut sc.bwd);
+        while let Some(x) = sc.stack.pop() {
             let t = g.chan_tail()[x as usize];
             let off = x - g.out_start()[t as usize];
             for &p in g.in_channels(t) {
-                if !edges.has((ei.base[p as usize] + off) as usize) {
+                if !q.edges.has((ei.base[p as usize] + off) as usize) {
                     continue;
                 }
                 let op = self.ord[p as usize];
-                if op & SEEN == 0 && op > ob {
+                if op & SEEN == 0 && op > q.ob {
                     self.ord[p as usize] |= SEEN;
                     sc.bwd.push(p);
                     sc.stack.push(p);
-                    if sc.bwd.len() > limit {
-                        too_far = true;
-                        break 'b;
+                    if sc.bwd.len() > q.limit {
+                        return false;
                     }
                 }
             }
         }
-        self.searched += sc.bwd.len() as u64;
-        if too_far {
-            for &x in sc.fwd.iter().chain(sc.bwd.iter()) {
-                self.ord[x as usize] &= !SEEN;
-            }
-            return false;
+        true
+    }
+
+    /// Starts a search at channel `x`: marked [`SEEN`], alone on the `stack` and in `visited`.
+    #[inline]
+    fn start_search(&mut self, x: u32, stack: &mut Vec<u32>, visited: &mut Vec<u32>) {
+        stack.clear();
+        stack.push(x);
+        visited.clear();
+        visited.push(x);
+        self.ord[x as usize] |= SEEN;
+    }
+
+    /// Clears the [`SEEN`] bit of the channels `visited`.
+    #[inline]
+    fn unmark(&mut self, visited: &[u32]) {
+        for &x in visited {
+            self.ord[x as usize] &= !SEEN;
         }
-        // Reorder: the backward set, then the forward set, each in its old relative order, into
-        // the union of their old positions. Sorted as (position, channel) keys, so no sort looks
-        // positions up; the union of two sorted position lists is a merge.
+    }
+
+    /// After both searches (the edge fits): the backward set, then the forward set, each in its
+    /// old relative order, into the union of their old positions. Sorted as (position, channel)
+    /// keys, so no sort looks positions up; the union of two sorted position lists is a merge.
+    /// Writing the positions clears the [`SEEN`] bits.
+    #[inline]
+    fn reorder(&mut self, sc: &mut TopoScratch) {
         let ord = &mut self.ord;
         let key = |x: u32| u64::from(ord[x as usize] & !SEEN) << 32 | u64::from(x);
         sc.kb.clear();
@@ -365,8 +422,39 @@ impl DynTopo {
         for (&k, &p) in sc.kb.iter().chain(sc.kf.iter()).zip(sc.slots.iter()) {
             ord[k as u32 as usize] = p;
         }
-        true
     }
+}
+
+/// A dependency edge asked for in a layer: a route that enters a switch by channel `from` and
+/// leaves it by channel `to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DepEdge {
+    pub from: u32,
+    pub to: u32,
+}
+
+/// What the searches of one [`DynTopo::try_insert`] read: the layer's dependency graph (`g`,
+/// `ei` and the edges it holds), the edge `a -> b` asked for with the positions `oa > ob` that
+/// bound the searches, and how many channels one search may visit.
+struct Insertion<'q, S: ?Sized> {
+    g: &'q SwitchGraph,
+    ei: &'q EdgeIndex,
+    edges: &'q S,
+    a: u32,
+    b: u32,
+    oa: u32,
+    ob: u32,
+    limit: usize,
+}
+
+/// How the forward search of an insertion ended.
+enum Forward {
+    /// It did not reach `a`: the order can make room for the edge.
+    Clear,
+    /// It reached `a` from channel `last` over dependency edge `edge`: the edge closes a cycle.
+    Cycle { last: u32, edge: u32 },
+    /// It visited more channels than the limit: the edge is refused, cycle or not.
+    TooFar,
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use crate::updown::{UpDown, UpDownRouter};
 
 use super::cdg::EdgeSet;
 use super::cdg::{topological_order, DestTree, EdgeIndex};
-use super::dyntopo::{CountedEdges, DynTopo, TopoScratch};
+use super::dyntopo::{CountedEdges, DepEdge, DynTopo, TopoScratch};
 
 /// How many channels an incremental cycle check may visit before it refuses the edge: small in
 /// the escape layer, where an illegal turn almost always closes a cycle with the Up*/Down* routes
@@ -832,7 +832,8 @@ fn try_add_path(
         if layer.has(e as usize) {
             continue;
         }
-        if !topo.try_insert(g, ei, &*layer, sc, c1, c2, limit) {
+        let edge = DepEdge { from: c1, to: c2 };
+        if !topo.try_insert(g, ei, &*layer, sc, edge, limit) {
             refused.insert(l, e);
             for &f in fresh.iter() {
                 layer.unmark(f as usize);

@@ -21,7 +21,7 @@ use crate::graph::{Dest, NO_CHANNEL, NO_SWITCH};
 use crate::updown::{best_roots, UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, DestTree};
-use super::dyntopo::{DynTopo, TopoScratch};
+use super::dyntopo::{DepEdge, DynTopo, TopoScratch};
 use super::prepared::{Prepared, UnfittedDests, WorkingRoutes};
 use super::{fault_error, DfssspError};
 
@@ -197,7 +197,14 @@ pub(crate) fn fit(
                     chosen = c;
                     break;
                 }
-                if topo.try_insert(g, ei, &live, &mut scratch, c, c2, SEARCH_LIMIT) {
+                if topo.try_insert(
+                    g,
+                    ei,
+                    &live,
+                    &mut scratch,
+                    DepEdge { from: c, to: c2 },
+                    SEARCH_LIMIT,
+                ) {
                     live[e] += 1;
                     added.push(e);
                     chosen = c;

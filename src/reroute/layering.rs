@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::{FullReason, RerouteOptions};
 use crate::dfsssp::cdg::{topological_order, EdgeIndex};
-use crate::dfsssp::dyntopo::{DynTopo, TopoScratch};
+use crate::dfsssp::dyntopo::{DepEdge, DynTopo, TopoScratch};
 use crate::graph::SwitchGraph;
 use crate::routing::Lft;
 
@@ -250,7 +250,14 @@ impl<'a> Layering<'a> {
             let (a, b) = (self.path[k], self.path[k + 1]);
             let e = ei.edge(g, a, b) as usize;
             if counts[e] == 0
-                && !topo.try_insert(g, ei, counts, &mut self.sc, a, b, self.search_limit)
+                && !topo.try_insert(
+                    g,
+                    ei,
+                    counts,
+                    &mut self.sc,
+                    DepEdge { from: a, to: b },
+                    self.search_limit,
+                )
             {
                 for w in self.path[..k + 1].windows(2) {
                     counts[ei.edge(g, w[0], w[1]) as usize] -= 1;

@@ -9,7 +9,7 @@ use crate::graph::SwitchGraph;
 
 use super::Seeding;
 use crate::dfsssp::cdg::{topological_order, EdgeIndex};
-use crate::dfsssp::dyntopo::{DynTopo, TopoScratch};
+use crate::dfsssp::dyntopo::{DepEdge, DynTopo, TopoScratch};
 use crate::dfsssp::DfssspError;
 
 /// Channels one cycle check of the greedy pass may visit (refusing is safe: the edge stays out),
@@ -67,7 +67,7 @@ pub(super) fn seed_input_turns(
         }
         let left = budget.saturating_sub(topo.searched - start);
         let limit = usize::try_from(left).map_or(SEED_SEARCH_LIMIT, |l| l.min(SEED_SEARCH_LIMIT));
-        if topo.try_insert(g, ei, counts, &mut sc, c1, c2, limit) {
+        if topo.try_insert(g, ei, counts, &mut sc, DepEdge { from: c1, to: c2 }, limit) {
             counts[e as usize] += 1;
         }
     }

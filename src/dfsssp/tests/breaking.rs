@@ -203,9 +203,14 @@ impl OrderFixture {
         let cyclic = topological_order(&self.g, &self.ei, &self.counts).is_none();
         *self.count((c1, c2)) = 0;
         let (g, ei) = (&self.g, &self.ei);
-        let ok = self
-            .topo
-            .try_insert(g, ei, &self.counts, &mut self.sc, c1, c2, usize::MAX);
+        let ok = self.topo.try_insert(
+            g,
+            ei,
+            &self.counts,
+            &mut self.sc,
+            dyntopo::DepEdge { from: c1, to: c2 },
+            usize::MAX,
+        );
         assert_eq!(ok, !cyclic, "edge {c1} -> {c2}");
         if ok {
             *self.count((c1, c2)) = 1;
