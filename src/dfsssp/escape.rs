@@ -722,24 +722,30 @@ impl<'a, 'c> Settler<'a, 'c> {
                     self.path.push((c1, c2, e as u32));
                     true
                 });
+                let path = PathEdges {
+                    edges: &self.path,
+                    weight: w,
+                };
                 for &l in &tries[..n] {
                     let lu = usize::from(l);
-                    if try_add_path(
-                        g,
-                        ei,
-                        &self.path,
-                        &mut self.fresh,
-                        w,
-                        &mut self.counts[lu],
-                        &mut self.topo[lu],
-                        &mut self.sc,
-                        &mut self.refused,
-                        l,
-                        if l == esc_layer {
+                    let layer = TriedLayer {
+                        edges: &mut self.counts[lu],
+                        topo: &mut self.topo[lu],
+                        index: l,
+                        search_limit: if l == esc_layer {
                             ESCAPE_SEARCH_LIMIT
                         } else {
                             SEARCH_LIMIT
                         },
+                    };
+                    if try_add_path(
+                        g,
+                        ei,
+                        path,
+                        layer,
+                        &mut self.sc,
+                        &mut self.refused,
+                        &mut self.fresh,
                     ) {
                         self.pl[su] = l;
                         self.is_placed[su] = true;
@@ -801,48 +807,65 @@ impl<'a, 'c> Settler<'a, 'c> {
     }
 }
 
-/// Adds a path (its dependency edges `(c1, c2, edge)` in order) to a layer if that keeps the
-/// layer `l` acyclic. `refused` remembers the edges the layer refused for this destination, so
-/// they are not searched again. The checks read the layer's edge set only, the path's new edges
-/// marked in it as they pass (`fresh` lists them, to take the marks back on a refusal); the
-/// caller counts a path that fits ([`TreeDelta`]).
-#[allow(clippy::too_many_arguments)]
+/// A path to place: its dependency edges `(c1, c2, edge)` in order, and its weight.
+#[derive(Clone, Copy)]
+struct PathEdges<'p> {
+    edges: &'p [(u32, u32, u32)],
+    weight: u32,
+}
+
+/// The layer a path is tried in: its edges, its topological order, its index, and how many
+/// channels one cycle check in it may visit.
+struct TriedLayer<'t> {
+    edges: &'t mut CountedEdges,
+    topo: &'t mut DynTopo,
+    index: u8,
+    search_limit: usize,
+}
+
+/// Adds `path` to `layer` if that keeps the layer acyclic. `refused` remembers the edges the
+/// layers refused for this destination, so they are not searched again. The checks read the
+/// layer's edge set only, the path's new edges marked in it as they pass (`fresh` lists them,
+/// to take the marks back on a refusal); the caller counts a path that fits ([`TreeDelta`]).
 fn try_add_path(
     g: &SwitchGraph,
     ei: &EdgeIndex,
-    path: &[(u32, u32, u32)],
-    fresh: &mut Vec<u32>,
-    w: u32,
-    layer: &mut CountedEdges,
-    topo: &mut DynTopo,
+    path: PathEdges<'_>,
+    layer: TriedLayer<'_>,
     sc: &mut TopoScratch,
     refused: &mut Refusals,
-    l: u8,
-    limit: usize,
+    fresh: &mut Vec<u32>,
 ) -> bool {
+    let TriedLayer {
+        edges,
+        topo,
+        index: l,
+        search_limit,
+    } = layer;
     // Cheap pass first: an edge refused earlier for this destination sinks the path at once.
     if path
+        .edges
         .iter()
-        .any(|&(_, _, e)| !layer.has(e as usize) && refused.has(l, e))
+        .any(|&(_, _, e)| !edges.has(e as usize) && refused.has(l, e))
     {
         return false;
     }
     fresh.clear();
-    for &(c1, c2, e) in path {
-        if layer.has(e as usize) {
+    for &(c1, c2, e) in path.edges {
+        if edges.has(e as usize) {
             continue;
         }
         let edge = DepEdge { from: c1, to: c2 };
-        if !topo.try_insert(g, ei, &*layer, sc, edge, limit) {
+        if !topo.try_insert(g, ei, &*edges, sc, edge, search_limit) {
             refused.insert(l, e);
             for &f in fresh.iter() {
-                layer.unmark(f as usize);
+                edges.unmark(f as usize);
             }
             return false;
         }
         // (A path of weight 0 is counted nowhere: its edges never enter the layer.)
-        if w > 0 {
-            layer.mark(e as usize);
+        if path.weight > 0 {
+            edges.mark(e as usize);
             fresh.push(e);
         }
     }
