@@ -454,31 +454,31 @@ fn break_cycles(
     };
     let counts0 = std::mem::take(&mut routes.counts0);
     let Some(unfitted) = unfitted else {
-        return breaking_run(
-            prep, routes, trees, counts0, None, cap, budget, opts, report,
-        );
+        let start = BreakingStart {
+            trees,
+            counts0,
+            lift: None,
+        };
+        return breaking_run(prep, routes, start, cap, budget, opts, report);
     };
-    let lifted = breaking_run(
-        prep,
-        routes,
+    let start = BreakingStart {
         trees,
         counts0,
-        Some(unfitted),
-        cap,
-        budget,
-        opts,
-        report,
-    );
+        lift: Some(unfitted),
+    };
+    let lifted = breaking_run(prep, routes, start, cap, budget, opts, report);
     if lifted.needed.is_some_and(|n| n <= budget) {
         return lifted;
     }
     // Moving paths between layers keeps every edge's total: the sum is layer 0 as it was.
     let counts0 = edge_totals(&lifted.counts);
     report.escape_prepared_ahead = false;
-    let trees = TreeIndex::build(g, &routes.cols);
-    breaking_run(
-        prep, routes, trees, counts0, None, cap, budget, opts, report,
-    )
+    let start = BreakingStart {
+        trees: TreeIndex::build(g, &routes.cols),
+        counts0,
+        lift: None,
+    };
+    breaking_run(prep, routes, start, cap, budget, opts, report)
 }
 
 /// Every dependency edge's paths over all `layers`.
@@ -492,21 +492,30 @@ fn edge_totals(layers: &[Vec<u32>]) -> Vec<u32> {
     total
 }
 
-/// One run of cycle breaking from `counts0` (the layer-0 CDG of every route) and the routes'
-/// `trees`, the paths to `lift`'s destinations started in layer 1 ([`Breaker::lift`]).
-#[allow(clippy::too_many_arguments)]
-fn breaking_run(
-    prep: &Prepared,
-    routes: &WorkingRoutes,
+/// What a run of cycle breaking starts from: the routes' `trees`, `counts0` (the layer-0 CDG of
+/// every route), and the destinations whose paths start in layer 1 ([`Breaker::lift`]), if any.
+struct BreakingStart {
     trees: TreeIndex,
     counts0: Vec<u32>,
     lift: Option<UnfittedDests>,
+}
+
+/// One run of cycle breaking from `start`, measuring layers up to `cap`.
+fn breaking_run(
+    prep: &Prepared,
+    routes: &WorkingRoutes,
+    start: BreakingStart,
     cap: u8,
     budget: u8,
     opts: &DfssspOptions,
     report: &mut LayerReport,
 ) -> CycleBreaking {
     let g = prep.g;
+    let BreakingStart {
+        trees,
+        counts0,
+        lift,
+    } = start;
     let mut br = Breaker::new(
         g,
         &prep.ei,
