@@ -34,6 +34,26 @@ const NOT_STACKED: u32 = u32::MAX;
 /// No dependency edge: a route that ends at the switch after it.
 const NO_EDGE: u32 = u32::MAX;
 
+/// What the search of a layer does at each cycle it finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AtCycle {
+    /// Cuts the cycle's weakest edge, its paths moved a layer up before the search goes on
+    /// (exact cutting).
+    Cut,
+    /// Marks the weakest edge and goes on as if it were gone; the paths of the marked edges
+    /// move in one pass at the end (batched cutting, and the probe).
+    Mark,
+}
+
+/// Where the next live edge of the search's top channel leads.
+#[derive(Clone, Copy, Debug)]
+enum NextEdge {
+    /// To a channel not visited yet: the search goes there.
+    Unvisited(u32),
+    /// To a channel on the stack: the edge closes a cycle.
+    OnStack(u32),
+}
+
 /// State of the offline algorithm over the original routes.
 pub(crate) struct Breaker<'a> {
     pub g: &'a SwitchGraph,
@@ -225,7 +245,8 @@ impl<'a> Breaker<'a> {
                 for &e in probed.iter().flatten() {
                     self.cut_mark[e as usize] = false;
                 }
-                self.search(i, batched)
+                let at_cycle = if batched { AtCycle::Mark } else { AtCycle::Cut };
+                self.search(i, at_cycle)
             }
         };
         self.finish_layer(i, cut, &marked, cuts)
@@ -239,7 +260,7 @@ impl<'a> Breaker<'a> {
     /// (fat trees: 29 k marks for 3.3 M edges). With batches the marks are kept for that layer.
     pub fn probe(&mut self) {
         let first = self.first;
-        let (cut, marked, _) = self.search(first, true);
+        let (cut, marked, _) = self.search(first, AtCycle::Mark);
         let used = self.counts[first].iter().filter(|&&c| c > 0).count();
         if marked.len() * 100 >= used * BATCH_MARKS_PER_100_EDGES {
             self.cutting = Cutting::Batched;
@@ -260,9 +281,10 @@ impl<'a> Breaker<'a> {
         self.cutting == Cutting::Batched
     }
 
-    /// The search of layer `i`: exact, or marking the weakest edge of each cycle; returns the
-    /// mark table (clear when exact), the marked edges and the cuts (or marks) made.
-    fn search(&mut self, i: usize, batched: bool) -> (Vec<bool>, Vec<u32>, u64) {
+    /// The search of layer `i`, doing `at_cycle` at each cycle; returns the mark table (clear
+    /// when cutting), the marked edges and the cuts (or marks) made.
+    fn search(&mut self, i: usize, at_cycle: AtCycle) -> (Vec<bool>, Vec<u32>, u64) {
+        let batched = at_cycle == AtCycle::Mark;
         let (g, ei) = (self.g, self.ei);
         let nc = g.num_channels() as u32;
         // Marked edges (batched; always clear when exact).
@@ -292,7 +314,7 @@ impl<'a> Breaker<'a> {
                 let base = ei.base[c as usize];
                 let deg = ei.degree(c);
                 let mut slot = slot0;
-                let mut action = None;
+                let mut action = None::<NextEdge>;
                 while slot < deg {
                     let e = (base + slot) as usize;
                     if let Some(live) = &live {
@@ -313,11 +335,11 @@ impl<'a> Breaker<'a> {
                     let t = ei.target(g, c, slot);
                     match self.state[t as usize] {
                         WHITE => {
-                            action = Some((t, false));
+                            action = Some(NextEdge::Unvisited(t));
                             break;
                         }
                         GRAY => {
-                            action = Some((t, true));
+                            action = Some(NextEdge::OnStack(t));
                             break;
                         }
                         _ => {}
@@ -331,10 +353,10 @@ impl<'a> Breaker<'a> {
                     *top = self.counts[i][(base + slot) as usize];
                 }
                 match action {
-                    Some((t, false)) => self.push(t),
-                    Some((t, true)) if batched => {
+                    Some(NextEdge::Unvisited(t)) => self.push(t),
+                    Some(NextEdge::OnStack(t)) if batched => {
                         // Mark the cycle's weakest edge and pop back to its frame.
-                        let (e, k) = self.weakest(i, t, true);
+                        let (e, k) = self.weakest(i, t, AtCycle::Mark);
                         cut[e as usize] = true;
                         if let Some(live) = &mut live {
                             bits::clear(live, e as usize);
@@ -343,7 +365,7 @@ impl<'a> Breaker<'a> {
                         self.pop_back_to(k);
                         cuts += 1;
                     }
-                    Some((t, true)) => {
+                    Some(NextEdge::OnStack(t)) => {
                         self.cut_cycle(i, t);
                         cuts += 1;
                     }
@@ -380,9 +402,9 @@ impl<'a> Breaker<'a> {
     }
 
     /// The weakest edge of the cycle the top of the stack closes into stack channel `t` (fewest
-    /// paths in layer `i`; the first of equals), and the stack frame it leaves. `batched`: the
-    /// counts are the ones [`Self::stack_w`] holds.
-    fn weakest(&self, i: usize, t: u32, batched: bool) -> (u32, usize) {
+    /// paths in layer `i`; the first of equals), and the stack frame it leaves. When the search
+    /// marks ([`AtCycle::Mark`]), the counts are the ones [`Self::stack_w`] holds.
+    fn weakest(&self, i: usize, t: u32, at_cycle: AtCycle) -> (u32, usize) {
         let ei = self.ei;
         let from = self.stack_pos[t as usize] as usize;
         let edge = |k: usize| {
@@ -391,10 +413,9 @@ impl<'a> Breaker<'a> {
         };
         let mut weakest = (u32::MAX, from);
         for k in from..self.stack.len() {
-            let w = if batched {
-                self.stack_w[k]
-            } else {
-                self.counts[i][edge(k) as usize]
+            let w = match at_cycle {
+                AtCycle::Mark => self.stack_w[k],
+                AtCycle::Cut => self.counts[i][edge(k) as usize],
             };
             if w < weakest.0 {
                 weakest = (w, k);
@@ -503,7 +524,7 @@ impl<'a> Breaker<'a> {
     /// weakest edge of that cycle and pop the stack back to the first edge left without paths.
     fn cut_cycle(&mut self, i: usize, t: u32) {
         let ei = self.ei;
-        let (e, k) = self.weakest(i, t, false);
+        let (e, k) = self.weakest(i, t, AtCycle::Cut);
         let (c1, slot) = self.stack[k];
         self.move_edge_paths(i, c1, ei.target(self.g, c1, slot));
         debug_assert_eq!(self.counts[i][e as usize], 0, "weakest edge not emptied");

@@ -89,6 +89,13 @@ impl EdgeIndex {
     }
 }
 
+/// Whether paths go into counts (dependency-edge counts, channel loads) or come out of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountChange {
+    Add,
+    Remove,
+}
+
 /// The in-tree of the routes towards one destination, with reusable buffers.
 #[derive(Clone, Debug)]
 pub struct DestTree {
@@ -249,20 +256,19 @@ impl DestTree {
         g.chan_head()[self.next[s as usize] as usize]
     }
 
-    /// Adds (or subtracts) to `counts` the dependency edges of the paths from every source `s`
-    /// with `weight(s) > 0`, each weighted by `weight(s)`. O(S).
+    /// Adds to `counts` (or takes out of them, by `change`) the dependency edges of the paths
+    /// from every source `s` with `weight(s) > 0`, each weighted by `weight(s)`. O(S).
     pub fn apply(
         &mut self,
         g: &SwitchGraph,
         ei: &EdgeIndex,
         counts: &mut [u32],
         weight: impl Fn(u32) -> u32,
-        add: bool,
+        change: CountChange,
     ) {
-        self.edge_weights(g, ei, weight, |e, w| {
-            if add {
-                counts[e] += w;
-            } else {
+        self.edge_weights(g, ei, weight, |e, w| match change {
+            CountChange::Add => counts[e] += w,
+            CountChange::Remove => {
                 debug_assert!(counts[e] >= w, "edge count underflow");
                 counts[e] -= w;
             }
@@ -396,6 +402,15 @@ pub struct TreeNode {
     pub ports: [u8; NODE_PORTS],
 }
 
+/// What the rows [`TreeIndex::fill`] writes held before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rows {
+    /// Nothing yet (as [`TreeIndex::empty`] leaves them).
+    Empty,
+    /// Trees built earlier, cleared first.
+    Built,
+}
+
 /// Every destination's tree in depth-first pre-order, so that the subtree of any switch is a
 /// contiguous run. Per destination a row of `S` entries: `nodes[k]`, the switch at position `k`
 /// with its subtree's end, its path's layer and ports; `pos[s]`, the position of
@@ -432,7 +447,7 @@ impl TreeIndex {
     /// path in layer 0.
     pub fn build(g: &SwitchGraph, cols: &[u8]) -> Self {
         let mut ti = Self::empty(g);
-        ti.fill(g, cols, |_| true, false);
+        ti.fill(g, cols, |_| true, Rows::Empty);
         ti
     }
 
@@ -455,13 +470,14 @@ impl TreeIndex {
     }
 
     /// Builds the rows of the destinations `which` picks (by index) from `cols`, in parallel;
-    /// their paths in layer 0. `built`: rows built before are cleared first.
+    /// their paths in layer 0. `rows`: what those rows held before ([`Rows::Built`]: cleared
+    /// first).
     pub fn fill(
         &mut self,
         g: &SwitchGraph,
         cols: &[u8],
         which: impl Fn(usize) -> bool + Sync,
-        built: bool,
+        rows: Rows,
     ) {
         use rayon::prelude::*;
         let ns = self.ns;
@@ -475,7 +491,7 @@ impl TreeIndex {
             .filter(|(di, _)| which(*di))
             .for_each_init(
                 || EulerScratch::new(ns),
-                |sc, (di, (pos, nodes))| fill_row(g, cols, di, sc, pos, nodes, built),
+                |sc, (di, (pos, nodes))| fill_row(g, cols, di, sc, pos, nodes, rows),
             );
     }
 
@@ -487,7 +503,7 @@ impl TreeIndex {
             &mut self.pos[di * ns..(di + 1) * ns],
             &mut self.nodes[di * ns..(di + 1) * ns],
         );
-        fill_row(g, cols, di, sc, pos, nodes, false);
+        fill_row(g, cols, di, sc, pos, nodes, Rows::Empty);
     }
 
     /// Pre-order position of switch `s` in destination `di`'s tree ([`NOT_IN_TREE`] if unrouted).
@@ -532,7 +548,7 @@ impl TreeIndex {
     }
 }
 
-/// Destination `di`'s row from its column of `cols`; `built`: the row held an earlier tree.
+/// Destination `di`'s row from its column of `cols`; `row`: what the row held before.
 fn fill_row(
     g: &SwitchGraph,
     cols: &[u8],
@@ -540,10 +556,10 @@ fn fill_row(
     sc: &mut EulerScratch,
     pos: &mut [u16],
     nodes: &mut [TreeNode],
-    built: bool,
+    row: Rows,
 ) {
     let ns = pos.len();
-    if built {
+    if row == Rows::Built {
         pos.fill(NOT_IN_TREE);
         nodes.fill(TreeNode::default());
     }

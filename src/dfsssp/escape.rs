@@ -30,7 +30,7 @@ use crate::routing::{Routing, NO_PATH};
 use crate::updown::{UpDown, UpDownRouter};
 
 use super::cdg::EdgeSet;
-use super::cdg::{topological_order, DestTree, EdgeIndex};
+use super::cdg::{topological_order, CountChange, DestTree, EdgeIndex};
 use super::dyntopo::{CountedEdges, DepEdge, DynTopo, TopoScratch};
 
 /// How many channels an incremental cycle check may visit before it refuses the edge: small in
@@ -119,7 +119,8 @@ pub(crate) fn prepare(
     total: &[u64],
     mut lft_out: Option<&mut Routing>,
 ) -> Result<Prologue, DfssspError> {
-    let (g, ei, weight) = (prep.g, &prep.ei, &prep.weight);
+    let (g, ei) = (prep.g, &prep.ei);
+    let weight = |s: u32| prep.weight[s as usize];
     let ns = g.num_switches();
     let nd = g.dests().len();
     let col = |di: usize| &cols[di * ns..(di + 1) * ns];
@@ -160,7 +161,7 @@ pub(crate) fn prepare(
                             || ud.legal_turn(g, tree.next[s as usize], tree.next[p as usize])
                     });
                 if *legal {
-                    tree.apply(g, ei, &mut esc_counts, |s| weight[s as usize], true);
+                    tree.apply(g, ei, &mut esc_counts, weight, CountChange::Add);
                     ud_rows[j * ns..(j + 1) * ns].copy_from_slice(c);
                 }
                 // (Legal implies settling: without it escape destinations add no load.)
@@ -216,7 +217,7 @@ pub(crate) fn prepare(
         tree.next.copy_from_slice(next);
         tree.link(g, d.switch)
             .map_err(|f| internal(format!("Up*/Down* tree for LID {} broken: {f:?}", d.lid)))?;
-        tree.edge_weights(g, ei, |s| weight[s as usize], |e, _| esc_users[e] += 1);
+        tree.edge_weights(g, ei, weight, |e, _| esc_users[e] += 1);
     }
     Ok(Prologue {
         esc,

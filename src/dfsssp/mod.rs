@@ -68,7 +68,7 @@ use crate::graph::{SwitchDistances, SwitchGraph, NO_SWITCH};
 use crate::routing::{RouteFault, Routing, SwitchLidTable, NO_PATH};
 
 use breaking::Breaker;
-use cdg::TreeIndex;
+use cdg::{Rows, TreeIndex};
 pub(crate) use pace::{past_deadline, Pace};
 pub use prepared::{Layer0, Layer0Collector};
 use prepared::{Prepared, UnfittedDests, WorkingRoutes};
@@ -447,7 +447,12 @@ fn break_cycles(
     // switch LIDs may have been re-routed since, so their rows are built again.
     let trees = match gathered {
         Some(mut trees) => {
-            trees.fill(g, &routes.cols, |di| g.dests()[di].exit_port == 0, true);
+            trees.fill(
+                g,
+                &routes.cols,
+                |di| g.dests()[di].exit_port == 0,
+                Rows::Built,
+            );
             trees
         }
         None => TreeIndex::build(g, &routes.cols),

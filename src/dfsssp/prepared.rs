@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use crate::graph::{SwitchDistances, SwitchGraph, NO_SWITCH};
 use crate::routing::{Lft, Routing, NO_PATH};
 
-use super::cdg::{topological_order, DestTree, EdgeIndex, EulerScratch, TreeIndex};
+use super::cdg::{topological_order, CountChange, DestTree, EdgeIndex, EulerScratch, TreeIndex};
 use super::{fault_error, DfssspError, DfssspOptions, PathWeight};
 
 /// The read-only context every stage works in: the switch graph, its dependency-edge ids, the
@@ -66,21 +66,21 @@ impl<'a> Prepared<'a> {
     }
 
     /// Adds the routes to destination `di` (its column of the destination-major `cols`) to the
-    /// CDG `counts`, or takes them out (`add` false), validating its tree (built in `tree`).
+    /// CDG `counts`, or takes them out (by `change`), validating its tree (built in `tree`).
     pub fn count_dest(
         &self,
         tree: &mut DestTree,
         cols: &[u8],
         di: usize,
         counts: &mut [u32],
-        add: bool,
+        change: CountChange,
     ) -> Result<(), DfssspError> {
         let (g, ns) = (self.g, self.g.num_switches());
         let d = &g.dests()[di];
         let col = &cols[di * ns..(di + 1) * ns];
         tree.build_from_ports(g, d, |s| col[s as usize], &self.comp)
             .map_err(|f| fault_error(g, d.lid, f))?;
-        tree.apply(g, &self.ei, counts, |s| self.weight[s as usize], add);
+        tree.apply(g, &self.ei, counts, |s| self.weight[s as usize], change);
         Ok(())
     }
 
@@ -261,7 +261,7 @@ impl<'a> Layer0Collector<'a> {
             return; // prepared above
         };
         self.broken = prep
-            .count_dest(&mut self.tree, &self.cols, di, counts, true)
+            .count_dest(&mut self.tree, &self.cols, di, counts, CountChange::Add)
             .is_err();
         if let Some((trees, scratch)) = self.trees.as_mut() {
             trees.fill_one(g, &self.cols, di, scratch);
@@ -332,7 +332,13 @@ fn build_layer0(prep: &Prepared, cols: &[u8]) -> Result<Vec<u32>, DfssspError> {
                 if d.switch == NO_SWITCH {
                     continue;
                 }
-                prep.count_dest(&mut tree, cols, ci * chunk + k, &mut counts, true)?;
+                prep.count_dest(
+                    &mut tree,
+                    cols,
+                    ci * chunk + k,
+                    &mut counts,
+                    CountChange::Add,
+                )?;
             }
             Ok(counts)
         })

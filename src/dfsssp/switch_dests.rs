@@ -20,7 +20,7 @@ use crate::graph::order_by_distance;
 use crate::graph::{Dest, NO_CHANNEL, NO_SWITCH};
 use crate::updown::{best_roots, UpDown, UpDownRouter};
 
-use super::cdg::{topological_order, DestTree};
+use super::cdg::{topological_order, CountChange, DestTree};
 use super::dyntopo::{DepEdge, DynTopo, TopoScratch};
 use super::prepared::{Prepared, UnfittedDests, WorkingRoutes};
 use super::{fault_error, DfssspError};
@@ -67,7 +67,7 @@ fn ca_route_counts(
     let mut tree = DestTree::new(ns);
     let mut ca_counts = counts.to_vec();
     for &di in &switch_dests {
-        prep.count_dest(&mut tree, cols, di, &mut ca_counts, false)?;
+        prep.count_dest(&mut tree, cols, di, &mut ca_counts, CountChange::Remove)?;
     }
     Ok(Some((switch_dests, ca_counts)))
 }
@@ -81,7 +81,7 @@ fn add_routes(
 ) -> Result<(), DfssspError> {
     let mut tree = DestTree::new(prep.g.num_switches());
     for &di in dests {
-        prep.count_dest(&mut tree, cols, di, counts, true)?;
+        prep.count_dest(&mut tree, cols, di, counts, CountChange::Add)?;
     }
     Ok(())
 }

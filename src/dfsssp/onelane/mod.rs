@@ -56,7 +56,7 @@ use crate::metrics::{effective_bisection_bandwidth, BisectionSpec};
 use crate::routing::{Routing, SwitchLidTable, NO_PATH};
 use crate::updown::{best_roots, UpDown, UpDownRouter};
 
-use super::cdg::{topological_order, EdgeIndex};
+use super::cdg::{topological_order, CountChange, EdgeIndex};
 use super::dyntopo::DynTopo;
 use super::prepared::Prepared;
 use super::prepared::WorkingRoutes;
@@ -682,10 +682,10 @@ impl<'a> Router<'a> {
         cu == NO_CHANNEL || self.ord[c as usize] < self.ord[cu as usize]
     }
 
-    /// Adds (`add`) or takes out the loads of the routes in `next`, every CA port sending one
-    /// route along its switch's path (`settled` lists every switch after the head of its
+    /// Adds or takes out (by `change`) the loads of the routes in `next`, every CA port sending
+    /// one route along its switch's path (`settled` lists every switch after the head of its
     /// channel).
-    fn apply_loads(&mut self, add: bool) {
+    fn apply_loads(&mut self, change: CountChange) {
         let g = self.g;
         for &s in &self.settled {
             self.flow[s as usize] = u64::from(g.terminal_count()[s as usize]);
@@ -695,7 +695,10 @@ impl<'a> Router<'a> {
             if c != NO_CHANNEL {
                 let f = self.flow[s as usize];
                 let l = &mut self.load[c as usize];
-                *l = if add { *l + f } else { *l - f };
+                *l = match change {
+                    CountChange::Add => *l + f,
+                    CountChange::Remove => *l - f,
+                };
                 self.flow[g.chan_head()[c as usize] as usize] += f;
             }
         }
@@ -719,7 +722,7 @@ impl<'a> Router<'a> {
             };
         }
         order_by_distance(&self.hops, &mut self.settled, &mut self.sort_counts);
-        self.apply_loads(false);
+        self.apply_loads(CountChange::Remove);
     }
 
     /// The tree's next hop of every switch towards `root`: down where `root` lies below, else up.
@@ -768,7 +771,7 @@ impl<'a> Router<'a> {
                 (self.members.iter().copied()).filter(|&s| self.in_a[s as usize] && s != root),
             );
         }
-        self.apply_loads(true);
+        self.apply_loads(CountChange::Add);
         restarts
     }
 

@@ -130,7 +130,7 @@ fn breaking_counts_stay_consistent() {
                             0
                         }
                     },
-                    true,
+                    cdg::CountChange::Add,
                 );
             }
         }
