@@ -45,6 +45,17 @@ pub struct Balancer {
 /// switch sends stay below 2^32 (CA ports times LIDs, fewer than 2^16 each).
 const DOWN_DEST_SHIFT: u32 = 40;
 
+/// How a fat tree's balancer ([`Balancer::for_tree`]) chooses between paths with equal down
+/// parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TieOrder {
+    /// The branch that ranks first ([`Balancer::rank_level`]) before the less loaded up part
+    /// (all sources converge there too: ftree's choice).
+    RankFirst,
+    /// The less loaded up part first, then the rank.
+    UpLoadFirst,
+}
+
 /// A fat tree's switch levels and, per switch, the load of its path's down part.
 struct TreeCosts {
     level: Vec<u32>,
@@ -216,16 +227,14 @@ impl Balancer {
     /// Paths are compared by the load of their down part first (from the highest switch they
     /// reach to the destination): every source of a destination then goes down the same branch,
     /// as d-mod-k and ftree route, whatever the loads of the sources' own uplinks, which differ
-    /// between leaves of different sizes. Between equal down parts, `rank_first` prefers the
-    /// branch that ranks first ([`Balancer::rank_level`]) before the less loaded up part (all
-    /// sources converge there too: ftree's choice); otherwise the up part's load decides first.
-    pub fn for_tree(g: &SwitchGraph, level: Vec<u32>, rank_first: bool) -> Self {
+    /// between leaves of different sizes. Between equal down parts, `ties` decides ([`TieOrder`]).
+    pub fn for_tree(g: &SwitchGraph, level: Vec<u32>, ties: TieOrder) -> Self {
         let height = level.iter().copied().max().unwrap_or(0);
         Balancer {
             tree: Some(TreeCosts {
                 level,
                 cost_down: vec![u64::MAX; g.num_switches()],
-                rank_first,
+                rank_first: ties == TieOrder::RankFirst,
                 active: true,
                 head: vec![NO_SWITCH; g.num_switches()],
                 usage: vec![0; g.num_switches()],

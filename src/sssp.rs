@@ -35,7 +35,7 @@ use rayon::prelude::*;
 
 use crate::balance::{
     fill_row, leaf_bound, nearest_sweep, routing_order, routing_order_by, Balancer, DagsAhead,
-    MinimalDag,
+    MinimalDag, TieOrder,
 };
 use crate::graph::{Dest, SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
@@ -95,7 +95,7 @@ fn route_with_passes_efi(
     feed: &mut RowFeed,
 ) -> (Routing, u64, bool) {
     let Some(levels) = g.tree_levels() else {
-        let (r, efi, _) = route_once(g, dist, reroute_passes, Balancer::new(g), false, None);
+        let (r, efi, _) = route_once(g, dist, reroute_passes, Balancer::new(g), Shape::Any, None);
         return (r, efi, false);
     };
     // Fat trees: down parts first, ranked ties and leaves subtree by subtree (see
@@ -106,8 +106,8 @@ fn route_with_passes_efi(
         g,
         dist,
         reroute_passes,
-        Balancer::for_tree(g, levels.clone(), true),
-        true,
+        Balancer::for_tree(g, levels.clone(), TieOrder::RankFirst),
+        Shape::FatTree,
         Some(feed),
     );
     if first.1 <= leaf_bound(g) || !refine_tree(g) {
@@ -117,8 +117,8 @@ fn route_with_passes_efi(
         g,
         dist,
         reroute_passes,
-        Balancer::for_tree(g, levels, false),
-        true,
+        Balancer::for_tree(g, levels, TieOrder::UpLoadFirst),
+        Shape::FatTree,
         None,
     );
     let lambda = |r: &Routing| crate::metrics::judging_lambda(g, &r.lft, TREE_CANDIDATE_PATTERNS);
@@ -144,15 +144,25 @@ fn refine_tree(g: &SwitchGraph) -> bool {
 /// Bisection patterns that decide between the two fat-tree orders.
 const TREE_CANDIDATE_PATTERNS: u32 = 64;
 
-/// One balanced SSSP routing with balancer `bal`; on fat trees (`tree`) leaves subtree by
-/// subtree. The first pass's rows go to `feed`; the flag tells whether no later pass changed
-/// them.
+/// What [`route_once`] is told of the fabric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// Any fabric: destinations in [`routing_order`], every rip-up pass.
+    Any,
+    /// A fat tree: destination switches in [`nearest_sweep`] order (leaves subtree by subtree);
+    /// the rip-up passes only where the CA routes miss the leaf bound on a tree small enough
+    /// ([`refine_tree`]).
+    FatTree,
+}
+
+/// One balanced SSSP routing with balancer `bal` on a fabric of `shape`. The first pass's rows
+/// go to `feed`; the flag tells whether no later pass changed them.
 fn route_once(
     g: &SwitchGraph,
     dist: &SwitchDistances,
     reroute_passes: usize,
     mut bal: Balancer,
-    tree: bool,
+    shape: Shape,
     mut feed: Option<&mut RowFeed>,
 ) -> (Routing, u64, bool) {
     let ns = g.num_switches();
@@ -166,6 +176,7 @@ fn route_once(
     // which count the routes to switch LIDs and sibling LIDs too.
     let mut ca_load = vec![0u64; g.num_channels()];
 
+    let tree = shape == Shape::FatTree;
     let order = if tree {
         routing_order_by(g, &nearest_sweep(g, dist))
     } else {
@@ -544,14 +555,15 @@ mod tests {
                 let g = SwitchGraph::new(&f).unwrap();
                 let levels = g.tree_levels().expect("a tree");
                 let dist = SwitchDistances::new(&g);
-                let bal = || Balancer::for_tree(&g, levels.clone(), rank_first);
-                let grouped = route_once(&g, &dist, REROUTE_PASSES, bal(), true, None);
+                let ties = if rank_first { TieOrder::RankFirst } else { TieOrder::UpLoadFirst };
+                let bal = || Balancer::for_tree(&g, levels.clone(), ties);
+                let grouped = route_once(&g, &dist, REROUTE_PASSES, bal(), Shape::FatTree, None);
                 let full = route_once(
                     &g,
                     &dist,
                     REROUTE_PASSES,
                     bal().without_head_groups(),
-                    true,
+                    Shape::FatTree,
                     None,
                 );
                 prop_assert!(grouped.0.lft == full.0.lft, "{}", spec);
