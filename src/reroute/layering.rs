@@ -54,6 +54,14 @@ pub(super) enum LayerChecks {
     PerPath,
 }
 
+/// Whether the re-routed routing keeps a layer table (then a path that fits no layer may open
+/// another, within the budget).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LayerTable {
+    Kept,
+    Absent,
+}
+
 /// Which layer each re-routed path goes to, and the layers' dependency graphs as paths go in.
 pub(super) struct Layering<'a> {
     g: &'a SwitchGraph,
@@ -84,7 +92,7 @@ impl<'a> Layering<'a> {
         kept: &[Vec<u64>],
         checks: LayerChecks,
         opts: &RerouteOptions,
-        layered: bool,
+        table: LayerTable,
     ) -> Result<Self, FullReason> {
         let mut l = Layering {
             g,
@@ -96,7 +104,7 @@ impl<'a> Layering<'a> {
             sc: TopoScratch::default(),
             path: Vec::new(),
             tries: Vec::new(),
-            can_grow: layered && opts.deadlock_free,
+            can_grow: table == LayerTable::Kept && opts.deadlock_free,
             budget: opts.budget.max(1),
             search_limit: SEARCH_LIMIT,
         };

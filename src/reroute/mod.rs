@@ -29,7 +29,7 @@ mod layering;
 mod place;
 mod survey;
 
-use layering::LayerChecks;
+use layering::{LayerChecks, LayerTable};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -302,7 +302,7 @@ impl Stage<'_> {
         mut st: RerouteStats,
     ) -> Result<(Routing, RerouteStats, Vec<u64>), FullReason> {
         let (g, opts, m, or) = (self.g, self.opts, self.m, self.prev.routing);
-        let (mut tables, layered) = carry_over(g, or, &m.old_of_new, opts);
+        let (mut tables, layer_table) = carry_over(g, or, &m.old_of_new, opts);
         clear_gone_lids(self.prev.graph, g, &mut tables, &mut st);
         let words = self.ei.num_edges().div_ceil(64);
         let ctx = survey::Survey {
@@ -318,7 +318,7 @@ impl Stage<'_> {
             shortest: self.shortest,
             guide,
             layers: usize::from(or.num_layers.max(1)),
-            layered,
+            layered: layer_table == LayerTable::Kept,
             subtract: false,
         };
         let mut kept = keep_survivors(ctx, self.summary, opts.deadlock_free, &mut tables, &mut st);
@@ -352,7 +352,7 @@ impl Stage<'_> {
         for &checks in tries {
             let mut load = kept.load.clone();
             let mut layering =
-                layering::Layering::new(g, self.ei, &kept.bits, checks, opts, layered)?;
+                layering::Layering::new(g, self.ei, &kept.bits, checks, opts, layer_table)?;
             let mut stats = st.clone();
             let num_layers = place::route_again(
                 &basis,
@@ -432,7 +432,7 @@ fn carry_over(
     or: &Routing,
     old_of_new: &[u32],
     opts: &RerouteOptions,
-) -> (place::Tables, bool) {
+) -> (place::Tables, LayerTable) {
     let (ns, max_lid) = (g.num_switches(), g.max_lid());
     let mut lft = Lft::new(ns, max_lid);
     let mut hops = SwitchLidTable::new(ns, max_lid, NO_PATH);
@@ -453,7 +453,12 @@ fn carry_over(
             l.row_mut(s)[..w].copy_from_slice(&ol.row(o)[..w]);
         }
     }
-    (place::Tables { lft, hops, layers }, layered)
+    let table = if layered {
+        LayerTable::Kept
+    } else {
+        LayerTable::Absent
+    };
+    (place::Tables { lft, hops, layers }, table)
 }
 
 /// LIDs that are gone: no entries anywhere.
@@ -806,7 +811,8 @@ pub fn infer_switch_layers(g: &SwitchGraph, r: &mut Routing) {
         deadlock_free: true,
     };
     // Known paths with a cycle: nothing to keep acyclic (the re-route will say so).
-    let Ok(mut lay) = layering::Layering::new(g, &ei, &bits, LayerChecks::PerPath, &opts, true)
+    let Ok(mut lay) =
+        layering::Layering::new(g, &ei, &bits, LayerChecks::PerPath, &opts, LayerTable::Kept)
     else {
         return;
     };
