@@ -41,10 +41,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use super::assign::{lids_for, DegreeScope, Heuristic, LidAssignment, PathSet, SplitGraph};
+use super::assign::{
+    lids_for, DegreeScope, Heuristic, LidAssignment, PathSet, SizeOrder, SplitGraph,
+};
 use super::routes::{
     self, LinkLoad, MachineRouting, Machines, PathMetric, PathSelectionConfig, PathSelectionStats,
-    RenamingPaths, RootedUpDown,
+    RenamingPaths, RootedUpDown, RouteLength,
 };
 use super::LidError;
 use crate::graph::SwitchGraph;
@@ -253,8 +255,8 @@ fn heuristic_lids(
         let sg = SplitGraph::new(&ps);
         for (i, h) in Heuristic::ALL.into_iter().enumerate() {
             let colour = match h {
-                Heuristic::ColorS => sg.color_with(false, cfg.color_scope),
-                Heuristic::ColorL => sg.color_with(true, cfg.color_scope),
+                Heuristic::ColorS => sg.color_with(SizeOrder::SmallestFirst, cfg.color_scope),
+                Heuristic::ColorL => sg.color_with(SizeOrder::LargestFirst, cfg.color_scope),
                 _ => sg.color(h),
             };
             let a = LidAssignment::from_class_colors(&sg, &colour);
@@ -293,17 +295,21 @@ pub fn run_instance(
     let exp = routes::fully_explicit(&g, &ud, &mach)?;
     let (ps, ps_stats) = routes::path_selection(&g, &ud, &mach, &cfg.path_selection, &mut rng)?;
     if cfg.check {
-        sw.check(&g, &ud, &mach, "shortest-widest", true)?;
-        ren.check(&g, &ud, &mach, "renaming", true)?;
+        sw.check(&g, &ud, &mach, "shortest-widest", RouteLength::Shortest)?;
+        ren.check(&g, &ud, &mach, "renaming", RouteLength::Shortest)?;
         ren.check_scheme_lids(&g, &mach, "renaming")?;
-        exp.check(&g, &ud, &mach, "fully explicit", false)?;
+        exp.check(&g, &ud, &mach, "fully explicit", RouteLength::Any)?;
         exp.check_scheme_lids(&g, &mach, "fully explicit")?;
         ps.check(
             &g,
             &ud,
             &mach,
             "path selection",
-            cfg.path_selection.minimal_only,
+            if cfg.path_selection.minimal_only {
+                RouteLength::Shortest
+            } else {
+                RouteLength::Any
+            },
         )?;
     }
     let (sw_lids, sw_configs) = heuristic_lids(&g, &mach, &sw, cfg)?;
@@ -455,10 +461,11 @@ impl StudyResult {
     /// Tables 1–3 with the paper's numbers beside ours: each cell is `ours (paper)`, `-` where the
     /// paper has no such configuration.
     pub fn paper_comparison(&self) -> String {
-        self.render(true)
+        self.render(Cells::WithPaper)
     }
 
-    fn render(&self, with_paper: bool) -> String {
+    fn render(&self, cells: Cells) -> String {
+        let with_paper = cells == Cells::WithPaper;
         let mut o = String::new();
         let cell = |ours: f64, paper: Option<f64>, prec: usize| -> String {
             match (with_paper, paper) {
@@ -569,9 +576,16 @@ impl StudyResult {
     }
 }
 
+/// What the cells of the study's tables show: our numbers alone, or the paper's beside them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cells {
+    OursOnly,
+    WithPaper,
+}
+
 impl fmt::Display for StudyResult {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.render(false))
+        f.write_str(&self.render(Cells::OursOnly))
     }
 }
 

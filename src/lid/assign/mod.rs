@@ -198,6 +198,14 @@ impl std::str::FromStr for Heuristic {
     }
 }
 
+/// Which end the /S and /L variants of a heuristic start from: the smallest (split degree, node
+/// usage) first or the largest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SizeOrder {
+    SmallestFirst,
+    LargestFirst,
+}
+
 /// Which degree the colouring heuristics rank a path by (§4.3 leaves this open; see
 /// [`SplitGraph::color_with`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -164,7 +164,11 @@ fn color_l_misses_the_optimum_on_a_six_path_chain() {
         DegreeScope::Round,
         DegreeScope::Dynamic,
     ] {
-        assert_eq!(num_colors(&g.color_with(true, scope)), 3, "{scope:?}");
+        assert_eq!(
+            num_colors(&g.color_with(SizeOrder::LargestFirst, scope)),
+            3,
+            "{scope:?}"
+        );
     }
     // Count over all labelled graphs on 6 vertices: color/L is off on 110 of 32768.
     let mut misses = 0;
@@ -186,8 +190,8 @@ fn degree_scopes_all_give_valid_colourings() {
             DegreeScope::Round,
             DegreeScope::Dynamic,
         ] {
-            for largest in [false, true] {
-                let c = g.color_with(largest, scope);
+            for order in [SizeOrder::SmallestFirst, SizeOrder::LargestFirst] {
+                let c = g.color_with(order, scope);
                 LidAssignment::from_class_colors(&g, &c)
                     .validate(&ps)
                     .unwrap();

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{DegreeScope, Heuristic, Hop, PathSet};
+use super::{DegreeScope, Heuristic, Hop, PathSet, SizeOrder};
 use crate::bits::{bit, clear, ones, set};
 
 /// The split graph of a [`PathSet`] (§4.3), over classes of identical paths.
@@ -135,10 +135,10 @@ impl SplitGraph {
     pub fn color(&self, h: Heuristic) -> Vec<u32> {
         match h {
             Heuristic::Greedy => self.greedy(),
-            Heuristic::SplitMergeS => self.split_merge(false),
-            Heuristic::SplitMergeL => self.split_merge(true),
-            Heuristic::ColorS => self.color_with(false, DegreeScope::Round),
-            Heuristic::ColorL => self.color_with(true, DegreeScope::Round),
+            Heuristic::SplitMergeS => self.split_merge(SizeOrder::SmallestFirst),
+            Heuristic::SplitMergeL => self.split_merge(SizeOrder::LargestFirst),
+            Heuristic::ColorS => self.color_with(SizeOrder::SmallestFirst, DegreeScope::Round),
+            Heuristic::ColorL => self.color_with(SizeOrder::LargestFirst, DegreeScope::Round),
         }
     }
 
@@ -169,7 +169,7 @@ impl SplitGraph {
     /// outgoing link used at that node; members of the item that do not visit the node cannot
     /// split there and stay with the heaviest part (the paper leaves their place open; any choice
     /// keeps the parts configurations). Merge phase: Fig. 5 over the items in working-set order.
-    fn split_merge(&self, largest_first: bool) -> Vec<u32> {
+    fn split_merge(&self, order: SizeOrder) -> Vec<u32> {
         // Node usage from the sorted (node, out, class) table.
         let mut nodes: Vec<(u64, u32, usize, usize)> = Vec::new(); // (usage, node, lo, hi)
         let mut i = 0;
@@ -190,10 +190,9 @@ impl SplitGraph {
             }
             i = j;
         }
-        if largest_first {
-            nodes.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        } else {
-            nodes.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+        match order {
+            SizeOrder::LargestFirst => nodes.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1))),
+            SizeOrder::SmallestFirst => nodes.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1))),
         }
 
         let mut items: Vec<Vec<u32>> = vec![(0..self.n as u32).collect()];
@@ -265,11 +264,12 @@ impl SplitGraph {
     }
 
     /// §4.3: colours are applied one by one; each colour repeatedly takes the selectable path of
-    /// largest (`largest = true`, color/L) or smallest (color/S) split degree — counted with class
-    /// weights, in the graph `scope` names, ties to the lowest index — and makes its split partners
-    /// unselectable until the round ends. The paper's example (Fig. 8) does not tell the scopes
+    /// largest ([`SizeOrder::LargestFirst`], color/L) or smallest (color/S) split degree —
+    /// counted with class weights, in the graph `scope` names, ties to the lowest index — and
+    /// makes its split partners unselectable until the round ends. The paper's example (Fig. 8) does not tell the scopes
     /// apart; [`DegreeScope::Round`] is what [`SplitGraph::color`] uses.
-    pub fn color_with(&self, largest: bool, scope: DegreeScope) -> Vec<u32> {
+    pub fn color_with(&self, order: SizeOrder, scope: DegreeScope) -> Vec<u32> {
+        let largest = order == SizeOrder::LargestFirst;
         let n = self.n;
         let mut colour = vec![u32::MAX; n];
         let mut uncoloured = vec![0u64; self.words];

@@ -129,6 +129,15 @@ impl RootedUpDown {
     }
 }
 
+/// How long a route may be for [`MachineRouting::check`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RouteLength {
+    /// A shortest legal path.
+    Shortest,
+    /// Any legal path.
+    Any,
+}
+
 /// One path per ordered machine pair, stored as interned routes (channel sequences).
 #[derive(Clone, Debug)]
 pub struct MachineRouting {
@@ -331,15 +340,16 @@ impl MachineRouting {
     }
 
     /// Checks every pair's route: it joins the right switches, obeys Up*/Down*, visits no switch
-    /// twice, and (when `minimal`) is a shortest legal path.
+    /// twice, and is as long as `length` allows.
     pub fn check(
         &self,
         g: &SwitchGraph,
         ud: &RootedUpDown,
         mach: &Machines,
         scheme: &'static str,
-        minimal: bool,
+        length: RouteLength,
     ) -> Result<(), LidError> {
+        let minimal = length == RouteLength::Shortest;
         let bad = |s: usize, d: usize, why: String| LidError::BadRoute {
             scheme,
             src: s as u32,

@@ -29,14 +29,16 @@ fn every_scheme_routes_every_pair_legally() {
         let (g, ud, mach) = (&n.g, &n.ud, &n.mach);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let sw = shortest_widest(g, ud, mach, PathMetric::Sum).unwrap();
-        sw.check(g, ud, mach, "sw", true).unwrap();
+        sw.check(g, ud, mach, "sw", RouteLength::Shortest).unwrap();
         let swb = shortest_widest(g, ud, mach, PathMetric::Bottleneck).unwrap();
-        swb.check(g, ud, mach, "swb", true).unwrap();
+        swb.check(g, ud, mach, "swb", RouteLength::Shortest)
+            .unwrap();
         let ren = destination_renaming(g, ud, mach, RenamingPaths::Random, &mut rng).unwrap();
-        ren.check(g, ud, mach, "ren", true).unwrap();
+        ren.check(g, ud, mach, "ren", RouteLength::Shortest)
+            .unwrap();
         ren.check_scheme_lids(g, mach, "ren").unwrap();
         let exp = fully_explicit(g, ud, mach).unwrap();
-        exp.check(g, ud, mach, "exp", false).unwrap();
+        exp.check(g, ud, mach, "exp", RouteLength::Any).unwrap();
         exp.check_scheme_lids(g, mach, "exp").unwrap();
         for unit in [
             SelectionUnit::MachinePair,
@@ -48,7 +50,7 @@ fn every_scheme_routes_every_pair_legally() {
                 ..Default::default()
             };
             let (ps, stats) = path_selection(g, ud, mach, &cfg, &mut rng).unwrap();
-            ps.check(g, ud, mach, "ps", false).unwrap();
+            ps.check(g, ud, mach, "ps", RouteLength::Any).unwrap();
             assert!(stats.mean_candidates > 1.0);
         }
     }
