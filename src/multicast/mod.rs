@@ -56,7 +56,7 @@
 //! **Use** (the plug-in's `mcast_build_stree`, or any front):
 //!
 //! ```ignore
-//! let members = ports.map(|(lid, send_only)| McMember::for_lid(&out.graph, lid, send_only));
+//! let members = ports.map(|(lid, join)| McMember::for_lid(&out.graph, lid, join)); // JoinState
 //! let groups = vec![McGroup { mlid, vl: sl2vl[group_sl], members }, ...];
 //! let unicast = UnicastLayers {
 //!     loads: &out.summary.loads,              // EngineOutput of the unicast routing
@@ -103,15 +103,25 @@ pub struct McMember {
 
 impl McMember {
     /// The member that holds `lid` (a CA/router port's LID, or a switch's): where it hangs in the
-    /// switch graph. `None` for a LID nobody holds or a port not attached to a switch.
-    pub fn for_lid(g: &SwitchGraph, lid: u16, send_only: bool) -> Option<McMember> {
+    /// switch graph, joined as `join` says. `None` for a LID nobody holds or a port not attached
+    /// to a switch.
+    pub fn for_lid(g: &SwitchGraph, lid: u16, join: JoinState) -> Option<McMember> {
         let d = g.dest_of_lid(lid)?;
         (d.switch != NO_SWITCH).then_some(McMember {
             switch: d.switch,
             port: d.exit_port,
-            send_only,
+            send_only: join == JoinState::SendOnly,
         })
     }
+}
+
+/// How a port joined a multicast group (its SA join state, as far as routing tells them apart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinState {
+    /// A full member: sends to the group and receives from it.
+    Full,
+    /// SendOnlyNonMember: sends to the group, need not receive.
+    SendOnly,
 }
 
 /// A multicast group.

@@ -186,9 +186,14 @@ fn masks_on_a_line_are_exactly_openms() {
 fn members_by_lid() {
     let (_, g) = fabric(2, 1, &[((0, 1), (1, 1))]);
     // Switch LIDs 1, 2; the CAs' LIDs follow, on port 10.
-    assert_eq!(McMember::for_lid(&g, 2, false), Some(member(1, 0, false)));
-    assert_eq!(McMember::for_lid(&g, 4, true), Some(member(1, 10, true)));
-    assert_eq!(McMember::for_lid(&g, 99, false), None);
+    let full = JoinState::Full;
+    assert_eq!(McMember::for_lid(&g, 2, full), Some(member(1, 0, false)));
+    let send_only = JoinState::SendOnly;
+    assert_eq!(
+        McMember::for_lid(&g, 4, send_only),
+        Some(member(1, 10, true))
+    );
+    assert_eq!(McMember::for_lid(&g, 99, full), None);
 }
 
 #[test]

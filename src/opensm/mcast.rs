@@ -27,7 +27,7 @@ use super::{ffi, AdapterError, EngineCtx};
 use crate::engine::{EngineKind, McastLane};
 use crate::graph::SwitchGraph;
 use crate::multicast::{
-    route_groups, GroupMft, McConfig, McGroup, McMember, McRouting, UnicastLayers,
+    route_groups, GroupMft, JoinState, McConfig, McGroup, McMember, McRouting, UnicastLayers,
 };
 use crate::reroute::RoutingSummary;
 
@@ -155,7 +155,7 @@ fn read_groups(osm: &LockedSubnet<'_>, uc: &Unicast<'_>, unknown: &mut usize) ->
                 sl = grp.sl();
             }
             for port in grp.ports() {
-                match McMember::for_lid(uc.graph, port.base_lid(), false) {
+                match McMember::for_lid(uc.graph, port.base_lid(), JoinState::Full) {
                     Some(m) => members.push(m),
                     None => *unknown += 1,
                 }
