@@ -61,7 +61,8 @@ pub fn adopt_tables(
             .ok_or_else(|| AdoptError::NoTable(graph.switch_label(s)))?;
         let ports = fabric.nodes()[graph.switch_node()[s as usize] as usize].num_ports;
         // Destination LIDs only: an entry for a LID nobody holds now routes nothing.
-        for lid in graph.dests().iter().map(|d| d.lid) {
+        for dest in graph.dests() {
+            let lid = dest.lid;
             let port = table.get(usize::from(lid)).copied().unwrap_or(NO_PATH);
             if port != NO_PATH && port > ports {
                 return Err(AdoptError::NoSuchPort {
@@ -71,7 +72,6 @@ pub fn adopt_tables(
                 });
             }
             // A port to another switch that has no channel now, or a CA's port elsewhere.
-            let dest = graph.dest_of_lid(lid).expect("a destination LID");
             let delivers = dest.switch == s && dest.exit_port == port;
             if port != NO_PATH && !delivers && graph.channel_at(s, port).is_none() {
                 down += 1;
