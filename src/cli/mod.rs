@@ -445,22 +445,15 @@ fn load_previous(
     };
     let mut routing = osm_dump::routing_from_dumps(&graph, lft, psl);
     dfsssp_rs::reroute::infer_switch_layers(&graph, &mut routing);
-    let max_load = dfsssp_rs::balance::channel_loads(&graph, &routing.lft)
-        .into_iter()
-        .max()
-        .unwrap_or(0);
-    Ok(Some(engine::Routed {
+    // Read back from a path-SL dump, layers are SLs as they are (an SL left to multicast is an
+    // empty layer): SL offset 0.
+    Ok(Some(engine::Routed::read_back(
         fabric,
         graph,
         routing,
-        cfg: cfg.clone(),
-        full_max_load: max_load,
-        max_load,
-        summary: None,
-        // Read back from a path-SL dump, layers are SLs as they are (an SL left to multicast is
-        // an empty layer).
-        sl_offset: 0,
-    }))
+        cfg.clone(),
+        0,
+    )))
 }
 
 /// Routes `f` from the previous routing and prints what moved.

@@ -105,18 +105,12 @@ pub fn adopt_tables(
         )));
     }
     crate::verify::verify(&graph, &routing).map_err(|e| AdoptError::Incomplete(e.to_string()))?;
-    let max_load = crate::balance::channel_loads(&graph, &routing.lft)
-        .into_iter()
-        .max()
-        .unwrap_or(0);
-    Ok(Routed {
+    let sl_offset = u8::from(always || report.spare_lane);
+    Ok(Routed::read_back(
         fabric,
         graph,
         routing,
-        cfg: cfg.clone(),
-        full_max_load: max_load,
-        max_load,
-        summary: None,
-        sl_offset: u8::from(always || report.spare_lane),
-    })
+        cfg.clone(),
+        sl_offset,
+    ))
 }

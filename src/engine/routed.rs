@@ -60,6 +60,32 @@ impl Routed {
         }
     }
 
+    /// A routing read back rather than computed here (from dumps, from the switches' tables):
+    /// its highest channel load counted, taken as a full computation's too, and no summary (a
+    /// re-route from it traverses every destination).
+    pub fn read_back(
+        fabric: Fabric,
+        graph: SwitchGraph,
+        routing: Routing,
+        cfg: EngineConfig,
+        sl_offset: u8,
+    ) -> Self {
+        let max_load = crate::balance::channel_loads(&graph, &routing.lft)
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        Routed {
+            fabric,
+            graph,
+            routing,
+            cfg,
+            full_max_load: max_load,
+            max_load,
+            summary: None,
+            sl_offset,
+        }
+    }
+
     pub fn view(&self) -> RoutedRef<'_> {
         RoutedRef {
             fabric: &self.fabric,
