@@ -476,28 +476,47 @@ impl Drop for Sm {
     }
 }
 
-/// An HA pair in one ibsim: the master (priority 10) and a standby (priority 5) on another CA,
-/// sharing the state file. The master dies; the standby takes over and programs the same LFTs
-/// and answers the same SLs.
-#[test]
-fn a_standby_takes_over_with_the_same_tables_and_sls() {
+/// How the two SMs of an HA pair keep their routing state.
+enum Storage {
+    /// One state file both read and write (shared storage).
+    Shared,
+    /// Each its own, and `adopt_switch_tables=1` on both.
+    OwnAndSwitchTables,
+}
+
+/// An HA pair on the 4x4x4 torus in one ibsim: the master (priority 10) and a standby (priority
+/// 5) on another CA, keeping their state as `storage` says. The master is killed once the standby
+/// found it; returns the simulator, the standby settled as master (to be dropped first), and the
+/// LFT and SL churn of the takeover (ibdmchk and the SA's SLs checked before and after).
+fn takeover(name: &str, storage: Storage) -> (Sim, Sm, (f64, f64)) {
     let f = dfsssp_rs::topo::by_name("torus:4x4x4,2").unwrap();
-    let sim = Sim::start("restart-ha", &f);
+    let sim = Sim::start(name, &f);
     // Sim's socket name (tests/common: one per test name and process).
-    let sock = format!("dfsssp-restart-ha-{}", std::process::id());
+    let sock = format!("dfsssp-{name}-{}", std::process::id());
     let ca_nodes: Vec<u32> = (0..f.nodes().len() as u32)
         .filter(|&n| f.nodes()[n as usize].kind == NodeKind::Ca)
         .collect();
+    let (dir_a, dir_b) = (sim.dir().join("sm-a"), sim.dir().join("sm-b"));
     let shared = sim.dir().join("shared");
     fs::create_dir_all(&shared).unwrap();
-    let state = shared.join("dfsssp-rs.state");
-    let (dir_a, dir_b) = (sim.dir().join("sm-a"), sim.dir().join("sm-b"));
+    let (state_a, state_b, opts) = match storage {
+        Storage::Shared => (
+            shared.join("dfsssp-rs.state"),
+            shared.join("dfsssp-rs.state"),
+            "",
+        ),
+        Storage::OwnAndSwitchTables => (
+            dir_a.join("dfsssp-rs.state"),
+            dir_b.join("dfsssp-rs.state"),
+            ",adopt_switch_tables=1",
+        ),
+    };
     let a = Sm::start_ready(
         &sock,
         &dir_a,
         &[0, 1, 2].map(|k| sim_host(&f, ca_nodes[k])),
-        (10, ""),
-        &state,
+        (10, opts),
+        &state_a,
         &["SUBNET UP"],
     );
     a.wait_for("SUBNET UP", 1);
@@ -506,8 +525,8 @@ fn a_standby_takes_over_with_the_same_tables_and_sls() {
         &sock,
         &dir_b,
         &[0, 1, 2].map(|k| sim_host(&f, ca_nodes[ca_nodes.len() / 2 + k])),
-        (5, ""),
-        &state,
+        (5, opts),
+        &state_b,
         &["Entering STANDBY state", "Entering MASTER state"],
     );
     assert_eq!(
@@ -524,10 +543,18 @@ fn a_standby_takes_over_with_the_same_tables_and_sls() {
     b.wait_for(SAVED, 1);
     b.wait_for(WROTE, 2);
     b.settle();
+    let tb = check(&sim, &dir_b, &f, "after the takeover");
+    let churned = churn(&ta, &tb);
+    (sim, b, churned)
+}
+
+/// An HA pair sharing the state file: the master dies; the standby takes over and programs the
+/// same LFTs and answers the same SLs.
+#[test]
+fn a_standby_takes_over_with_the_same_tables_and_sls() {
+    let (_sim, b, (lft, sl)) = takeover("restart-ha", Storage::Shared);
     assert_eq!(b.count(ADOPTED), 1, "{}", b.log());
     assert_eq!(b.count(FULL), 0, "{}", b.log());
-    let tb = check(&sim, &dir_b, &f, "after the takeover");
-    let (lft, sl) = churn(&ta, &tb);
     eprintln!("standby takeover: {lft:.2}% LFT entries, {sl:.2}% SLs changed");
     assert_eq!((lft, sl), (0.0, 0.0));
     drop(b);
@@ -540,45 +567,7 @@ fn a_standby_takes_over_with_the_same_tables_and_sls() {
 /// and the SA.
 #[test]
 fn a_standby_without_shared_storage_adopts_the_switches_tables() {
-    let f = dfsssp_rs::topo::by_name("torus:4x4x4,2").unwrap();
-    let sim = Sim::start("restart-ha-noshare", &f);
-    let sock = format!("dfsssp-restart-ha-noshare-{}", std::process::id());
-    let ca_nodes: Vec<u32> = (0..f.nodes().len() as u32)
-        .filter(|&n| f.nodes()[n as usize].kind == NodeKind::Ca)
-        .collect();
-    let (dir_a, dir_b) = (sim.dir().join("sm-a"), sim.dir().join("sm-b"));
-    let opts = ",adopt_switch_tables=1";
-    let a = Sm::start_ready(
-        &sock,
-        &dir_a,
-        &[0, 1, 2].map(|k| sim_host(&f, ca_nodes[k])),
-        (10, opts),
-        &dir_a.join("dfsssp-rs.state"),
-        &["SUBNET UP"],
-    );
-    a.wait_for("SUBNET UP", 1);
-    a.wait_for(SAVED, 1);
-    let b = Sm::start_ready(
-        &sock,
-        &dir_b,
-        &[0, 1, 2].map(|k| sim_host(&f, ca_nodes[ca_nodes.len() / 2 + k])),
-        (5, opts),
-        &dir_b.join("dfsssp-rs.state"),
-        &["Entering STANDBY state", "Entering MASTER state"],
-    );
-    assert_eq!(
-        b.count("Entering MASTER state"),
-        0,
-        "the second SM did not find the master (see {})",
-        dir_b.display()
-    );
-    a.settle();
-    let ta = check(&sim, &dir_a, &f, "master");
-    a.kill();
-    b.wait_for("Entering MASTER state", 1);
-    b.wait_for(SAVED, 1);
-    b.wait_for(WROTE, 2);
-    b.settle();
+    let (_sim, b, (lft, sl)) = takeover("restart-ha-noshare", Storage::OwnAndSwitchTables);
     assert_eq!(b.count(ADOPTED), 0, "no shared state file:\n{}", b.log());
     assert_eq!(
         b.count("adopted the routing the switches hold"),
@@ -587,8 +576,6 @@ fn a_standby_without_shared_storage_adopts_the_switches_tables() {
         b.log()
     );
     assert_eq!(b.count(FULL), 0, "{}", b.log());
-    let tb = check(&sim, &dir_b, &f, "after the takeover");
-    let (lft, sl) = churn(&ta, &tb);
     eprintln!(
         "standby takeover without shared storage: {lft:.2}% LFT entries, {sl:.2}% SLs changed"
     );
