@@ -30,7 +30,7 @@ mod candidates;
 mod full_why;
 mod routed;
 
-pub use adopt::{adopt_tables, AdoptError};
+pub use adopt::{adopt_tables, disagreements, AdoptError};
 pub use full_why::FullWhy;
 pub use routed::{Routed, RoutedRef};
 

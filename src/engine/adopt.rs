@@ -114,3 +114,26 @@ pub fn adopt_tables(
         sl_offset,
     ))
 }
+
+/// How many entries of `routed`'s tables (its switches, its destination LIDs) the switches'
+/// `tables` (node GUID, port per LID from 0) hold otherwise, or not at all: 0 when a routing
+/// kept by this SM (its state file, its own earlier mastership) is what the switches hold, so
+/// it may be continued as it is. `O(S * L)`.
+pub fn disagreements(routed: super::RoutedRef<'_>, tables: &[(u64, Vec<u8>)]) -> usize {
+    let by_guid: std::collections::HashMap<u64, &[u8]> =
+        tables.iter().map(|(g, t)| (*g, t.as_slice())).collect();
+    let g = routed.graph;
+    (0..g.num_switches() as u32)
+        .map(|s| {
+            let held = by_guid.get(&g.switch_guid(s)).copied().unwrap_or(&[]);
+            let ours = routed.routing.lft.table(s);
+            g.dests()
+                .iter()
+                .filter(|d| {
+                    let lid = usize::from(d.lid);
+                    held.get(lid).copied().unwrap_or(NO_PATH) != ours[lid]
+                })
+                .count()
+        })
+        .sum()
+}

@@ -275,3 +275,29 @@ fn tables_read_back_give_the_routing_and_layers_the_master_computed() {
         );
     }
 }
+
+/// A routing this SM kept (state file, earlier mastership) is continued at a takeover only when
+/// the switches hold exactly its tables: every entry that differs, or a switch without a table,
+/// is counted.
+#[test]
+fn a_kept_routing_agrees_with_the_switches_only_entry_for_entry() {
+    let f = crate::topo::by_name("torus:3x3x3,1").unwrap();
+    let cfg = EngineConfig::new(EngineKind::Dfsssp);
+    let out = run(&f, &cfg).unwrap();
+    let g = out.graph.clone();
+    let routed = Routed::new(f.clone(), cfg.clone(), out);
+    let tables: Vec<(u64, Vec<u8>)> = (0..g.num_switches() as u32)
+        .map(|s| (g.switch_guid(s), routed.routing.lft.table(s).to_vec()))
+        .collect();
+    assert_eq!(disagreements(routed.view(), &tables), 0);
+    // Another SM re-routed two LIDs on the first switch.
+    let mut moved = tables.clone();
+    for d in g.dests().iter().filter(|d| d.switch != 0).take(2) {
+        let e = &mut moved[0].1[usize::from(d.lid)];
+        *e = if *e == 1 { 2 } else { 1 };
+    }
+    assert_eq!(disagreements(routed.view(), &moved), 2);
+    // A switch whose table was not read: all its destination entries.
+    let short = &tables[1..];
+    assert_eq!(disagreements(routed.view(), short), g.dests().len());
+}

@@ -28,6 +28,8 @@ pub(super) struct Persist {
     tried: bool,
     /// The switches' tables were read back once (`adopt_switch_tables`).
     tables_tried: bool,
+    /// They were read back in the current takeover (OpenSM's first sweep out of standby).
+    read_at_takeover: bool,
     /// This process's stamp in the files it writes (random), and its last write's serial.
     writer: u64,
     serial: u64,
@@ -42,6 +44,7 @@ impl Default for Persist {
         Persist {
             tried: false,
             tables_tried: false,
+            read_at_takeover: false,
             writer: rand::random::<u64>() | 1,
             serial: 0,
             last_seen: None,
@@ -147,44 +150,107 @@ impl EngineCtx {
         if std::mem::replace(&mut self.persist().tables_tried, true) {
             return None;
         }
+        self.adopt_read_back(api, fabric, cfg, None)
+    }
+
+    /// At the first run after this SM came out of standby (`took_over`, with
+    /// `adopt_switch_tables`): another SM was master until now, so the switches hold its
+    /// routing, and what this SM kept may be older. The switches' tables are read back once per
+    /// takeover and adopted, their layers derived as the other master derived or computed them
+    /// (README, "High availability without shared storage"); a state file that agrees with
+    /// them entry for entry is continued instead (it keeps its layers exactly: on shared
+    /// storage, the other master wrote it). Where the tables cannot be adopted, what was kept
+    /// is continued after all.
+    pub(super) fn check_at_takeover(
+        &self,
+        api: &ffi::Api,
+        fabric: &Fabric,
+        cfg: &EngineConfig,
+        kept: Option<Kept>,
+    ) -> Option<Routed> {
+        {
+            let mut p = self.persist();
+            p.tables_tried = true;
+            if std::mem::replace(&mut p.read_at_takeover, true) {
+                return kept.map(Kept::into_routed);
+            }
+        }
+        self.adopt_read_back(api, fabric, cfg, kept)
+    }
+
+    /// Starts a new takeover's reading: called at runs that are no takeover's first.
+    pub(super) fn no_takeover(&self) {
+        self.persist().read_at_takeover = false;
+    }
+
+    /// Reads the switches' tables back and adopts them, unless `kept` is a state file that
+    /// agrees with them entry for entry; every outcome logged.
+    fn adopt_read_back(
+        &self,
+        api: &ffi::Api,
+        fabric: &Fabric,
+        cfg: &EngineConfig,
+        kept: Option<Kept>,
+    ) -> Option<Routed> {
         let name = self.kind.name();
-        let not_adopted = |why: String| {
+        let fallback = |kept: Option<Kept>, why: String| {
+            let then = kept
+                .as_ref()
+                .map_or("computing from scratch".to_string(), |k| {
+                    format!("continuing from {}", k.source())
+                });
             self.log.info(&format!(
-                "{}: {name}: the switches' tables not adopted ({why}): computing from scratch",
+                "{}: {name}: the switches' tables not adopted ({why}): {then}",
                 Code::StateIgnored
             ));
-            None
+            kept.map(Kept::into_routed)
         };
         let t = Instant::now();
         // SAFETY: OpenSM is in build_lid_matrices (its lock held by this thread) and the caller
         // keeps no view of the subnet across this call.
         let rb = match unsafe { readback::read_back_lfts(self.osm, api, READBACK_LIMIT) } {
             Ok(rb) => rb,
-            Err(e) => return not_adopted(e),
+            Err(e) => return fallback(kept, e),
         };
-        let read = t.elapsed().as_secs_f64();
+        let read = format!(
+            "{} switches, {} LFT blocks read back in {:.3} s",
+            rb.switches,
+            rb.blocks,
+            t.elapsed().as_secs_f64()
+        );
         // SAFETY: the lock is held again; this view ends within this function.
         let tables = unsafe { LockedSubnet::new(self.osm) }.current_lfts();
+        let differ = match &kept {
+            Some(Kept::StateFile(r)) => match engine::disagreements(r.view(), &tables) {
+                0 => {
+                    self.log.info(&format!(
+                        "{name}: the switches hold the routing state file's tables entry for \
+                         entry ({read}): continuing from it"
+                    ));
+                    return kept.map(Kept::into_routed);
+                }
+                n => format!("; the routing state file differs from them in {n} entries"),
+            },
+            Some(Kept::LastMastership(r)) => match engine::disagreements(r.view(), &tables) {
+                0 => "; they are this SM's routing of its last mastership".to_string(),
+                n => format!("; this SM's routing of its last mastership differs in {n} entries"),
+            },
+            None => String::new(),
+        };
         let t = Instant::now();
         match engine::adopt_tables(fabric.clone(), cfg, &tables) {
             Ok(routed) => {
                 self.log.info(&format!(
-                    "{name}: adopted the routing the switches hold ({} switches, {} LFT blocks \
-                     read back in {read:.3} s, {} request(s) refused; {} layer(s) derived from \
-                     the routes in {:.3} s): only what changed since is re-routed, and the \
-                     result is verified in full",
-                    rb.switches,
-                    rb.blocks,
+                    "{name}: adopted the routing the switches hold ({read}, {} request(s) \
+                     refused; {} layer(s) derived from the routes in {:.3} s{differ}): only what \
+                     changed since is re-routed, and the result is verified in full",
                     rb.refused,
                     routed.routing.num_layers,
                     t.elapsed().as_secs_f64()
                 ));
                 Some(routed)
             }
-            Err(e) => not_adopted(format!(
-                "{} switches, {} LFT blocks read back in {read:.3} s: {e}",
-                rb.switches, rb.blocks
-            )),
+            Err(e) => fallback(kept, format!("{read}: {e}{differ}")),
         }
     }
 
@@ -240,6 +306,30 @@ impl EngineCtx {
                 "{}: {name}: cannot start the thread that saves the routing state: {e}",
                 Code::StateWrite
             )),
+        }
+    }
+}
+
+/// What this SM kept from before a takeover ([`EngineCtx::check_at_takeover`]).
+pub(super) enum Kept {
+    /// The routing state file's routing (its own, or on shared storage the other master's).
+    StateFile(Routed),
+    /// Its own routing from when it was master before (its layers need not be the ones the
+    /// other master answered since).
+    LastMastership(Routed),
+}
+
+impl Kept {
+    fn source(&self) -> &'static str {
+        match self {
+            Kept::StateFile(_) => "the routing state file",
+            Kept::LastMastership(_) => "this SM's routing of its last mastership",
+        }
+    }
+
+    fn into_routed(self) -> Routed {
+        match self {
+            Kept::StateFile(r) | Kept::LastMastership(r) => r,
         }
     }
 }

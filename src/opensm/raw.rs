@@ -75,6 +75,17 @@ impl<'a> LockedSubnet<'a> {
         qmap(&self.subn.port_guid_tbl).map(|item| Port(unsafe { &*item.cast::<ffi::osm_port_t>() }))
     }
 
+    /// Whether this is this SM's first sweep as master while another SM is or was about: it
+    /// came out of standby (the master died, or handed over), or it found another SM while
+    /// discovering (a master that handed over before discovery ended: OpenSM then goes from
+    /// discovering to master directly). The switches may then hold another SM's routing.
+    pub(crate) fn took_over(&self) -> bool {
+        // SAFETY: a live, initialised qmap (lock held); the helper only reads its count.
+        let other_sms = unsafe { ffi::cl_qmap_count(&self.subn.sm_guid_tbl) };
+        self.subn.first_time_master_sweep != 0
+            && (self.subn.coming_out_of_standby != 0 || other_sms > 0)
+    }
+
     /// Switches in OpenSM's switch table.
     pub(crate) fn switch_count(&self) -> usize {
         // SAFETY: a live, initialised qmap (lock held); the helper only reads its count.

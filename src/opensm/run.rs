@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::time::Instant;
 
 use super::lid_matrix::LidMatrixWriter;
-use super::persist;
+use super::persist::{self, Kept};
 use super::qos::SlRange;
 use super::raw::{self, LockedSubnet};
 use super::{ffi, log, subnet, tables};
@@ -201,16 +201,26 @@ impl EngineCtx {
         let set = self.settings(subnet);
         let state_path = persist::state_path(&set);
         let (mut cfg, sls) = self.config(subnet, &set)?;
-        let prior = match self.adopt_state(state_path.as_deref(), &subnet.fabric, active.is_some())
-        {
-            Some(p) => Some(p),
-            None => match active {
-                Some(a) => Some(a.into_routed()),
-                None if set.adopt_switch_tables == Some(true) => {
-                    self.adopt_switch_tables(api, &subnet.fabric, &cfg)
-                }
-                None => None,
-            },
+        let from_state = self.adopt_state(state_path.as_deref(), &subnet.fabric, active.is_some());
+        let adopt_tables = set.adopt_switch_tables == Some(true);
+        if !subnet.took_over {
+            self.no_takeover();
+        }
+        let prior = match (from_state, active) {
+            // Another SM was master until now: what this SM kept may be older than what the
+            // switches hold.
+            (kept, active) if subnet.took_over && adopt_tables => {
+                let kept = match (kept, active) {
+                    (Some(p), _) => Some(Kept::StateFile(p)),
+                    (None, Some(a)) => Some(Kept::LastMastership(a.into_routed())),
+                    (None, None) => None,
+                };
+                self.check_at_takeover(api, &subnet.fabric, &cfg, kept)
+            }
+            (Some(p), _) => Some(p),
+            (None, Some(a)) => Some(a.into_routed()),
+            (None, None) if adopt_tables => self.adopt_switch_tables(api, &subnet.fabric, &cfg),
+            (None, None) => None,
         };
         let mut rc = self.reroute_config(&set, heavy_sweep)?;
         if let Some(changed) = self.traffic_classes(subnet, &mut cfg) {

@@ -52,6 +52,8 @@ pub(crate) struct Subnet {
     /// OpenSM's options that bear on routing (`name`, value).
     pub routing_options: Vec<(&'static str, String)>,
     pub skipped: SkipCounts,
+    /// The first sweep since this SM came out of standby ([`LockedSubnet::took_over`]).
+    pub took_over: bool,
 }
 
 /// What dfsssp-rs makes of OpenSM's routing options, as one log line: those it honours, those
@@ -203,6 +205,7 @@ pub(crate) fn read(api: &ffi::Api, osm: &LockedSubnet<'_>) -> Result<Subnet, Fab
         plugin_options: opt.plugin_options,
         routing_options: opt.routing_options,
         skipped,
+        took_over: osm.took_over(),
     })
 }
 

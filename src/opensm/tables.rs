@@ -259,6 +259,7 @@ mod tests {
             plugin_options: None,
             routing_options: Vec::new(),
             skipped: SkipCounts::default(),
+            took_over: false,
         }
     }
 
