@@ -41,7 +41,66 @@ pub enum AdoptError {
 
 /// The routing the switches' `tables` (node GUID, port per LID from 0) hold for `fabric`, with
 /// its layers as `cfg`'s deadlock removal assigns them.
+///
+/// Where the tables send routes over switch ports that are down now and those are the two ends
+/// of one cable (a cable that failed while no master ran, or during the takeover), they are
+/// the routing of the fabric with that cable: that fabric is returned with them, so the
+/// incremental re-route moves only the routes that crossed the cable. Two or more failed
+/// cables cannot be told apart from the tables alone (which down port faced which): refused
+/// with [`AdoptError::DownPorts`].
 pub fn adopt_tables(
+    fabric: Fabric,
+    cfg: &EngineConfig,
+    tables: &[(u64, Vec<u8>)],
+) -> Result<Routed, AdoptError> {
+    match adopt_on(fabric.clone(), cfg, tables) {
+        Err(AdoptError::DownPorts { .. }) if down_ports_used(&fabric, tables).len() == 2 => {
+            let ends = down_ports_used(&fabric, tables);
+            let mut b = crate::fabric::FabricBuilder::from_fabric(fabric);
+            b.link(ends[0], ends[1])
+                .map_err(|e| AdoptError::Fabric(e.to_string()))?;
+            let with_cable = b.build().map_err(|e| AdoptError::Fabric(e.to_string()))?;
+            adopt_on(with_cable, cfg, tables)
+        }
+        other => other,
+    }
+}
+
+/// The switch ports, unlinked in `fabric`, that `tables` forward some LID of `fabric` over.
+fn down_ports_used(fabric: &Fabric, tables: &[(u64, Vec<u8>)]) -> Vec<crate::fabric::PortRef> {
+    use crate::fabric::{NodeKind, PortRef};
+    let lids: Vec<u16> = fabric
+        .endpoints()
+        .iter()
+        .flat_map(|e| e.lids())
+        .filter_map(|l| u16::try_from(l).ok())
+        .filter(|&l| l != 0)
+        .collect();
+    let linked = fabric.port_table();
+    let mut ports = std::collections::BTreeSet::new();
+    for (node, n) in fabric.nodes().iter().enumerate() {
+        if n.kind != NodeKind::Switch {
+            continue;
+        }
+        let Some((_, table)) = tables.iter().find(|(g, _)| *g == n.guid) else {
+            continue;
+        };
+        for &lid in &lids {
+            let port = table.get(usize::from(lid)).copied().unwrap_or(NO_PATH);
+            let on_switch_port = port != 0 && port != NO_PATH && port <= n.num_ports;
+            if on_switch_port && linked.remote(node, port).is_none() {
+                ports.insert((node as u32, port));
+            }
+        }
+    }
+    ports
+        .into_iter()
+        .map(|(node, port)| PortRef { node, port })
+        .collect()
+}
+
+/// [`adopt_tables`] on `fabric` as it is.
+fn adopt_on(
     fabric: Fabric,
     cfg: &EngineConfig,
     tables: &[(u64, Vec<u8>)],

@@ -240,6 +240,11 @@ impl EngineCtx {
         let t = Instant::now();
         match engine::adopt_tables(fabric.clone(), cfg, &tables) {
             Ok(routed) => {
+                let differ = if routed.fabric.links().len() > fabric.links().len() {
+                    format!("{differ}; they route over a cable that failed since: re-routed")
+                } else {
+                    differ
+                };
                 self.log.info(&format!(
                     "{name}: adopted the routing the switches hold ({read}, {} request(s) \
                      refused; {} layer(s) derived from the routes in {:.3} s{differ}): only what \

@@ -36,8 +36,9 @@ pub struct OsmArgs {
     /// applies, and dfsssp-rs with QoS on and off; `dfsssp-rs/noqos` is the QoS-off run)
     #[arg(long, value_delimiter = ',', requires = "in_opensm")]
     routing_engines: Vec<String>,
-    /// With --in-opensm: seconds each opensm run may take; a run still going then is stopped
-    /// and reported as timed out
+    /// With --in-opensm: seconds each engine's routing phase may take in OpenSM; a run still
+    /// routing then is stopped and reported as timed out (discovery, the upload and OpenSM's
+    /// dumps in ibsim get four times as long, at least 5 minutes more)
     #[arg(long, default_value_t = 60, requires = "in_opensm")]
     limit: u64,
     /// With --in-opensm: a torus-2QoS.conf for the fabric (else one is written where the fabric is

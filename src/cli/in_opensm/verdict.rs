@@ -109,12 +109,22 @@ impl Run {
         limit: Duration,
     ) -> Run {
         let (status, reason) = match (&r.ended, log.used.as_deref()) {
+            (Ended::TimedOut, _) if log.runs_begun > 0 => (
+                Status::Timeout,
+                Some(format!(
+                    "opensm stopped: its routing phase took longer than {} s ({} routing run(s) \
+                     begun), or the whole run longer than {} s",
+                    limit.as_secs(),
+                    log.runs_begun,
+                    super::procs::whole_run_bound(limit).as_secs()
+                )),
+            ),
             (Ended::TimedOut, _) => (
                 Status::Timeout,
                 Some(format!(
-                    "opensm stopped after {} s ({} routing run(s) begun)",
-                    limit.as_secs(),
-                    log.runs_begun
+                    "opensm stopped after {} s without routing (discovery in ibsim; raise \
+                     --limit)",
+                    super::procs::whole_run_bound(limit).as_secs()
                 )),
             ),
             (_, Some(u)) if u == engine => (Status::Ok, None),
@@ -665,7 +675,7 @@ pub fn text(ctx: &Context, runs: &[Run], rec: &Recommendation) -> String {
     let _ = writeln!(out, "{}: {}", ctx.input, ctx.fabric.line());
     let _ = writeln!(
         out,
-        "each engine in a fresh ibsim, stock opensm until the subnet is up (limit {} s), SLs from \
+        "each engine in a fresh ibsim, stock opensm until the subnet is up (routing limit {} s), SLs from \
          its SA; judged from OpenSM's dumps; Λ over {} random bisections (seed {})",
         ctx.limit_s, ctx.patterns, ctx.seed
     );
