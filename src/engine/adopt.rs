@@ -53,17 +53,21 @@ pub fn adopt_tables(
     cfg: &EngineConfig,
     tables: &[(u64, Vec<u8>)],
 ) -> Result<Routed, AdoptError> {
-    match adopt_on(fabric.clone(), cfg, tables) {
-        Err(AdoptError::DownPorts { .. }) if down_ports_used(&fabric, tables).len() == 2 => {
-            let ends = down_ports_used(&fabric, tables);
-            let mut b = crate::fabric::FabricBuilder::from_fabric(fabric);
-            b.link(ends[0], ends[1])
-                .map_err(|e| AdoptError::Fabric(e.to_string()))?;
-            let with_cable = b.build().map_err(|e| AdoptError::Fabric(e.to_string()))?;
-            adopt_on(with_cable, cfg, tables)
-        }
-        other => other,
-    }
+    let refused = match adopt_on(fabric.clone(), cfg, tables) {
+        Err(e @ AdoptError::DownPorts { .. }) => e,
+        other => return other,
+    };
+    let &[a, b] = down_ports_used(&fabric, tables).as_slice() else {
+        return Err(refused);
+    };
+    let mut with_cable = crate::fabric::FabricBuilder::from_fabric(fabric);
+    with_cable
+        .link(a, b)
+        .map_err(|e| AdoptError::Fabric(e.to_string()))?;
+    let with_cable = with_cable
+        .build()
+        .map_err(|e| AdoptError::Fabric(e.to_string()))?;
+    adopt_on(with_cable, cfg, tables)
 }
 
 /// The switch ports, unlinked in `fabric`, that `tables` forward some LID of `fabric` over.
@@ -77,12 +81,14 @@ fn down_ports_used(fabric: &Fabric, tables: &[(u64, Vec<u8>)]) -> Vec<crate::fab
         .filter(|&l| l != 0)
         .collect();
     let linked = fabric.port_table();
+    let by_guid: std::collections::HashMap<u64, &[u8]> =
+        tables.iter().map(|(g, t)| (*g, t.as_slice())).collect();
     let mut ports = std::collections::BTreeSet::new();
     for (node, n) in fabric.nodes().iter().enumerate() {
         if n.kind != NodeKind::Switch {
             continue;
         }
-        let Some((_, table)) = tables.iter().find(|(g, _)| *g == n.guid) else {
+        let Some(table) = by_guid.get(&n.guid) else {
             continue;
         };
         for &lid in &lids {

@@ -675,8 +675,8 @@ pub fn text(ctx: &Context, runs: &[Run], rec: &Recommendation) -> String {
     let _ = writeln!(out, "{}: {}", ctx.input, ctx.fabric.line());
     let _ = writeln!(
         out,
-        "each engine in a fresh ibsim, stock opensm until the subnet is up (routing limit {} s), SLs from \
-         its SA; judged from OpenSM's dumps; Λ over {} random bisections (seed {})",
+        "each engine in a fresh ibsim, stock opensm until the subnet is up (routing limit {} s), \
+         SLs from its SA; judged from OpenSM's dumps; Λ over {} random bisections (seed {})",
         ctx.limit_s, ctx.patterns, ctx.seed
     );
     let compute = ctx.fabric.compute_ports.is_some();
