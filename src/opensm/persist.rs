@@ -26,7 +26,8 @@ const READBACK_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 pub(super) struct Persist {
     /// The first routing run has looked at the file.
     tried: bool,
-    /// The switches' tables were read back once (`adopt_switch_tables`).
+    /// The switches' tables were read back (`adopt_switch_tables`): at the first run with
+    /// nothing to continue from, or at a takeover.
     tables_tried: bool,
     /// They were read back in the current takeover (OpenSM's first sweep out of standby).
     read_at_takeover: bool,
