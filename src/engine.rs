@@ -316,9 +316,34 @@ fn incremental(
     };
     // After a repair the re-route is guided by what a full computation gives now.
     let fresh = || run(fabric, cfg).ok().map(|out| out.routing);
-    let (routing, st, loads) =
-        reroute::reroute_guided(p.routed_fabric(), p.summary, fabric, &graph, &opts, &fresh)?;
-    let estimate = judge_balance(&p, &graph, st.max_load, rc)?;
+    let route = |shed: Option<&[bool]>| {
+        reroute::reroute_guided(
+            p.routed_fabric(),
+            p.summary,
+            fabric,
+            &graph,
+            &opts,
+            &fresh,
+            shed,
+        )
+    };
+    let (mut routing, mut st, mut loads) = route(None)?;
+    let estimate = match judge_balance(&p, &graph, st.max_load, rc) {
+        Ok(estimate) => estimate,
+        // Before a full computation (which moves most paths and, with them, SLs), a re-balance
+        // in place: the paths over the channels loaded above a full computation's estimate are
+        // routed again, balanced against the paths that stay. A CA joining a fabric whose
+        // faults left some channels loaded (its leaf's routes weigh one source more) needs no
+        // more than that.
+        Err(FullWhy::Rebalance { estimate, .. }) => {
+            let hot: Vec<bool> = loads.iter().map(|&l| l > estimate).collect();
+            let shed = route(Some(&hot))?;
+            let estimate = judge_balance(&p, &graph, shed.1.max_load, rc)?;
+            (routing, st, loads) = shed;
+            estimate
+        }
+        Err(why) => return Err(why),
+    };
     let route_time = start.elapsed();
     let verify_start = Instant::now();
     let (verified, scope_note) = verify_incremental(&p, fabric, &graph, &routing, cfg)?;

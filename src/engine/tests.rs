@@ -1,5 +1,6 @@
 use super::*;
 use crate::fabric::NodeKind;
+use crate::reroute::RoutedFabric;
 
 /// `f` without its first switch-to-switch cable.
 fn first_cable_cut(f: &Fabric) -> Fabric {
@@ -305,4 +306,75 @@ fn a_kept_routing_agrees_with_the_switches_only_entry_for_entry() {
     // A switch whose table was not read: all its destination entries.
     let short = &tables[1..];
     assert_eq!(disagreements(routed.view(), short), g.dests().len());
+}
+
+/// A CA joining a fat tree whose faults left its leaf's routes loaded (soak, issue 35: two
+/// spines down, two CAs gone, one back): its leaf's paths weigh one source more, which took the
+/// highest channel load past the re-balance threshold and used to trigger a full computation
+/// (half the LFT blocks and every SL changed). Re-balancing in place routes again only the
+/// paths over the overloaded channels: the load comes back under the threshold, SLs stay.
+#[test]
+fn a_ca_joining_after_faults_re_balances_in_place() {
+    let f = crate::topo::by_name("ktree:4,3").unwrap();
+    let without = |names: &[&str]| {
+        let gone: Vec<u64> = (f.nodes().iter())
+            .filter(|n| names.contains(&n.description.as_str()))
+            .map(|n| n.guid)
+            .collect();
+        assert_eq!(gone.len(), names.len(), "{names:?}");
+        f.retain(|n| !gone.contains(&n.guid), |_| true)
+    };
+    let steps = [
+        without(&["ktree L3 S3"]),
+        without(&["ktree L3 S3", "ktree L3 S13"]),
+        without(&["ktree L3 S3", "ktree L3 S13", "H-33"]),
+        without(&["ktree L3 S3", "ktree L3 S13", "H-33", "H-10"]),
+        without(&["ktree L3 S3", "ktree L3 S13", "H-33"]),
+    ];
+    let cfg = EngineConfig::new(EngineKind::Dfsssp);
+    let rc = RerouteConfig::default();
+    let mut fabrics = vec![&f];
+    let mut outs = vec![run(&f, &cfg).unwrap()];
+    for step in &steps {
+        let (pf, po) = (fabrics[fabrics.len() - 1], &outs[outs.len() - 1]);
+        let out = run_from(step, &cfg, Some(prior_of(pf, &cfg, po)), &rc).unwrap();
+        fabrics.push(step);
+        outs.push(out);
+    }
+    let (last, before) = (&outs[outs.len() - 1], &outs[outs.len() - 2]);
+    let RouteMode::Incremental(st) = &last.mode else {
+        panic!("the join computed from scratch: {:?}", last.mode);
+    };
+    assert!(st.shed_channels > 0, "{}", st.summary());
+    // Under the threshold again: 50% above a full computation's estimate.
+    assert!(
+        last.max_load * 100 <= last.full_max_load * u64::from(100 + rc.max_load_growth_pct),
+        "{}",
+        st.summary()
+    );
+    let moved = crate::reroute::diff(
+        RoutedFabric {
+            fabric: fabrics[fabrics.len() - 2],
+            graph: &before.graph,
+            routing: &before.routing,
+        },
+        RoutedFabric {
+            fabric: fabrics[fabrics.len() - 1],
+            graph: &last.graph,
+            routing: &last.routing,
+        },
+    );
+    assert_eq!(moved.ca_pairs_sl_changed_path_kept, 0, "{moved:?}");
+    let fresh = run(fabrics[fabrics.len() - 1], &cfg).unwrap();
+    let lambda = |o: &EngineOutput| crate::metrics::judging_lambda(&o.graph, &o.routing.lft, 200);
+    // (Measured: 0.7569 in place, 0.7746 before the join, 0.7731 from scratch.)
+    let (now, full) = (lambda(last), lambda(&fresh));
+    assert!(
+        now >= 0.95 * full,
+        "Λ {now:.4} in place, {full:.4} from scratch"
+    );
+    assert!(
+        moved.ca_pairs_moved * 20 < moved.ca_pairs,
+        "more than 5% of the CA pairs moved: {moved:?}"
+    );
 }

@@ -103,6 +103,8 @@ pub struct RerouteStats {
     /// The highest channel load afterwards (routes per channel, every CA/router port a source):
     /// what the balancing minimises, to compare with a full computation's.
     pub max_load: u64,
+    /// A re-balance in place: how many overloaded channels had their paths routed again.
+    pub shed_channels: usize,
 }
 
 impl RerouteStats {
@@ -123,7 +125,14 @@ impl RerouteStats {
             self.layer_moves,
             self.layers,
             self.max_load
-        ) + &self
+        ) + &(if self.shed_channels > 0 {
+            format!(
+                "; re-balanced in place: the paths over {} overloaded channel(s) routed again",
+                self.shed_channels
+            )
+        } else {
+            String::new()
+        }) + &self
             .repair
             .map(|m| {
                 format!(
@@ -191,11 +200,15 @@ pub fn reroute_with(
     g: &SwitchGraph,
     opts: &RerouteOptions,
 ) -> Result<(Routing, RerouteStats, Vec<u64>), FullReason> {
-    reroute_guided(prev, summary, fabric, g, opts, &|| None)
+    reroute_guided(prev, summary, fabric, g, opts, &|| None, None)
 }
 
 /// [`reroute_with`]; after a repair, `fresh` computes the routing a full computation of `fabric`
 /// would give (the engine's), called only then; `None` guides by balanced SSSP routes.
+///
+/// `shed`: per channel of `g`, it is overloaded (a re-balance in place, after a re-route left a
+/// channel loaded far above a full computation's estimate): no path over it is kept, and the
+/// paths routed again weigh it like any other port, not as their old one.
 pub fn reroute_guided(
     prev: RoutedFabric<'_>,
     summary: Option<&RoutingSummary>,
@@ -203,6 +216,7 @@ pub fn reroute_guided(
     g: &SwitchGraph,
     opts: &RerouteOptions,
     fresh: &dyn Fn() -> Option<Routing>,
+    shed: Option<&[bool]>,
 ) -> Result<(Routing, RerouteStats, Vec<u64>), FullReason> {
     if g.num_switches() == 0 {
         return Err(FullReason::NoSwitches);
@@ -216,7 +230,11 @@ pub fn reroute_guided(
     }
     check_lmc(prev.fabric, fabric)?;
 
-    let mut st = RerouteStats::default();
+    let shed = shed.filter(|h| h.len() == g.num_channels());
+    let mut st = RerouteStats {
+        shed_channels: shed.map_or(0, |h| h.iter().filter(|&&x| x).count()),
+        ..Default::default()
+    };
     let m = Matching::new(og, g, &mut st);
     let comp = g.components();
     let ei = EdgeIndex::new(g);
@@ -234,6 +252,7 @@ pub fn reroute_guided(
         comp: &comp,
         ei: &ei,
         shortest: repair.as_ref().map(|(a, b)| (a, b)),
+        shed,
     };
     // And a fresh routing guides what the returned elements carry ([`guide`]).
     let Some(guide) = repair.as_ref().map(|(_, now)| {
@@ -292,6 +311,8 @@ struct Stage<'a> {
     comp: &'a [u32],
     ei: &'a EdgeIndex,
     shortest: Option<(&'a SwitchDistances, &'a SwitchDistances)>,
+    /// Overloaded channels: no path over them is kept ([`reroute_guided`]).
+    shed: Option<&'a [bool]>,
 }
 
 impl Stage<'_> {
@@ -316,6 +337,7 @@ impl Stage<'_> {
             ei: self.ei,
             words: if opts.deadlock_free { words } else { 0 },
             shortest: self.shortest,
+            shed: self.shed,
             guide,
             layers: usize::from(or.num_layers.max(1)),
             layered: layer_table == LayerTable::Kept,
@@ -348,6 +370,7 @@ impl Stage<'_> {
             or,
             old_of_new: &m.old_of_new,
             guide,
+            shed: self.shed,
         };
         for &checks in tries {
             let mut load = kept.load.clone();
@@ -523,6 +546,7 @@ fn keep_survivors(
     let old_words = EdgeIndex::new(og).num_edges().div_ceil(64);
     let summary = summary.filter(|sm| {
         ctx.shortest.is_none()
+            && ctx.shed.is_none()
             && links_only(ctx.prev, ctx.fabric, g, ctx.new_of_old, ctx.comp)
             && sm.loads.len() == og.num_channels()
             && (bits.is_empty() || sm.layer_edges.len() == bits.len())

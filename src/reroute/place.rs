@@ -27,6 +27,9 @@ pub(super) struct Basis<'a> {
     pub(super) old_of_new: &'a [u32],
     /// After a repair: the ports a full computation gives now, preferred to the old ones.
     pub(super) guide: Option<&'a Guide>,
+    /// A re-balance in place: overloaded channels, which count as a move even where they are
+    /// the old port (the paths shed from them spread by load).
+    pub(super) shed: Option<&'a [bool]>,
 }
 
 /// New next hops for the switches whose paths are not kept (`work`: per destination, the kept
@@ -47,6 +50,7 @@ pub(super) fn route_again(
         or,
         old_of_new,
         guide,
+        shed,
     } = basis;
     let ns = g.num_switches();
     let mut num_layers = or.num_layers.max(1);
@@ -83,7 +87,8 @@ pub(super) fn route_again(
                 let v = g.chan_head()[c as usize];
                 let h = sc.hop[v as usize];
                 if h != u32::MAX {
-                    let moved = g.chan_port()[c as usize] != old_port;
+                    let moved = g.chan_port()[c as usize] != old_port
+                        || shed.is_some_and(|hot| hot[c as usize]);
                     let other_layer = match (&t.layers, old_layer) {
                         (Some(lt), Some(l)) if g.terminal_count()[s as usize] > 0 => {
                             lt.get(v, d.lid) != l

@@ -28,6 +28,9 @@ pub(super) struct Survey<'a> {
     pub(super) shortest: Option<(&'a SwitchDistances, &'a SwitchDistances)>,
     /// After a repair: paths whose fresh route crosses a returned channel are not kept.
     pub(super) guide: Option<&'a Guide>,
+    /// A re-balance in place: paths over these (overloaded) channels of the new graph are not
+    /// kept.
+    pub(super) shed: Option<&'a [bool]>,
     pub(super) layers: usize,
     pub(super) layered: bool,
     /// Also sum each traversed destination's whole old tree per old channel (`Surveyed::sub`),
@@ -122,7 +125,10 @@ impl Survey<'_> {
                 && guide_keeps
                 && (c == NO_CHANNEL
                     || chan_new[c as usize] != NO_CHANNEL
-                        && sc.kept_old[og.chan_head()[c as usize] as usize]);
+                        && sc.kept_old[og.chan_head()[c as usize] as usize]
+                        && self
+                            .shed
+                            .is_none_or(|hot| !hot[chan_new[c as usize] as usize]));
         }
     }
 
