@@ -313,6 +313,53 @@ impl SwitchGraph {
         layered.then_some(level)
     }
 
+    /// On a fabric layered like a fat tree (`levels` from [`Self::tree_levels`]): whether some
+    /// switch's shortest way (`dist`) to a switch with CAs is shorter than every up-then-down
+    /// way, i.e. failed cables force minimal routes to CA LIDs to turn down and up again. Two
+    /// passes over the channels per such switch (levels ascending for the pure-down distances,
+    /// descending for the up-then-down ones); stops at the first such pair.
+    pub fn shortest_ways_turn_down_up(&self, levels: &[u32], dist: &SwitchDistances) -> bool {
+        let ns = self.num_switches();
+        if levels.len() != ns || dist.n != ns {
+            return false;
+        }
+        let mut by_level: Vec<u32> = (0..ns as u32).collect();
+        by_level.sort_unstable_by_key(|&s| levels[s as usize]);
+        let (mut down, mut legal) = (vec![u16::MAX; ns], vec![u16::MAX; ns]);
+        (0..ns as u32)
+            .filter(|&t| self.terminal_count[t as usize] > 0)
+            .any(|t| {
+                down.fill(u16::MAX);
+                down[t as usize] = 0;
+                // A switch one level up from x reaches t down through x.
+                for &x in &by_level {
+                    let dx = down[x as usize];
+                    if dx == u16::MAX {
+                        continue;
+                    }
+                    for c in self.out_channels(x) {
+                        let y = self.chan_head[c as usize] as usize;
+                        if levels[y] == levels[x as usize] + 1 {
+                            down[y] = down[y].min(dx + 1);
+                        }
+                    }
+                }
+                // Up one level to x, then x's legal way (up* down* stays legal).
+                for &y in by_level.iter().rev() {
+                    let mut best = down[y as usize];
+                    for c in self.out_channels(y) {
+                        let x = self.chan_head[c as usize] as usize;
+                        if levels[x] == levels[y as usize] + 1 && legal[x] != u16::MAX {
+                            best = best.min(legal[x] + 1);
+                        }
+                    }
+                    legal[y as usize] = best;
+                }
+                let to = dist.to(t);
+                (0..ns).any(|s| to[s] < legal[s])
+            })
+    }
+
     #[inline]
     pub fn max_lid(&self) -> u16 {
         self.max_lid
@@ -627,6 +674,24 @@ fn attach_endpoints(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A complete fat tree's shortest ways are all up-then-down; a failed cable makes some switch
+    /// reach a leaf shorter down and up again (the cable cut here, at random, in each seed).
+    #[test]
+    fn failed_cables_make_shortest_ways_turn_down_up() {
+        let turns = |spec: &str| {
+            let g = SwitchGraph::new(&crate::topo::by_name(spec).unwrap()).unwrap();
+            let levels = g.tree_levels().unwrap();
+            g.shortest_ways_turn_down_up(&levels, &SwitchDistances::new(&g))
+        };
+        for spec in ["ktree:4,3", "ktree:6,3", "ktree:3,4", "fattree2:12"] {
+            assert!(!turns(spec), "{spec}");
+        }
+        for seed in 1..=4 {
+            let spec = format!("ktree:6,3,cut=2,faultseed={seed}");
+            assert!(turns(&spec), "{spec}");
+        }
+    }
 
     /// The 64-wide sweeps give exactly one BFS per destination's distances, across batch
     /// boundaries (more than 64 switches), with parallel links and on disconnected fabrics.

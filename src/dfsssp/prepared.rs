@@ -236,8 +236,18 @@ impl<'a> Layer0Collector<'a> {
             self.ca_counts = vec![0; prep.ei.num_edges()];
             self.switch_counts = vec![0; prep.ei.num_edges()];
             self.seen = vec![false; g.dests().len()];
-            let three_levels = || g.tree_levels().is_some_and(|l| l.iter().any(|&v| v >= 2));
-            if self.trees_ahead && three_levels() {
+            // Not where failed cables force minimal routes to CA LIDs down and up again: those
+            // routes close cycles, and the deadlock removal routes in one lane where it can
+            // ([`super::onelane::legal`]), without cycle breaking (which builds the trees itself
+            // when it does follow). The trees cost 10 bytes per (switch, LID) and, on 2 cores,
+            // keep the collector behind the balancing (ktree:18,3 with 5% of its cables
+            // missing: X s).
+            let three_levels = g.tree_levels().filter(|l| l.iter().any(|&v| v >= 2));
+            let unused = |levels: &[u32]| {
+                self.dist
+                    .is_some_and(|d| g.shortest_ways_turn_down_up(levels, d))
+            };
+            if self.trees_ahead && three_levels.is_some_and(|l| !unused(&l)) {
                 self.trees = Some((TreeIndex::empty(g), EulerScratch::new(ns)));
             }
         }
