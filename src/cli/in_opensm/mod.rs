@@ -95,6 +95,22 @@ impl OsmEngine {
     /// Engines for tori and meshes only (they need a torus-2QoS.conf).
     const STOCK_TORUS: [OsmEngine; 2] = [OsmEngine::Dor, OsmEngine::Torus2QoS];
 
+    /// Whether the engine hands out SLs of its own (a `path_sl` that may answer other than SL 0):
+    /// it runs with QoS on, as its documentation asks. The others route the same either way
+    /// and run with QoS off, as an admin runs them: OpenSM's QoS set-up (SL-to-VL and VL
+    /// arbitration tables on every port) is some 25 s of each run in ibsim at 4,096 CAs, and
+    /// its memory would count in their RSS but not in dfsssp-rs's QoS-off row.
+    fn has_own_sls(self) -> bool {
+        matches!(
+            self,
+            OsmEngine::Lash
+                | OsmEngine::Nue
+                | OsmEngine::Dfsssp
+                | OsmEngine::Torus2QoS
+                | OsmEngine::DfssspRs
+        )
+    }
+
     /// The name in opensm.conf.
     fn name(self) -> &'static str {
         match self {
@@ -145,7 +161,7 @@ fn plan(osm: &OsmArgs, torus: bool) -> CliResult<Vec<Plan>> {
     // (name on the command line, engine, QoS)
     let stock = (OsmEngine::STOCK_ANY.iter())
         .chain(OsmEngine::STOCK_TORUS.iter())
-        .map(|&e| (e.name(), e, true));
+        .map(|&e| (e.name(), e, e.has_own_sls()));
     let known: Vec<(&str, OsmEngine, bool)> = stock
         .chain([
             (OURS, OsmEngine::DfssspRs, true),
@@ -165,8 +181,8 @@ fn plan(osm: &OsmArgs, torus: bool) -> CliResult<Vec<Plan>> {
     };
     let mut v = Vec::new();
     for n in names {
-        // Stock engines run with QoS on: those with SLs of their own need it (their docs ask
-        // for -Q), and it changes nothing for the others.
+        // Stock engines with SLs of their own run with QoS on (their docs ask for -Q), the
+        // others with QoS off ([`OsmEngine::has_own_sls`]).
         let Some(&(_, engine, qos)) = known.iter().find(|(k, _, _)| *k == n) else {
             return Err(format!(
                 "--routing-engines: unknown engine '{n}' (known: {})",

@@ -490,7 +490,16 @@ impl<'r> Chain<'r> {
                 }
         };
         let qos_on = multi(best);
-        let fits = |r: &Run| if qos_on { r.qos } else { !multi(r) };
+        // (Engines without SLs of their own ran with QoS off and route the same with it on.)
+        let one_lane_engine =
+            |r: &Run| !OWN_SLS.contains(&r.requested.as_str()) && r.requested != OURS;
+        let fits = |r: &Run| {
+            if qos_on {
+                r.qos || one_lane_engine(r)
+            } else {
+                !multi(r)
+            }
+        };
         // the chain: the best, then the other sound engines that fit, by Λ (each engine once)
         let mut chain: Vec<&Run> = vec![best];
         for r in sound.iter().filter(|r| fits(r)) {
@@ -675,8 +684,9 @@ pub fn text(ctx: &Context, runs: &[Run], rec: &Recommendation) -> String {
     let _ = writeln!(out, "{}: {}", ctx.input, ctx.fabric.line());
     let _ = writeln!(
         out,
-        "each engine in a fresh ibsim, stock opensm until the subnet is up (routing limit {} s), \
-         SLs from its SA; judged from OpenSM's dumps; Λ over {} random bisections (seed {})",
+        "each engine in a fresh ibsim, stock opensm until the subnet is up (routing limit {} s; \
+         QoS on for engines with SLs of their own, off for the others), SLs from its SA; judged \
+         from OpenSM's dumps; Λ over {} random bisections (seed {})",
         ctx.limit_s, ctx.patterns, ctx.seed
     );
     let compute = ctx.fabric.compute_ports.is_some();
