@@ -314,8 +314,14 @@ fn incremental(
             .max(1),
         deadlock_free: cfg.kind == EngineKind::Dfsssp,
     };
-    // After a repair the re-route is guided by what a full computation gives now.
-    let fresh = || run(fabric, cfg).ok().map(|out| out.routing);
+    // After a repair the re-route is guided by what a full computation gives now: computed
+    // once, also when a re-balance in place re-routes a second time.
+    let fresh_routing = std::cell::OnceCell::new();
+    let fresh = || {
+        fresh_routing
+            .get_or_init(|| run(fabric, cfg).ok().map(|out| out.routing))
+            .clone()
+    };
     let route = |shed: Option<&[bool]>| {
         reroute::reroute_guided(
             p.routed_fabric(),
