@@ -317,7 +317,8 @@ impl SwitchGraph {
     /// switch's shortest way (`dist`) to a switch with CAs is shorter than every up-then-down
     /// way, i.e. failed cables force minimal routes to CA LIDs to turn down and up again. Two
     /// passes over the channels per such switch (levels ascending for the pure-down distances,
-    /// descending for the up-then-down ones); stops at the first such pair.
+    /// descending for the up-then-down ones); stops at the first such pair. (A complete tree
+    /// checks every pair: 18 ms on ktree:18,3, 0.28 s on fattree3:48.)
     pub fn shortest_ways_turn_down_up(&self, levels: &[u32], dist: &SwitchDistances) -> bool {
         let ns = self.num_switches();
         if levels.len() != ns || dist.n != ns {

@@ -490,12 +490,11 @@ impl<'r> Chain<'r> {
                 }
         };
         let qos_on = multi(best);
-        // (Engines without SLs of their own ran with QoS off and route the same with it on.)
-        let one_lane_engine =
-            |r: &Run| !OWN_SLS.contains(&r.requested.as_str()) && r.requested != OURS;
+        // (Stock engines without SLs of their own ran with QoS off and route the same with it
+        // on; only dfsssp-rs's QoS-off run routes otherwise than with QoS on.)
         let fits = |r: &Run| {
             if qos_on {
-                r.qos || one_lane_engine(r)
+                r.qos || r.requested != OURS
             } else {
                 !multi(r)
             }
