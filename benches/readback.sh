@@ -7,6 +7,7 @@
 # derived), its routing phase, and how many LFT entries differ between the two SMs' dumps.
 #
 #   benches/readback.sh [SPEC] [MAX_WIRE_SMPS...]     defaults: ktree:18,3, 4 (OpenSM's default)
+#   KEEP=1 keeps each run's work directory (both SMs' logs and dumps)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ibsim-lib.sh
@@ -87,6 +88,6 @@ for WIRE_SMPS in "${WIRE[@]}"; do
     stop_pid "$B_PID" 10
     B_PID=
     ibsim_stop
-    rm -rf "$work"
+    if [[ ${KEEP:-0} == 1 ]]; then echo "  work directory kept: $work"; else rm -rf "$work"; fi
 done
 echo "uptime: $(uptime)"
