@@ -28,7 +28,7 @@ use crate::verify::{self, VerifiedBefore, VerifyError, VerifyReport, VerifyScope
 mod adopt;
 mod candidates;
 mod full_why;
-mod routed;
+pub(crate) mod routed;
 
 pub use adopt::{adopt_tables, disagreements, AdoptError};
 pub use full_why::FullWhy;
@@ -908,7 +908,7 @@ fn log_verified(
 
 /// What the next incremental re-route starts from: the loads, and the verification's CDG edges
 /// (moved out of the report; they are not part of what it reports).
-fn summary_of(loads: Vec<u64>, verified: Option<&mut VerifyReport>) -> RoutingSummary {
+pub(crate) fn summary_of(loads: Vec<u64>, verified: Option<&mut VerifyReport>) -> RoutingSummary {
     match verified {
         Some(v) => RoutingSummary {
             loads,

@@ -276,8 +276,10 @@ pub fn decode(bytes: &[u8], path: &str) -> Result<SavedState, StateError> {
     let routing = routing_of_rows(&meta, &graph, rows, path)?;
     // Never trusted: the routing adopted must pass the full verification (every route a
     // route, every layer's CDG acyclic) that a computed one passes.
-    crate::verify::verify(&graph, &routing)
+    let verified = crate::verify::verify_and_load(&graph, &routing)
         .map_err(|e| corrupt(format!("routing: {}", e.describe(&meta.fabric, &graph))))?;
+    // That verification is the summary a re-route starts from (nothing to traverse again).
+    let summary = crate::engine::routed::summary_of_verified(&graph, &routing, verified);
     let mut cfg = EngineConfig::new(kind);
     cfg.lanes = meta.lanes;
     cfg.qos = meta.qos;
@@ -291,7 +293,7 @@ pub fn decode(bytes: &[u8], path: &str) -> Result<SavedState, StateError> {
             cfg,
             full_max_load: meta.full_max_load,
             max_load: meta.max_load,
-            summary: None,
+            summary: Some(summary),
             sl_offset: meta.sl_offset,
         },
     })

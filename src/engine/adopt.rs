@@ -8,7 +8,9 @@
 //! caller computes from scratch.
 //!
 //! Cost: building the routing `O(S * L)` for `S` switches and `L` LIDs, then deadlock removal and
-//! verification as after a full computation.
+//! verification as after a full computation. That verification's loads and dependency edges go
+//! with the routing (its summary), so the re-route that follows traverses and verifies only
+//! what changed since the tables were written.
 
 use super::{dfsssp_options, layers_for_deadlock_removal, EngineConfig, EngineKind, Routed};
 use crate::dfsssp;
@@ -169,14 +171,16 @@ fn adopt_on(
             "other routes (more than {budget} layer(s) by cycle breaking)"
         )));
     }
-    crate::verify::verify(&graph, &routing).map_err(|e| AdoptError::Incomplete(e.to_string()))?;
+    let verified = crate::verify::verify_and_load(&graph, &routing)
+        .map_err(|e| AdoptError::Incomplete(e.to_string()))?;
     let sl_offset = u8::from(always || report.spare_lane);
-    Ok(Routed::read_back(
+    Ok(Routed::read_back_verified(
         fabric,
         graph,
         routing,
         cfg.clone(),
         sl_offset,
+        verified,
     ))
 }
 

@@ -9,6 +9,21 @@ use crate::fabric::Fabric;
 use crate::graph::SwitchGraph;
 use crate::reroute::{RoutedFabric, RoutingSummary};
 use crate::routing::Routing;
+use crate::verify::VerifyReport;
+
+/// The summary a re-route starts from, taken from a complete verification of `routing` (its
+/// channel loads counted on the way where the report has them, else counted now).
+pub(crate) fn summary_of_verified(
+    graph: &SwitchGraph,
+    routing: &Routing,
+    mut report: VerifyReport,
+) -> RoutingSummary {
+    let loads = report
+        .channel_loads
+        .take()
+        .unwrap_or_else(|| crate::balance::channel_loads(graph, &routing.lft));
+    super::summary_of(loads, Some(&mut report))
+}
 
 /// A routing with the fabric and switch graph it was computed for, the configuration it was
 /// computed with, its channel loads and its SL offset.
@@ -24,8 +39,10 @@ pub struct Routed {
     pub full_max_load: u64,
     /// [`EngineOutput::max_load`] of its run.
     pub max_load: u64,
-    /// [`EngineOutput::summary`] of its run, if kept (a routing read back from a state file has
-    /// none: a re-route from it recounts loads and dependency edges by a complete traversal).
+    /// [`EngineOutput::summary`] of its run, if kept (a routing read back and verified here, from
+    /// a state file or the switches' tables, has the summary of that verification; one read back
+    /// from dumps has none: a re-route from it recounts loads and dependency edges by a complete
+    /// traversal).
     pub summary: Option<RoutingSummary>,
     /// [`EngineOutput::sl_offset`] of its run: an incremental re-route keeps it.
     pub sl_offset: u8,
@@ -82,6 +99,32 @@ impl Routed {
             full_max_load: max_load,
             max_load,
             summary: None,
+            sl_offset,
+        }
+    }
+
+    /// [`read_back`](Self::read_back) for a routing this SM has just verified in full
+    /// (`report`, from [`crate::verify::verify_and_load`]): its loads and dependency edges are
+    /// the summary, so a re-route from it traverses only the destinations a change touched and
+    /// verifies only the LIDs whose routes moved, as after a computation here.
+    pub fn read_back_verified(
+        fabric: Fabric,
+        graph: SwitchGraph,
+        routing: Routing,
+        cfg: EngineConfig,
+        sl_offset: u8,
+        report: VerifyReport,
+    ) -> Self {
+        let summary = summary_of_verified(&graph, &routing, report);
+        let max_load = summary.loads.iter().copied().max().unwrap_or(0);
+        Routed {
+            fabric,
+            graph,
+            routing,
+            cfg,
+            full_max_load: max_load,
+            max_load,
+            summary: Some(summary),
             sl_offset,
         }
     }

@@ -282,6 +282,56 @@ fn tables_read_back_give_the_routing_and_layers_the_master_computed() {
     }
 }
 
+/// A routing read back and verified here (from the switches' tables, from a state file) carries
+/// its verification as the summary a re-route starts from: on an unchanged fabric the re-route
+/// keeps every path and verifies no LID again, and after a cable fails it routes exactly as a
+/// re-route from the routing computed here does.
+#[test]
+fn a_routing_read_back_re_routes_from_its_verification() {
+    for spec in ["ktree:4,3", "torus:3x3x3,1"] {
+        let f = crate::topo::by_name(spec).unwrap();
+        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.mcast_lane = McastLane::Always;
+        let out = run(&f, &cfg).unwrap();
+        let g = &out.graph;
+        let tables: Vec<(u64, Vec<u8>)> = (0..g.num_switches() as u32)
+            .map(|s| (g.switch_guid(s), out.routing.lft.table(s).to_vec()))
+            .collect();
+        let adopted = adopt_tables(f.clone(), &cfg, &tables).unwrap();
+        let bytes = crate::state::encode(prior_of(&f, &cfg, &out), 1, 1);
+        let saved = crate::state::decode(&bytes, "test").unwrap().routed;
+        let rc = RerouteConfig::default();
+        let cut = first_cable_cut(&f);
+        let from_here = run_from(&cut, &cfg, Some(prior_of(&f, &cfg, &out)), &rc).unwrap();
+        for (how, back) in [("adopted", &adopted), ("state file", &saved)] {
+            let summary = back.summary.as_ref().expect("a summary");
+            assert_eq!(
+                summary.loads,
+                crate::balance::channel_loads(&back.graph, &back.routing.lft),
+                "{spec} {how}"
+            );
+            let same = run_from(&f, &cfg, Some(back.view()), &rc).unwrap();
+            assert!(
+                matches!(same.mode, RouteMode::Incremental(_)),
+                "{spec} {how}"
+            );
+            assert_eq!(same.routing.lft, back.routing.lft, "{spec} {how}");
+            let v = same.verified.as_ref().unwrap();
+            assert_eq!(v.dests_reused, g.dests().len() as u64, "{spec} {how}");
+            let after = run_from(&cut, &cfg, Some(back.view()), &rc).unwrap();
+            assert!(
+                matches!(after.mode, RouteMode::Incremental(_)),
+                "{spec} {how}"
+            );
+            assert_eq!(after.routing.lft, from_here.routing.lft, "{spec} {how}");
+            assert_eq!(
+                after.routing.layers, from_here.routing.layers,
+                "{spec} {how}"
+            );
+        }
+    }
+}
+
 /// A routing this SM kept (state file, earlier mastership) is continued at a takeover only when
 /// the switches hold exactly its tables: every entry that differs, or a switch without a table,
 /// is counted.
