@@ -48,7 +48,9 @@
 # four compute, in runs of 8 by LID; every fourth of the rest I/O) and also reports Λ of
 # compute-to-compute bisections and of compute nodes writing to I/O nodes. CARGO_TARGET_DIR is
 # honoured. FAULTS="0 5" (families only): every fabric also with that percentage of its
-# switch-to-switch cables missing (generator option cut=P). Prerequisites are checked, not
+# switch-to-switch cables missing (generator option cut=P). ONLY="minhop dfsssp-rs" (families and
+# faults): of each line's engines, run only these (a timing comparison in minutes, not hours).
+# Prerequisites are checked, not
 # installed (scripts/setup.sh installs them).
 set -euo pipefail
 
@@ -456,6 +458,13 @@ bench_lines() {
     shift
     for line in "$@"; do
         read -r -a words <<<"$line"
+        if [ -n "${ONLY:-}" ]; then
+            local kept=("${words[0]}")
+            for e in "${words[@]:1}"; do
+                [[ " $ONLY " == *" $e "* ]] && kept+=("$e")
+            done
+            words=("${kept[@]}")
+        fi
         for cut in $faults; do
             spec=${words[0]}
             [ "$cut" = 0 ] || spec="$spec,cut=$cut"
