@@ -134,8 +134,9 @@ fn route_with_passes_efi(
 }
 
 /// Whether every switch has as many CA ports, up channels and down channels as the others of
-/// its level (`levels`, leaves 0): a complete tree, whose first routing meets the load bound
-/// (no failed cable or switch, even leaves). `O(C)`.
+/// its level (`levels`, leaves 0) and only leaves have CA ports: a complete tree, whose first
+/// routing meets the load bound (no failed cable or switch, even leaves, no aggregation nodes
+/// above the leaves). `O(C)`.
 fn regular_tree(g: &SwitchGraph, levels: &[u32]) -> bool {
     let mut shape_of_level: Vec<Option<(u32, usize, usize)>> = Vec::new();
     (0..g.num_switches() as u32).all(|s| {
@@ -150,6 +151,10 @@ fn regular_tree(g: &SwitchGraph, levels: &[u32]) -> bool {
             g.out_channels(s).len() - up,
         );
         let li = l as usize;
+        // CA ports above the leaves (aggregation nodes) keep the first order from the bound.
+        if li > 0 && shape.0 > 0 {
+            return false;
+        }
         if shape_of_level.len() <= li {
             shape_of_level.resize(li + 1, None);
         }
@@ -415,6 +420,7 @@ mod tests {
             "ktree:8,3,spinedown=1",
             "fattree3:12,uneven=4",
             "ktree:6,3,cut=2,faultseed=3",
+            "ktree:4,3,aggr",
         ] {
             assert!(!regular(spec), "{spec}");
         }
