@@ -133,7 +133,8 @@ pub fn verify_since(
 }
 
 /// Whether the shortcut applies: the same switches in the same order, the same destinations,
-/// table widths and layer count, and a previous report of the right shape.
+/// table widths and layer count (a routing without a layer table has every path in layer 0),
+/// and a previous report of the right shape.
 fn comparable(b: &VerifiedBefore<'_>, g: &SwitchGraph, r: &Routing) -> Result<(), &'static str> {
     let (og, or) = (b.graph, b.routing);
     let ns = g.num_switches();
@@ -146,7 +147,6 @@ fn comparable(b: &VerifiedBefore<'_>, g: &SwitchGraph, r: &Routing) -> Result<()
     if or.lft.num_switches() != ns
         || or.lft.max_lid != r.lft.max_lid
         || or.num_layers != r.num_layers
-        || or.layers.is_some() != r.layers.is_some()
         || or
             .layers
             .as_ref()
@@ -222,12 +222,24 @@ fn changed_dests(
                         mark(&mut m, lid);
                     }
                 }
-                if let (Some(ol), Some(nl)) = (or.layers.as_ref(), r.layers.as_ref()) {
-                    for (lid, (a, b)) in ol.row(s).iter().zip(nl.row(s)).enumerate() {
-                        if a != b {
-                            mark(&mut m, lid);
+                // No layer table is every path in layer 0 (a one-lane routing, whose incremental
+                // re-route with more lanes available writes a table).
+                match (or.layers.as_ref(), r.layers.as_ref()) {
+                    (Some(ol), Some(nl)) => {
+                        for (lid, (a, b)) in ol.row(s).iter().zip(nl.row(s)).enumerate() {
+                            if a != b {
+                                mark(&mut m, lid);
+                            }
                         }
                     }
+                    (Some(l), None) | (None, Some(l)) => {
+                        for (lid, &a) in l.row(s).iter().enumerate() {
+                            if a != 0 {
+                                mark(&mut m, lid);
+                            }
+                        }
+                    }
+                    (None, None) => {}
                 }
                 m
             },
@@ -257,7 +269,7 @@ mod tests {
     use crate::engine::{self, EngineConfig, EngineKind};
     use crate::fabric::{Fabric, Link, NodeKind};
     use crate::reroute::{reroute_with, RerouteOptions, RoutedFabric, RoutingSummary};
-    use crate::routing::NO_PATH;
+    use crate::routing::{SwitchLidTable, NO_PATH};
 
     /// A full routing as the engine leaves it: with the summary the next re-route and check
     /// start from.
@@ -413,6 +425,38 @@ mod tests {
             matches!(e, VerifyError::CreditLoop { layer: 0, .. }),
             "{e:?}"
         );
+    }
+
+    /// A one-lane routing keeps no layer table; its re-route with lanes to spare writes one (all
+    /// zeros where nothing moved to another layer): still checked incrementally, and a path put
+    /// in layer 0 of the table counts as unchanged, one in another layer as changed.
+    #[test]
+    fn a_layer_table_of_zeros_is_no_layer_table() {
+        let f = crate::topo::by_name("ktree:4,3,cut=5").unwrap();
+        let b = Before::of(&f, 1);
+        assert!(b.routing.layers.is_none());
+        let g = &b.graph;
+        let mut r = b.routing.clone();
+        r.layers = Some(SwitchLidTable::new(g.num_switches(), r.lft.max_lid, 0));
+        let (rep, scope) = verify_since(Some(b.verified()), g, &r).unwrap();
+        assert_eq!(scope, VerifyScope::Changed { dests_checked: 0 });
+        assert_eq!(rep.paths_per_layer, b.report.paths_per_layer);
+        // The other way round: a table before, none now.
+        let with_table = Before {
+            fabric: b.fabric.clone(),
+            graph: b.graph.clone(),
+            routing: r.clone(),
+            summary: b.summary.clone(),
+            report: b.report.clone(),
+        };
+        let (_, scope) = verify_since(Some(with_table.verified()), g, &b.routing).unwrap();
+        assert_eq!(scope, VerifyScope::Changed { dests_checked: 0 });
+        // A path in layer 1 of a one-layer routing is refused, as the full check refuses it.
+        let d = g.dests()[0];
+        let s = (d.switch + 1) % g.num_switches() as u32;
+        r.layers.as_mut().unwrap().set(s, d.lid, 1);
+        assert!(verify_since(Some(b.verified()), g, &r).is_err());
+        assert!(verify(g, &r).is_err());
     }
 
     #[test]
