@@ -106,8 +106,8 @@ impl EngineCtx {
                 p.last_seen = Some((s.header.writer, s.header.serial));
                 self.log.info(&format!(
                     "{name}: adopted the routing state {shown} ({} switches, {} layer(s), {} \
-                     engine, written by SM {:#018x} as its routing #{}) in {:.3} s: only what \
-                     changed since is re-routed, and the result is verified in full",
+                     engine, written by SM {:#018x} as its routing #{}) in {:.3} s; verified in full \
+                     when read, so only what changed since is re-routed and checked again",
                     s.routed.graph.num_switches(),
                     s.routed.routing.num_layers,
                     s.routed.cfg.kind,
@@ -115,7 +115,7 @@ impl EngineCtx {
                     s.header.serial,
                     t.elapsed().as_secs_f64()
                 ));
-                // Loads and dependency edges are recounted by a complete traversal (no summary).
+                // Its verification at decoding is the summary the re-route starts from.
                 Some(s.routed)
             }
             Err(e) => {
@@ -248,8 +248,8 @@ impl EngineCtx {
                 };
                 self.log.info(&format!(
                     "{name}: adopted the routing the switches hold ({read}, {} request(s) \
-                     refused; {} layer(s) derived from the routes in {:.3} s{differ}): only what \
-                     changed since is re-routed, and the result is verified in full",
+                     refused; {} layer(s) derived from the routes in {:.3} s{differ}); verified in full \
+                     when read, so only what changed since is re-routed and checked again",
                     rb.refused,
                     routed.routing.num_layers,
                     t.elapsed().as_secs_f64()
