@@ -87,20 +87,9 @@ impl Routed {
         cfg: EngineConfig,
         sl_offset: u8,
     ) -> Self {
-        let max_load = crate::balance::channel_loads(&graph, &routing.lft)
-            .into_iter()
-            .max()
-            .unwrap_or(0);
-        Routed {
-            fabric,
-            graph,
-            routing,
-            cfg,
-            full_max_load: max_load,
-            max_load,
-            summary: None,
-            sl_offset,
-        }
+        let loads = crate::balance::channel_loads(&graph, &routing.lft);
+        let max_load = loads.into_iter().max().unwrap_or(0);
+        Self::read_back_as(fabric, graph, routing, cfg, sl_offset, max_load, None)
     }
 
     /// [`read_back`](Self::read_back) for a routing this SM has just verified in full
@@ -117,6 +106,27 @@ impl Routed {
     ) -> Self {
         let summary = summary_of_verified(&graph, &routing, report);
         let max_load = summary.loads.iter().copied().max().unwrap_or(0);
+        Self::read_back_as(
+            fabric,
+            graph,
+            routing,
+            cfg,
+            sl_offset,
+            max_load,
+            Some(summary),
+        )
+    }
+
+    /// A routing read back, its highest channel load `max_load` taken as a full computation's.
+    fn read_back_as(
+        fabric: Fabric,
+        graph: SwitchGraph,
+        routing: Routing,
+        cfg: EngineConfig,
+        sl_offset: u8,
+        max_load: u64,
+        summary: Option<RoutingSummary>,
+    ) -> Self {
         Routed {
             fabric,
             graph,
@@ -124,7 +134,7 @@ impl Routed {
             cfg,
             full_max_load: max_load,
             max_load,
-            summary: Some(summary),
+            summary,
             sl_offset,
         }
     }

@@ -9,6 +9,14 @@ fn first_cable_cut(f: &Fabric) -> Fabric {
     f.retain(|_| true, |l| *l != cable)
 }
 
+/// The switches' tables of `out` as a standby reads them back: (node GUID, port per LID).
+fn tables_of(out: &EngineOutput) -> Vec<(u64, Vec<u8>)> {
+    let g = &out.graph;
+    (0..g.num_switches() as u32)
+        .map(|s| (g.switch_guid(s), out.routing.lft.table(s).to_vec()))
+        .collect()
+}
+
 /// What the plug-in keeps of `out` (computed on `f` with `cfg`) to re-route from.
 fn prior_of<'a>(f: &'a Fabric, cfg: &'a EngineConfig, out: &'a EngineOutput) -> RoutedRef<'a> {
     RoutedRef::of_output(f, cfg, out)
@@ -219,9 +227,7 @@ fn tables_read_back_give_the_routing_and_layers_the_master_computed() {
         let cfg = EngineConfig::new(EngineKind::Dfsssp);
         let out = run(&f, &cfg).unwrap();
         let g = &out.graph;
-        let tables: Vec<(u64, Vec<u8>)> = (0..g.num_switches() as u32)
-            .map(|s| (g.switch_guid(s), out.routing.lft.table(s).to_vec()))
-            .collect();
+        let tables = tables_of(&out);
         let adopted = adopt_tables(f.clone(), &cfg, &tables).unwrap();
         assert_eq!(adopted.routing.lft, out.routing.lft, "{spec}");
         assert_eq!(adopted.sl_offset, out.sl_offset, "{spec}");
@@ -294,9 +300,7 @@ fn a_routing_read_back_re_routes_from_its_verification() {
         cfg.mcast_lane = McastLane::Always;
         let out = run(&f, &cfg).unwrap();
         let g = &out.graph;
-        let tables: Vec<(u64, Vec<u8>)> = (0..g.num_switches() as u32)
-            .map(|s| (g.switch_guid(s), out.routing.lft.table(s).to_vec()))
-            .collect();
+        let tables = tables_of(&out);
         let adopted = adopt_tables(f.clone(), &cfg, &tables).unwrap();
         let bytes = crate::state::encode(prior_of(&f, &cfg, &out), 1, 1);
         let saved = crate::state::decode(&bytes, "test").unwrap().routed;
