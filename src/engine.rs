@@ -618,12 +618,7 @@ fn route_base(
         ));
         traffic::route(graph, dist, classes)
     } else if cfg.kind == EngineKind::Dfsssp {
-        let (r, efi, l0) = sssp_with_layer0(
-            graph,
-            dist,
-            &dfsssp_options(cfg),
-            layers_for_deadlock_removal(cfg).0 >= 2,
-        );
+        let (r, efi, l0) = sssp_with_layer0(graph, dist, &dfsssp_options(cfg));
         sssp_efi = Some(efi);
         layer0 = l0;
         r
@@ -674,8 +669,7 @@ fn make_deadlock_free(
         && sssp_efi.is_some_and(|efi| efi > crate::balance::leaf_bound(graph)))
     .then(|| {
         // (Its CDG is the same routes': copied, not built again.)
-        let layer0 = layer0.as_ref().map(dfsssp::Layer0::without_trees);
-        (routing.clone(), layer0)
+        (routing.clone(), layer0.clone())
     });
     let opts = dfsssp_options(cfg);
     let report =
@@ -767,7 +761,6 @@ fn sssp_with_layer0(
     g: &SwitchGraph,
     dist: &SwitchDistances,
     opts: &DfssspOptions,
-    layers: bool,
 ) -> (Routing, u64, Option<dfsssp::Layer0>) {
     // Rows go over in batches: a wake-up per destination would cost the balancing thread.
     const BATCH: usize = 64;
@@ -775,7 +768,7 @@ fn sssp_with_layer0(
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::channel::<(Vec<usize>, Vec<u8>)>();
         let collector = scope.spawn(move || {
-            let mut c = dfsssp::Layer0Collector::new(g, opts, Some(dist), layers);
+            let mut c = dfsssp::Layer0Collector::new(g, opts, Some(dist));
             for (dests, rows) in rx {
                 for (&di, row) in dests.iter().zip(rows.chunks(ns.max(1))) {
                     c.add(di, row);

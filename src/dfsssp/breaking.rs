@@ -449,13 +449,15 @@ impl<'a> Breaker<'a> {
             return;
         }
         let layer = i as u8;
-        let nd = g.dests().len();
-        let share = nd.div_ceil(4 * rayon::current_num_threads()).max(1);
+        let share = self
+            .trees
+            .rows()
+            .div_ceil(4 * rayon::current_num_threads())
+            .max(1);
         let pass_nodes = &self.pass_nodes;
-        let shares: Vec<(Vec<u32>, u64)> = self
+        let shares: Vec<(Vec<u32>, u64, Vec<usize>)> = self
             .trees
             .par_rows_mut()
-            .zip(self.touched.par_iter_mut())
             .enumerate()
             .chunks(share)
             .map(|rows| {
@@ -465,12 +467,13 @@ impl<'a> Breaker<'a> {
                 // Per position: whether its path takes a marked edge, its subtree's moved weight.
                 let mut marked = vec![false; ns];
                 let mut sub = vec![0u32; ns];
-                for (di, (row, touched)) in rows {
+                let mut touched = Vec::new();
+                for (slot, (di, row)) in rows {
                     let size = usize::from(row[0].end);
                     if size <= 1 {
                         continue;
                     }
-                    let pn = &pass_nodes[di * ns..di * ns + size];
+                    let pn = &pass_nodes[slot * ns..slot * ns + size];
                     let mut any = false;
                     for k in 1..size {
                         let p = pn[k];
@@ -489,7 +492,7 @@ impl<'a> Breaker<'a> {
                     if !any {
                         continue;
                     }
-                    *touched = true;
+                    touched.push(di);
                     for k in (1..size).rev() {
                         let w = sub[k];
                         if w > 0 {
@@ -499,13 +502,16 @@ impl<'a> Breaker<'a> {
                         }
                     }
                 }
-                (shift, moved)
+                (shift, moved, touched)
             })
             .collect();
         let (lo, hi) = self.counts.split_at_mut(i + 1);
         let (cur, nxt) = (&mut lo[i], &mut hi[0]);
-        for (shift, moved) in shares {
+        for (shift, moved, touched) in shares {
             self.moved_paths += moved;
+            for di in touched {
+                self.touched[di] = true;
+            }
             for ((c, n), s) in cur.iter_mut().zip(nxt.iter_mut()).zip(shift) {
                 *c -= s;
                 *n += s;
@@ -578,7 +584,8 @@ impl<'a> Breaker<'a> {
                         }
                         let lid = blk * BLOCK + j;
                         let di = g.lid_dest().get(lid).copied().unwrap_or(NO_DEST);
-                        if di != NO_DEST {
+                        // (Destinations without a row have no path that can move.)
+                        if di != NO_DEST && self.trees.has_row(di as usize) {
                             let k = self.trees.position(di as usize, u);
                             self.behind.push(di << 16 | u32::from(k));
                         }
@@ -700,11 +707,13 @@ impl<'a> Breaker<'a> {
         let mut dl = vec![0u8; self.g.dests().len() * ns];
         let touched = &self.touched;
         if ns > 0 {
+            let trees = &self.trees;
             dl.par_chunks_mut(ns)
-                .zip(self.trees.par_rows())
                 .enumerate()
                 .filter(|(di, _)| touched[*di])
-                .for_each(|(_, (out, row))| {
+                .for_each(|(di, out)| {
+                    // (Only a destination with a row is ever touched.)
+                    let row = trees.row(di);
                     let size = usize::from(row[0].end);
                     for n in &row[..size] {
                         out[usize::from(n.at)] = n.layer;
@@ -880,15 +889,15 @@ struct PassNode {
     parent: u16,
 }
 
-/// Per destination and tree position (destination-major, as the rows of `trees`), the
-/// [`PassNode`], in parallel.
+/// Per row and tree position (slot-major, as the rows of `trees`), the [`PassNode`], in
+/// parallel.
 fn pass_nodes(g: &SwitchGraph, ei: &EdgeIndex, trees: &TreeIndex) -> Vec<PassNode> {
     let ns = g.num_switches();
     let none = PassNode {
         edge: ei.num_edges() as u32,
         parent: 0,
     };
-    let mut nodes = vec![none; ns * g.dests().len()];
+    let mut nodes = vec![none; ns * trees.rows()];
     if ns == 0 {
         return nodes;
     }
@@ -896,8 +905,7 @@ fn pass_nodes(g: &SwitchGraph, ei: &EdgeIndex, trees: &TreeIndex) -> Vec<PassNod
     nodes
         .par_chunks_mut(ns)
         .zip(trees.par_rows())
-        .enumerate()
-        .for_each(|(di, (out, row))| {
+        .for_each(|(out, (di, row))| {
             let root = g.dests()[di].switch;
             let size = usize::from(row[0].end);
             for (o, n) in out[..size].iter_mut().zip(row).skip(1) {
@@ -931,7 +939,10 @@ fn edge_dest_lists(
     let mut eid = vec![NO_EDGE; cols.len()];
     eid.par_chunks_mut(ns)
         .zip(cols.par_chunks(ns))
-        .for_each(|(row, col)| {
+        .enumerate()
+        // Destinations without a row have no path that can move.
+        .filter(|(di, _)| trees.has_row(*di))
+        .for_each(|(_, (row, col))| {
             for (s, e) in row.iter_mut().enumerate() {
                 let Some(c1) = g.channel_at(s as u32, col[s]) else {
                     continue;

@@ -14,6 +14,8 @@
 //! The dependency edge a switch `u` contributes, `(next(u), next(head(next(u))))`, is shared by all
 //! paths from `u`'s subtree, so one destination's contribution to a layer is a subtree sum: O(S).
 
+use rayon::iter::IndexedParallelIterator;
+
 use crate::graph::{Dest, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{RouteFault, NO_PATH};
 
@@ -402,26 +404,25 @@ pub struct TreeNode {
     pub ports: [u8; NODE_PORTS],
 }
 
-/// What the rows [`TreeIndex::fill`] writes held before.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rows {
-    /// Nothing yet (as [`TreeIndex::empty`] leaves them).
-    Empty,
-    /// Trees built earlier, cleared first.
-    Built,
-}
-
-/// Every destination's tree in depth-first pre-order, so that the subtree of any switch is a
-/// contiguous run. Per destination a row of `S` entries: `nodes[k]`, the switch at position `k`
-/// with its subtree's end, its path's layer and ports; `pos[s]`, the position of
-/// switch `s` ([`NOT_IN_TREE`] if unrouted). `u16` suffices because every switch owns one of the
-/// 49151 unicast LIDs. Built only when layer 0 has a cycle (cycle breaking then touches most
-/// destinations), in parallel.
+/// Destinations' trees in depth-first pre-order, so that the subtree of any switch is a
+/// contiguous run. Per destination with a row (all of them, or those cycle breaking can move: a
+/// *slot* each) `S` entries: `nodes[k]`, the switch at position `k` with its subtree's end, its
+/// path's layer and ports; `pos[s]`, the position of switch `s` ([`NOT_IN_TREE`] if unrouted,
+/// and for every switch of a destination without a row). `u16` suffices because every switch
+/// owns one of the 49151 unicast LIDs. 10 bytes per (switch, destination with a row), built in
+/// parallel when cycle breaking starts.
 pub struct TreeIndex {
     ns: usize,
+    /// Per destination, its row's slot ([`NO_ROW`]: none).
+    slot: Vec<u32>,
+    /// Per slot, its destination (ascending).
+    dest: Vec<u32>,
     pos: Vec<u16>,
     nodes: Vec<TreeNode>,
 }
+
+/// A destination without a row in a [`TreeIndex`].
+const NO_ROW: u32 = u32::MAX;
 
 /// Scratch for building one row of a [`TreeIndex`].
 pub struct EulerScratch {
@@ -446,75 +447,78 @@ impl TreeIndex {
     /// Builds the rows of all destinations from the destination-major LFT copy `cols`; every
     /// path in layer 0.
     pub fn build(g: &SwitchGraph, cols: &[u8]) -> Self {
-        let mut ti = Self::empty(g);
-        ti.fill(g, cols, |_| true, Rows::Empty);
-        ti
+        Self::build_for(g, cols, |_| true)
     }
 
-    /// Room for every destination's row, all empty.
-    pub fn empty(g: &SwitchGraph) -> Self {
+    /// Builds rows for the destinations `which` picks (by index) alone, from `cols`: where
+    /// cycle breaking can only move their paths, the others' rows would be read to no end
+    /// (48-port 3-level tree: 1,728 of 30,528 destinations, 50 MB instead of 880 MB).
+    pub fn build_for(g: &SwitchGraph, cols: &[u8], which: impl Fn(usize) -> bool + Sync) -> Self {
         use rayon::prelude::*;
         let ns = g.num_switches();
         let nd = g.dests().len();
+        let mut slot = vec![NO_ROW; nd];
+        let mut dest = Vec::new();
+        for (di, sl) in slot.iter_mut().enumerate() {
+            if which(di) {
+                *sl = dest.len() as u32;
+                dest.push(di as u32);
+            }
+        }
+        let rows = dest.len();
         // Filled in parallel: hundreds of MB on large fabrics, first touched here.
         let mut ti = TreeIndex {
             ns,
-            pos: Vec::with_capacity(ns * nd),
-            nodes: Vec::with_capacity(ns * nd),
+            slot,
+            dest,
+            pos: Vec::with_capacity(ns * rows),
+            nodes: Vec::with_capacity(ns * rows),
         };
         ti.pos
-            .par_extend(rayon::iter::repeat_n(NOT_IN_TREE, ns * nd));
+            .par_extend(rayon::iter::repeat_n(NOT_IN_TREE, ns * rows));
         ti.nodes
-            .par_extend(rayon::iter::repeat_n(TreeNode::default(), ns * nd));
+            .par_extend(rayon::iter::repeat_n(TreeNode::default(), ns * rows));
+        if ns > 0 {
+            ti.pos
+                .par_chunks_mut(ns)
+                .zip(ti.nodes.par_chunks_mut(ns))
+                .zip(ti.dest.par_iter())
+                .for_each_init(
+                    || EulerScratch::new(ns),
+                    |sc, ((pos, nodes), &di)| fill_row(g, cols, di as usize, sc, pos, nodes),
+                );
+        }
         ti
     }
 
-    /// Builds the rows of the destinations `which` picks (by index) from `cols`, in parallel;
-    /// their paths in layer 0. `rows`: what those rows held before ([`Rows::Built`]: cleared
-    /// first).
-    pub fn fill(
-        &mut self,
-        g: &SwitchGraph,
-        cols: &[u8],
-        which: impl Fn(usize) -> bool + Sync,
-        rows: Rows,
-    ) {
-        use rayon::prelude::*;
-        let ns = self.ns;
-        if ns == 0 {
-            return;
-        }
-        self.pos
-            .par_chunks_mut(ns)
-            .zip(self.nodes.par_chunks_mut(ns))
-            .enumerate()
-            .filter(|(di, _)| which(*di))
-            .for_each_init(
-                || EulerScratch::new(ns),
-                |sc, (di, (pos, nodes))| fill_row(g, cols, di, sc, pos, nodes, rows),
-            );
+    /// Whether destination `di` has a row.
+    #[inline]
+    pub fn has_row(&self, di: usize) -> bool {
+        self.slot[di] != NO_ROW
     }
 
-    /// Builds the (empty) row of destination `di` from `cols`: for a caller that is handed the
-    /// destinations one at a time.
-    pub fn fill_one(&mut self, g: &SwitchGraph, cols: &[u8], di: usize, sc: &mut EulerScratch) {
-        let ns = self.ns;
-        let (pos, nodes) = (
-            &mut self.pos[di * ns..(di + 1) * ns],
-            &mut self.nodes[di * ns..(di + 1) * ns],
-        );
-        fill_row(g, cols, di, sc, pos, nodes, Rows::Empty);
-    }
-
-    /// Pre-order position of switch `s` in destination `di`'s tree ([`NOT_IN_TREE`] if unrouted).
+    /// Pre-order position of switch `s` in destination `di`'s tree ([`NOT_IN_TREE`] if unrouted
+    /// or `di` has no row).
     #[inline]
     pub fn position(&self, di: usize, s: u32) -> u16 {
-        self.pos[di * self.ns + s as usize]
+        match self.slot[di] {
+            NO_ROW => NOT_IN_TREE,
+            k => self.pos[k as usize * self.ns + s as usize],
+        }
     }
 
+    /// Destination `di`'s row; it must have one ([`Self::has_row`]).
+    #[inline]
+    pub fn row(&self, di: usize) -> &[TreeNode] {
+        let k = self.slot[di] as usize;
+        &self.nodes[k * self.ns..(k + 1) * self.ns]
+    }
+
+    /// Destination `di`'s row, mutable; it must have one ([`Self::has_row`]).
     #[inline]
     pub fn row_mut(&mut self, di: usize) -> &mut [TreeNode] {
-        &mut self.nodes[di * self.ns..(di + 1) * self.ns]
+        let k = self.slot[di] as usize;
+        &mut self.nodes[k * self.ns..(k + 1) * self.ns]
     }
 
     /// Reads the node at position `k` of destination `di` and returns a value derived from it:
@@ -522,10 +526,11 @@ impl TreeIndex {
     /// work on earlier ones.
     #[inline]
     pub fn touch(&self, di: usize, k: u16) -> u32 {
-        if k == NOT_IN_TREE {
+        let slot = self.slot[di];
+        if k == NOT_IN_TREE || slot == NO_ROW {
             return 0;
         }
-        let n = &self.nodes[di * self.ns + usize::from(k)];
+        let n = &self.nodes[slot as usize * self.ns + usize::from(k)];
         u32::from(n.end) ^ u32::from(n.layer)
     }
 
@@ -534,21 +539,34 @@ impl TreeIndex {
         self.pos = Vec::new();
     }
 
-    /// Every destination's rows (`S` nodes each, a tree of `row[0].end` of them), in
-    /// destination order, in parallel.
-    pub fn par_rows(&self) -> rayon::slice::ChunksExact<'_, TreeNode> {
-        use rayon::prelude::*;
-        self.nodes.par_chunks_exact(self.ns.max(1))
+    /// How many destinations have a row (the slots are `0..rows()`).
+    pub fn rows(&self) -> usize {
+        self.dest.len()
     }
 
-    /// Every destination's rows, mutable, in destination order, in parallel.
-    pub fn par_rows_mut(&mut self) -> rayon::slice::ChunksExactMut<'_, TreeNode> {
+    /// Every row (`S` nodes each, a tree of `row[0].end` of them) with its destination, in slot
+    /// (and destination) order, in parallel.
+    pub fn par_rows(&self) -> impl IndexedParallelIterator<Item = (usize, &[TreeNode])> + '_ {
         use rayon::prelude::*;
-        self.nodes.par_chunks_exact_mut(self.ns.max(1))
+        self.dest
+            .par_iter()
+            .map(|&di| di as usize)
+            .zip(self.nodes.par_chunks_exact(self.ns.max(1)))
+    }
+
+    /// Every row, mutable, with its destination, in slot order, in parallel.
+    pub fn par_rows_mut(
+        &mut self,
+    ) -> impl IndexedParallelIterator<Item = (usize, &mut [TreeNode])> + '_ {
+        use rayon::prelude::*;
+        self.dest
+            .par_iter()
+            .map(|&di| di as usize)
+            .zip(self.nodes.par_chunks_exact_mut(self.ns.max(1)))
     }
 }
 
-/// Destination `di`'s row from its column of `cols`; `row`: what the row held before.
+/// Destination `di`'s row from its column of `cols`, into an empty row.
 fn fill_row(
     g: &SwitchGraph,
     cols: &[u8],
@@ -556,13 +574,8 @@ fn fill_row(
     sc: &mut EulerScratch,
     pos: &mut [u16],
     nodes: &mut [TreeNode],
-    row: Rows,
 ) {
     let ns = pos.len();
-    if row == Rows::Built {
-        pos.fill(NOT_IN_TREE);
-        nodes.fill(TreeNode::default());
-    }
     let d = &g.dests()[di];
     if d.switch == NO_SWITCH {
         return;

@@ -43,8 +43,9 @@
 //! O(S·(S+C)) for distances and the root, O(D·(S+C)) for the Up*/Down* trees, and for settling
 //! O(S·depth·L) per escape destination and round plus the incremental cycle checks (bounded by the
 //! part of a layer's topological order they reorder). Memory: L·E counters of 4 bytes, D·S bytes
-//! for a destination-major copy of the LFT, 10·D·S bytes of pre-order tree index when layer 0 has
-//! a cycle (8-byte nodes holding each path's layer and first ports, 2-byte positions dropped once the
+//! for a destination-major copy of the LFT, 10·D'·S bytes of pre-order tree index when layer 0 has
+//! a cycle, D' the destinations whose paths can move (all, or those lifted above an acyclic layer
+//! 0: on fat trees the few switch LIDs whose routes close cycles) (8-byte nodes holding each path's layer and first ports, 2-byte positions dropped once the
 //! per-edge destination lists exist: 4·D·S, and as much again while building them, when cycle
 //! breaking cuts many edges), the S·max_lid layer table.
 
@@ -68,7 +69,7 @@ use crate::graph::{SwitchDistances, SwitchGraph, NO_SWITCH};
 use crate::routing::{RouteFault, Routing, SwitchLidTable, NO_PATH};
 
 use breaking::Breaker;
-use cdg::{Rows, TreeIndex};
+use cdg::TreeIndex;
 pub(crate) use pace::{past_deadline, Pace};
 pub use prepared::{Layer0, Layer0Collector};
 use prepared::{Prepared, UnfittedDests, WorkingRoutes};
@@ -427,7 +428,6 @@ fn break_cycles(
     let g = prep.g;
     let cap = opts.measure_up_to.clamp(budget.max(2), MAX_LAYERS);
     report.measured_up_to = cap;
-    let gathered = routes.trees.take();
     let unfitted = routes
         .unfitted
         .take()
@@ -443,31 +443,22 @@ fn break_cycles(
             escape_ahead: None,
         };
     }
-    // Trees gathered with the routes hold the CA destinations' routes as they still are; the
-    // switch LIDs may have been re-routed since, so their rows are built again.
-    let trees = match gathered {
-        Some(mut trees) => {
-            trees.fill(
-                g,
-                &routes.cols,
-                |di| g.dests()[di].exit_port == 0,
-                Rows::Built,
-            );
-            trees
-        }
-        None => TreeIndex::build(g, &routes.cols),
-    };
     let counts0 = std::mem::take(&mut routes.counts0);
     let Some(unfitted) = unfitted else {
         let start = BreakingStart {
-            trees,
+            trees: TreeIndex::build(g, &routes.cols),
             counts0,
             lift: None,
         };
         return breaking_run(prep, routes, start, cap, budget, opts, report);
     };
+    // Above an acyclic layer 0 only the lifted paths ever move: only their trees are needed.
+    let mut is_lifted = vec![false; g.dests().len()];
+    for &di in &unfitted.dests {
+        is_lifted[di] = true;
+    }
     let start = BreakingStart {
-        trees,
+        trees: TreeIndex::build_for(g, &routes.cols, |di| is_lifted[di]),
         counts0,
         lift: Some(unfitted),
     };

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use crate::graph::{SwitchDistances, SwitchGraph, NO_SWITCH};
 use crate::routing::{Lft, Routing, NO_PATH};
 
-use super::cdg::{topological_order, CountChange, DestTree, EdgeIndex, EulerScratch, TreeIndex};
+use super::cdg::{topological_order, CountChange, DestTree, EdgeIndex};
 use super::{fault_error, DfssspError, DfssspOptions, PathWeight};
 
 /// The read-only context every stage works in: the switch graph, its dependency-edge ids, the
@@ -102,9 +102,6 @@ pub(crate) struct WorkingRoutes<'r> {
     /// ([`Layer0`]); only the stage that re-routes switch LIDs (which leaves CA routes alone)
     /// takes it.
     pub ca_counts: Option<Vec<u32>>,
-    /// Every destination's tree as the routes came, where gathered with them ([`Layer0`]): the
-    /// stages before cycle breaking, which takes it, re-route switch LIDs only.
-    pub trees: Option<TreeIndex>,
     /// The switch-LID destinations re-routing left with a cycle in layer 0, and their routes'
     /// CDG (part of `counts0`): cycle breaking starts them in layer 1, above an acyclic layer 0.
     pub unfitted: Option<UnfittedDests>,
@@ -126,7 +123,6 @@ impl<'r> WorkingRoutes<'r> {
             cols,
             counts0,
             ca_counts: None,
-            trees: None,
             unfitted: None,
         })
     }
@@ -139,7 +135,6 @@ impl<'r> WorkingRoutes<'r> {
             cols: layer0.cols,
             counts0: layer0.counts0,
             ca_counts: Some(layer0.ca_counts),
-            trees: layer0.trees,
             unfitted: None,
         }
     }
@@ -152,25 +147,12 @@ impl<'r> WorkingRoutes<'r> {
 
 /// The destination-major ports and the layer-0 CDG of a routing ([`WorkingRoutes`]'s `cols`
 /// and `counts0`), gathered by a [`Layer0Collector`] while the routes were being computed.
+#[derive(Clone)]
 pub struct Layer0 {
     cols: Vec<u8>,
     counts0: Vec<u32>,
     /// The part of `counts0` from routes to CA and router LIDs.
     ca_counts: Vec<u32>,
-    trees: Option<TreeIndex>,
-}
-
-impl Layer0 {
-    /// A copy without the tree index (which cycle breaking rebuilds where it needs one): the
-    /// same routes' CDG for a second deadlock removal, at D·S bytes instead of 11·D·S.
-    pub fn without_trees(&self) -> Layer0 {
-        Layer0 {
-            cols: self.cols.clone(),
-            counts0: self.counts0.clone(),
-            ca_counts: self.ca_counts.clone(),
-            trees: None,
-        }
-    }
 }
 
 /// Gathers a [`Layer0`] destination by destination, in any order, as a router hands over each
@@ -188,10 +170,6 @@ pub struct Layer0Collector<'a> {
     /// The CDG of the routes to CA (and router) LIDs, and of those to switch LIDs.
     ca_counts: Vec<u32>,
     switch_counts: Vec<u32>,
-    /// Every destination's tree for cycle breaking, where it will likely follow; built here on
-    /// the core the balancing leaves idle.
-    trees_ahead: bool,
-    trees: Option<(TreeIndex, EulerScratch)>,
     seen: Vec<bool>,
     /// Destinations (attached to a switch) fed so far.
     fed: usize,
@@ -200,14 +178,12 @@ pub struct Layer0Collector<'a> {
 }
 
 impl<'a> Layer0Collector<'a> {
-    /// `layers`: more than one layer to route in. Then, on fat trees of three levels or more
-    /// (where routes to switch LIDs close cycles with the CA routes that no re-routing removes,
-    /// so cycle breaking follows), every destination's tree for cycle breaking is built too.
+    /// (Cycle breaking builds the trees it moves paths of itself: on the fat trees where it
+    /// follows, those of the few switch LIDs whose routes close cycles, [`super::cdg::TreeIndex::build_for`].)
     pub fn new(
         g: &'a SwitchGraph,
         opts: &DfssspOptions,
         dist: Option<&'a SwitchDistances>,
-        layers: bool,
     ) -> Self {
         Layer0Collector {
             prep: None,
@@ -218,8 +194,6 @@ impl<'a> Layer0Collector<'a> {
             cols: Vec::new(),
             ca_counts: Vec::new(),
             switch_counts: Vec::new(),
-            trees_ahead: layers,
-            trees: None,
             seen: Vec::new(),
             fed: 0,
             broken: false,
@@ -236,19 +210,6 @@ impl<'a> Layer0Collector<'a> {
             self.ca_counts = vec![0; prep.ei.num_edges()];
             self.switch_counts = vec![0; prep.ei.num_edges()];
             self.seen = vec![false; g.dests().len()];
-            // Not where failed cables force minimal routes to CA LIDs down and up again: those
-            // routes close cycles, and the deadlock removal routes in one lane where it can
-            // ([`super::onelane::legal`]), without cycle breaking (which builds the trees itself
-            // when it does follow). The trees cost 10 bytes per (switch, LID): `route --topo
-            // ktree:18,3,cut=5` peaks at 75 MB without them, 140 MB with (time within noise).
-            let three_levels = g.tree_levels().filter(|l| l.iter().any(|&v| v >= 2));
-            let unused = |levels: &[u32]| {
-                self.dist
-                    .is_some_and(|d| g.shortest_ways_turn_down_up(levels, d))
-            };
-            if self.trees_ahead && three_levels.is_some_and(|l| !unused(&l)) {
-                self.trees = Some((TreeIndex::empty(g), EulerScratch::new(ns)));
-            }
         }
         let attached = g.dests().get(di).is_some_and(|d| d.switch != NO_SWITCH);
         if self.broken
@@ -272,9 +233,6 @@ impl<'a> Layer0Collector<'a> {
         self.broken = prep
             .count_dest(&mut self.tree, &self.cols, di, counts, CountChange::Add)
             .is_err();
-        if let Some((trees, scratch)) = self.trees.as_mut() {
-            trees.fill_one(g, &self.cols, di, scratch);
-        }
     }
 
     /// The [`Layer0`], when every destination attached to a switch was fed once and each
@@ -294,7 +252,6 @@ impl<'a> Layer0Collector<'a> {
             cols: self.cols,
             counts0,
             ca_counts: self.ca_counts,
-            trees: self.trees.map(|(t, _)| t),
         })
     }
 }

@@ -775,7 +775,7 @@ fn a_layer0_gathered_while_routing_changes_nothing() {
         let g = g_of(spec);
         let dist = SwitchDistances::new(&g);
         let opts = DfssspOptions::default();
-        let mut collector = Layer0Collector::new(&g, &opts, Some(&dist), true);
+        let mut collector = Layer0Collector::new(&g, &opts, Some(&dist));
         let mut rows = Vec::new();
         let (routing, _, fed) = crate::sssp::route_with_efi_feeding(&g, &dist, &mut |di, row| {
             collector.add(di, row);
@@ -792,7 +792,7 @@ fn a_layer0_gathered_while_routing_changes_nothing() {
         for budget in [1, 8] {
             let (mut plain, mut gathered) = (routing.clone(), routing.clone());
             let a = make_deadlock_free_with(&g, &mut plain, budget, &opts, Some(&dist)).unwrap();
-            let mut c = Layer0Collector::new(&g, &opts, Some(&dist), budget > 1);
+            let mut c = Layer0Collector::new(&g, &opts, Some(&dist));
             rows.iter().for_each(|(di, row)| c.add(*di, row));
             let l0 = c.finish();
             assert!(l0.is_some(), "{spec}");
@@ -808,7 +808,7 @@ fn a_layer0_gathered_while_routing_changes_nothing() {
             );
         }
         let feed = |skip: Option<usize>, twice: bool, looping: bool| {
-            let mut c = Layer0Collector::new(&g, &opts, Some(&dist), false);
+            let mut c = Layer0Collector::new(&g, &opts, Some(&dist));
             for (k, (di, row)) in rows.iter().enumerate() {
                 if Some(k) == skip {
                     continue;

@@ -51,6 +51,15 @@ impl BreakFixture {
 
     /// Breaks layer after layer until one is acyclic, the breaker set up by `setup`.
     pub(super) fn run(&self, setup: impl FnOnce(&mut Breaker)) -> BreakOutcome {
+        self.run_with(TreeIndex::build(&self.g, &self.cols), setup)
+    }
+
+    /// [`Self::run`] over the tree index `trees`, from the breaker's first layer on.
+    pub(super) fn run_with(
+        &self,
+        trees: TreeIndex,
+        setup: impl FnOnce(&mut Breaker),
+    ) -> BreakOutcome {
         let g = &self.g;
         let mut br = Breaker::new(
             g,
@@ -59,10 +68,10 @@ impl BreakFixture {
             &self.cols,
             &self.weight,
             self.c0.clone(),
-            TreeIndex::build(g, &self.cols),
+            trees,
         );
         setup(&mut br);
-        let mut i = 0;
+        let mut i = br.first_layer();
         while br.break_layer(i) > 0 {
             i += 1;
         }
@@ -155,6 +164,54 @@ fn breaking_edge_lists_match_row_scans() {
         let list = fx.run(|br| br.list_ratio = 0);
         assert!(scan.cuts > 0);
         assert!(same_breaking(&fx.g, &scan, &list));
+    }
+}
+
+/// With destinations lifted above layer 0 only their paths can move, and a tree index with rows
+/// for them alone breaks cycles exactly as one with every destination's rows: same layers,
+/// counts, cuts and moves, cutting exactly (edge lists or row scans) or in batches.
+#[test]
+fn lifted_destinations_need_only_their_own_trees() {
+    for f in [
+        grid(&[4, 4], true, 2),
+        random(30, 45, 1, 5),
+        random(40, 70, 2, 11),
+    ] {
+        let fx = BreakFixture::new(&f);
+        let (g, ei) = (&fx.g, &fx.ei);
+        let ns = g.num_switches();
+        let lifted: Vec<usize> = (0..g.dests().len())
+            .filter(|&di| di % 2 == 1 && g.dests()[di].switch != NO_SWITCH)
+            .collect();
+        let mut counts = vec![0u32; ei.num_edges()];
+        let mut tree = DestTree::new(ns);
+        for &di in &lifted {
+            let col = &fx.cols[di * ns..(di + 1) * ns];
+            tree.build_from_ports(g, &g.dests()[di], |s| col[s as usize], &fx.comp)
+                .unwrap();
+            let w = |s: u32| fx.weight[s as usize];
+            tree.apply(g, ei, &mut counts, w, cdg::CountChange::Add);
+        }
+        let is_lifted = |di: usize| lifted.binary_search(&di).is_ok();
+        for (cutting, list_ratio) in [
+            (Cutting::Exact, 0),
+            (Cutting::Exact, usize::MAX),
+            (Cutting::Batched, 0),
+        ] {
+            let setup = |br: &mut Breaker| {
+                br.cutting = cutting;
+                br.list_ratio = list_ratio;
+                br.lift(&lifted, counts.clone());
+            };
+            let every = fx.run_with(TreeIndex::build(g, &fx.cols), setup);
+            let only = fx.run_with(TreeIndex::build_for(g, &fx.cols, is_lifted), setup);
+            assert!(
+                every.cuts > 0,
+                "{cutting:?}: the lifted paths should close cycles"
+            );
+            assert!(same_breaking(g, &every, &only), "{cutting:?}, {list_ratio}");
+            assert!(only.touched.iter().all(|&di| is_lifted(di as usize)));
+        }
     }
 }
 
