@@ -50,6 +50,8 @@
 # honoured. FAULTS="0 5" (families only): every fabric also with that percentage of its
 # switch-to-switch cables missing (generator option cut=P). ONLY="minhop dfsssp-rs" (families and
 # faults): of each line's engines, run only these (a timing comparison in minutes, not hours).
+# JUDGE=0: no eval or ibdmchk of the dumps (routing phase, RSS and lanes only: the largest
+# fabrics, whose path-SL dump runs to tens of GB).
 # Prerequisites are checked, not
 # installed (scripts/setup.sh installs them).
 set -euo pipefail
@@ -231,7 +233,7 @@ run_engine() {
     lanes=$(sed -n 's/.*layers used: \([0-9]*\) of.*/\1/p; s/.*Virtual Lanes needed: \([0-9]*\).*/\1/p; s/.* lash_core: Lanes needed: \([0-9]*\).*/\1/p' \
         "$dir/osm.log" 2>/dev/null | tail -n 1)
     local chk=-
-    if [ "$status" = ok ]; then
+    if [ "$status" = ok ] && [ "${JUDGE:-1}" = 1 ]; then
         "$BIN" eval --dumps "$dir" --patterns "$PATTERNS" "${EVAL_CLASS_ARGS[@]}" --json --quiet \
             >"$dir/eval.json" 2>"$dir/eval.err" || echo "eval failed: $dir/eval.err" >&2
         if [ "${IBDMCHK:-1}" = 1 ] && command -v ibdmchk >/dev/null; then
