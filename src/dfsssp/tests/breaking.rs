@@ -150,15 +150,20 @@ fn breaking_counts_stay_consistent() {
     }
 }
 
+/// A torus and two random fabrics whose minimal routes close cycles: cycle breaking cuts.
+fn small_cyclic_fabrics() -> [Fabric; 3] {
+    [
+        grid(&[4, 4], true, 2),
+        random(30, 45, 1, 5),
+        random(40, 70, 2, 11),
+    ]
+}
+
 /// Finding the paths behind a cut edge from per-edge destination lists (large fabrics) gives
 /// exactly what scanning the LFT rows gives (small ones).
 #[test]
 fn breaking_edge_lists_match_row_scans() {
-    for f in [
-        grid(&[4, 4], true, 2),
-        random(30, 45, 1, 5),
-        random(40, 70, 2, 11),
-    ] {
+    for f in small_cyclic_fabrics() {
         let fx = BreakFixture::new(&f);
         let scan = fx.run(|br| br.list_ratio = usize::MAX);
         let list = fx.run(|br| br.list_ratio = 0);
@@ -172,11 +177,7 @@ fn breaking_edge_lists_match_row_scans() {
 /// counts, cuts and moves, cutting exactly (edge lists or row scans) or in batches.
 #[test]
 fn lifted_destinations_need_only_their_own_trees() {
-    for f in [
-        grid(&[4, 4], true, 2),
-        random(30, 45, 1, 5),
-        random(40, 70, 2, 11),
-    ] {
+    for f in small_cyclic_fabrics() {
         let fx = BreakFixture::new(&f);
         let (g, ei) = (&fx.g, &fx.ei);
         let ns = g.num_switches();
