@@ -934,15 +934,14 @@ fn edge_dest_lists(
     if ns == 0 {
         return (vec![0; ne + 1], Vec::new());
     }
-    // The first dependency edge of every (destination, switch) route, destination-major like
-    // `cols`, in parallel; then two sequential passes bucket them by edge.
-    let mut eid = vec![NO_EDGE; cols.len()];
+    // The first dependency edge of every (destination with a row, switch) route, in the rows'
+    // order (destinations without one have no path that can move), in parallel; then two
+    // sequential passes bucket them by edge.
+    let mut eid = vec![NO_EDGE; ns * trees.rows()];
     eid.par_chunks_mut(ns)
-        .zip(cols.par_chunks(ns))
-        .enumerate()
-        // Destinations without a row have no path that can move.
-        .filter(|(di, _)| trees.has_row(*di))
-        .for_each(|(_, (row, col))| {
+        .zip(trees.par_rows())
+        .for_each(|(row, (di, _))| {
+            let col = &cols[di * ns..(di + 1) * ns];
             for (s, e) in row.iter_mut().enumerate() {
                 let Some(c1) = g.channel_at(s as u32, col[s]) else {
                     continue;
@@ -969,7 +968,10 @@ fn edge_dest_lists(
             continue;
         }
         let di = di as usize;
-        for (s, &e) in eid[di * ns..(di + 1) * ns].iter().enumerate() {
+        let Some(k) = trees.slot(di) else {
+            continue;
+        };
+        for (s, &e) in eid[k * ns..(k + 1) * ns].iter().enumerate() {
             if e != NO_EDGE {
                 // Fewer than 2^16 destinations: LIDs are 16-bit.
                 dests[fill[e as usize] as usize] =

@@ -497,6 +497,12 @@ impl TreeIndex {
         self.slot[di] != NO_ROW
     }
 
+    /// Destination `di`'s row's slot (`None`: no row).
+    #[inline]
+    pub fn slot(&self, di: usize) -> Option<usize> {
+        (self.slot[di] != NO_ROW).then_some(self.slot[di] as usize)
+    }
+
     /// Pre-order position of switch `s` in destination `di`'s tree ([`NOT_IN_TREE`] if unrouted
     /// or `di` has no row).
     #[inline]
