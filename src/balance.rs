@@ -677,25 +677,57 @@ impl MinimalDag {
 /// The minimal DAGs towards the destination switches of a routing order, one per run of
 /// destinations behind the same switch, built on another thread a few ahead of the balancing
 /// that reads them (which is sequential, and would otherwise build each itself, on one core).
-pub(crate) struct DagsAhead {
+/// On small fabrics they are built in place: handing a DAG between threads (a futex wake and a
+/// context switch) costs more there than building it.
+pub(crate) struct DagsAhead<'e> {
     current: MinimalDag,
-    ready: std::sync::mpsc::Receiver<MinimalDag>,
-    /// Used DAGs go back to be built again, so their buffers are reused.
-    spent: std::sync::mpsc::Sender<MinimalDag>,
+    source: DagSource<'e>,
 }
 
-impl DagsAhead {
+enum DagSource<'e> {
+    Thread {
+        ready: std::sync::mpsc::Receiver<MinimalDag>,
+        /// Used DAGs go back to be built again, so their buffers are reused.
+        spent: std::sync::mpsc::Sender<MinimalDag>,
+    },
+    InPlace {
+        g: &'e SwitchGraph,
+        dist: &'e crate::graph::SwitchDistances,
+        counts: Vec<u32>,
+    },
+}
+
+impl<'e> DagsAhead<'e> {
     /// DAGs built ahead in this many.
     const AHEAD: usize = 4;
 
+    /// (switch, LID) paths below which the DAGs are built in place: there balancing a
+    /// destination switch's LIDs takes about what one hand-over costs (measured: in place is
+    /// faster up to the 6x6x6 torus's 233,280 paths, the thread from the 8x8x8 torus's 786,432).
+    const IN_PLACE_MAX_PATHS: usize = 1 << 18;
+
     /// Runs `f` with the DAGs towards the switches of the destinations `order` (indices into
-    /// `g.dests()`), built on a thread of `scope`.
-    pub(crate) fn spawn<'s, 'e: 's>(
+    /// `g.dests()`), built on a thread of `scope`, or in place on small fabrics.
+    pub(crate) fn spawn<'s>(
         scope: &'s std::thread::Scope<'s, 'e>,
         g: &'e SwitchGraph,
         dist: &'e crate::graph::SwitchDistances,
         order: &'e [u32],
     ) -> Self {
+        let current = MinimalDag {
+            to: NO_SWITCH,
+            ..Default::default()
+        };
+        if g.num_switches() * order.len() < Self::IN_PLACE_MAX_PATHS {
+            return DagsAhead {
+                current,
+                source: DagSource::InPlace {
+                    g,
+                    dist,
+                    counts: Vec::new(),
+                },
+            };
+        }
         let (to_main, ready) = std::sync::mpsc::sync_channel(Self::AHEAD);
         let (spent, from_main) = std::sync::mpsc::channel::<MinimalDag>();
         scope.spawn(move || {
@@ -715,21 +747,24 @@ impl DagsAhead {
             }
         });
         DagsAhead {
-            current: MinimalDag {
-                to: NO_SWITCH,
-                ..Default::default()
-            },
-            ready,
-            spent,
+            current,
+            source: DagSource::Thread { ready, spent },
         }
     }
 
     /// The DAG towards `switch`, the destination switch of the next destination in order.
     pub(crate) fn towards(&mut self, switch: u32) -> &MinimalDag {
         if self.current.to != switch {
-            let next = self.ready.recv().expect("a DAG for every run of the order");
-            let used = std::mem::replace(&mut self.current, next);
-            let _ = self.spent.send(used);
+            match &mut self.source {
+                DagSource::Thread { ready, spent } => {
+                    let next = ready.recv().expect("a DAG for every run of the order");
+                    let used = std::mem::replace(&mut self.current, next);
+                    let _ = spent.send(used);
+                }
+                DagSource::InPlace { g, dist, counts } => {
+                    self.current.build(g, switch, dist.to(switch), counts);
+                }
+            }
             debug_assert_eq!(self.current.to, switch);
         }
         &self.current
