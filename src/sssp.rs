@@ -31,14 +31,12 @@
 //! kept; on fat trees the maximum is pinned, and the pass gives up once a quarter of the
 //! destinations have not moved it (a full pass costs as much as the first).
 
-use rayon::prelude::*;
-
 use crate::balance::{
     fill_row, leaf_bound, nearest_sweep, routing_order, routing_order_by, Balancer, DagsAhead,
     MinimalDag, TieOrder,
 };
 use crate::graph::{Dest, SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};
-use crate::routing::{Lft, Routing, SwitchLidTable, NO_PATH};
+use crate::routing::{transpose_dest_major, Lft, Routing, SwitchLidTable, NO_PATH};
 
 /// Rip-up-and-reroute passes after the first routing pass. More passes lower the edge forwarding
 /// index further (torus 6x6x6: 4200, 3480, 3276, 3220) but Λ hardly moves after the first.
@@ -268,16 +266,8 @@ fn route_once(
         rows_port, ca_load, ..
     } = placed;
     let mut hops = SwitchLidTable::new(ns, g.max_lid(), NO_PATH);
-    lft.tables_mut()
-        .zip(hops.rows_mut())
-        .enumerate()
-        .par_bridge()
-        .for_each(|(s, (lft_row, hop_row))| {
-            for lid in 0..stride {
-                lft_row[lid] = rows_port[lid * ns + s];
-                hop_row[lid] = rows_hops[lid * ns + s];
-            }
-        });
+    transpose_dest_major(&rows_port, ns, lft.values_mut());
+    transpose_dest_major(&rows_hops, ns, hops.values_mut());
     let efi = ca_load.into_iter().max().unwrap_or(0);
     (
         Routing {

@@ -659,12 +659,8 @@ impl<'a> Router<'a> {
         let (g, ns) = (self.g, self.g.num_switches());
         let mut lft = Lft::new(ns, g.max_lid());
         let mut hops = SwitchLidTable::new(ns, g.max_lid(), NO_PATH);
-        for (s, (lft_row, hop_row)) in lft.tables_mut().zip(hops.rows_mut()).enumerate() {
-            for lid in 0..=usize::from(g.max_lid()) {
-                lft_row[lid] = self.rows_port[lid * ns + s];
-                hop_row[lid] = self.rows_hops[lid * ns + s];
-            }
-        }
+        crate::routing::transpose_dest_major(&self.rows_port, ns, lft.values_mut());
+        crate::routing::transpose_dest_major(&self.rows_hops, ns, hops.values_mut());
         let routing = Routing {
             lft,
             hops,

@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 mod traverse;
@@ -72,6 +73,38 @@ impl Lft {
         let stride = self.stride();
         self.ports.chunks_mut(stride)
     }
+
+    /// All tables back to back (`stride()` bytes each).
+    pub fn values_mut(&mut self) -> &mut [u8] {
+        &mut self.ports
+    }
+}
+
+/// Fills the switch-major tables `out` (`ns` rows of `stride` bytes, as [`Lft`]) from the
+/// destination-major `rows` (`rows[lid * ns + s]`, `stride` rows of `ns` bytes). In blocks of 64
+/// switches, in parallel: each destination row is read a cache line at a time, where a switch at
+/// a time read one byte per line (fattree3:48, 2 x 88 MB: 0.73 s before, ~0.1 s blocked).
+pub fn transpose_dest_major(rows: &[u8], ns: usize, out: &mut [u8]) {
+    const BLOCK: usize = 64;
+    if ns == 0 || out.is_empty() {
+        return;
+    }
+    let stride = out.len() / ns;
+    assert_eq!(
+        rows.len(),
+        ns * stride,
+        "destination-major rows of the tables' shape"
+    );
+    out.par_chunks_mut(BLOCK * stride)
+        .enumerate()
+        .for_each(|(b, block)| {
+            let (s0, width) = (b * BLOCK, block.len() / stride);
+            for (lid, row) in rows.chunks_exact(ns).enumerate() {
+                for (k, &v) in row[s0..s0 + width].iter().enumerate() {
+                    block[k * stride + lid] = v;
+                }
+            }
+        });
 }
 
 /// A switch-by-LID table of small numbers (hop counts, virtual layers), same shape as [`Lft`].
@@ -269,6 +302,26 @@ pub fn walk(
                 }
             }
             None => return Err(RouteFault::DeadEnd { at, port: p }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_blocked_transpose_moves_every_entry_to_its_switch_row() {
+        // Switch counts below, at and past a block boundary, and one LID.
+        for (ns, stride) in [(1, 1), (3, 5), (64, 9), (130, 17), (200, 1)] {
+            let rows: Vec<u8> = (0..ns * stride).map(|i| (i * 7 % 251) as u8).collect();
+            let mut out = vec![NO_PATH; ns * stride];
+            transpose_dest_major(&rows, ns, &mut out);
+            for lid in 0..stride {
+                for s in 0..ns {
+                    assert_eq!(out[s * stride + lid], rows[lid * ns + s], "{ns}x{stride}");
+                }
+            }
         }
     }
 }
