@@ -90,21 +90,65 @@ struct SameHeads {
     /// Per position in the DAG's order, the first position of the same distance level with the
     /// same tree level, all candidates going up and the same candidate heads; itself otherwise.
     leader: Vec<u32>,
+    /// Each switch's candidate heads, sorted, in the DAG's layout.
     sorted_heads: Vec<u32>,
+    /// In the DAG's layout: at `span.start + r`, the slot of the candidate to the `r`-th of the
+    /// sorted heads. A follower whose heads are distinct reaches its channel to the leader's
+    /// head from the head's rank in one step instead of scanning its candidates.
+    by_rank: Vec<u32>,
+    /// Per position: whether its candidate heads are distinct (no parallel links).
+    distinct: Vec<bool>,
+    /// Per position: whether it leads others.
+    leads: Vec<bool>,
+    /// Per leading position, the rank of its chosen head among its sorted heads (for the LID
+    /// being routed).
+    lead_rank: Vec<u32>,
     positions: Vec<u32>,
+    pairs: Vec<u64>,
 }
 
 impl SameHeads {
+    fn new() -> Self {
+        SameHeads {
+            grouped_for: NO_SWITCH,
+            leader: Vec::new(),
+            sorted_heads: Vec::new(),
+            by_rank: Vec::new(),
+            distinct: Vec::new(),
+            leads: Vec::new(),
+            lead_rank: Vec::new(),
+            positions: Vec::new(),
+            pairs: Vec::new(),
+        }
+    }
+
     fn group(&mut self, dag: &MinimalDag, level: &[u32]) {
         self.grouped_for = dag.to;
         self.leader.clear();
         self.leader.extend(0..dag.order.len() as u32);
-        // Each switch's candidate heads, sorted, in the DAG's layout.
-        self.sorted_heads.clear();
-        self.sorted_heads.extend_from_slice(&dag.heads);
         let span = |i: usize| dag.cand_start[i - 1] as usize..dag.cand_start[i] as usize;
+        // Each switch's candidates sorted by head (then slot): the sorted heads, and the slot
+        // of each rank.
+        self.pairs.clear();
+        self.pairs.extend(
+            dag.heads
+                .iter()
+                .enumerate()
+                .map(|(k, &h)| (u64::from(h) << 32) | k as u64),
+        );
         for i in 1..dag.order.len() {
-            self.sorted_heads[span(i)].sort_unstable();
+            self.pairs[span(i)].sort_unstable();
+        }
+        self.sorted_heads.clear();
+        self.sorted_heads
+            .extend(self.pairs.iter().map(|&p| (p >> 32) as u32));
+        self.by_rank.clear();
+        self.by_rank.extend(self.pairs.iter().map(|&p| p as u32));
+        self.distinct.clear();
+        self.distinct.push(false);
+        for i in 1..dag.order.len() {
+            let heads = &self.sorted_heads[span(i)];
+            self.distinct.push(heads.windows(2).all(|w| w[0] != w[1]));
         }
         let mut start = 1;
         for &end in &dag.level_end[1..] {
@@ -128,6 +172,36 @@ impl SameHeads {
                 }
             }
             start = end;
+        }
+        self.leads.clear();
+        self.leads.resize(dag.order.len(), false);
+        for (i, &l) in self.leader.iter().enumerate() {
+            if l as usize != i {
+                self.leads[l as usize] = true;
+            }
+        }
+        self.lead_rank.clear();
+        self.lead_rank.resize(dag.order.len(), u32::MAX);
+    }
+
+    /// The slot of follower `i`'s candidate to its leader's chosen head, where its heads are
+    /// distinct (else its candidates are scanned).
+    #[inline]
+    fn follower_slot(&self, dag: &MinimalDag, i: usize) -> Option<usize> {
+        let leader = self.leader[i] as usize;
+        let r = self.lead_rank[leader];
+        (self.distinct[i] && r != u32::MAX)
+            .then(|| self.by_rank[dag.cand_start[i - 1] as usize + r as usize] as usize)
+    }
+
+    /// Records the rank of the head leader `i` chose, for its followers.
+    #[inline]
+    fn led(&mut self, dag: &MinimalDag, i: usize, head: u32) {
+        if self.leads[i] {
+            let span = dag.cand_start[i - 1] as usize..dag.cand_start[i] as usize;
+            self.lead_rank[i] = self.sorted_heads[span]
+                .binary_search(&head)
+                .map_or(u32::MAX, |r| r as u32);
         }
     }
 }
@@ -190,6 +264,15 @@ impl HeadCosts<'_> {
     }
 
     /// [`cheapest`](Self::cheapest) where all candidates go up and the head is known to win
+    /// ([`SameHeads`]), and `c` is the only channel to it.
+    #[inline]
+    fn to_head_by(&self, c: u32, head: u32) -> ((u64, u64, u32, u32), u64, u32) {
+        let (w, h) = (self.load[c as usize], head as usize);
+        let up = self.cost[h].saturating_add(w);
+        ((up, w, self.rank[h], c), self.cost_down[h], head)
+    }
+
+    /// [`cheapest`](Self::cheapest) where all candidates go up and the head is known to win
     /// ([`SameHeads`]): the least loaded channel to `head`, the first of equal loads.
     #[inline]
     fn to_head(&self, cands: &[u32], heads: &[u32], head: u32) -> ((u64, u64, u32, u32), u64, u32) {
@@ -239,12 +322,7 @@ impl Balancer {
                 head: vec![NO_SWITCH; g.num_switches()],
                 usage: vec![0; g.num_switches()],
                 height,
-                same_heads: Some(SameHeads {
-                    grouped_for: NO_SWITCH,
-                    leader: Vec::new(),
-                    sorted_heads: Vec::new(),
-                    positions: Vec::new(),
-                }),
+                same_heads: Some(SameHeads::new()),
             }),
             ..Self::new(g)
         }
@@ -388,14 +466,16 @@ impl Balancer {
                         };
                         let (cands, hs) = (&dag.cands[span.clone()], &dag.heads[span]);
                         let lv = tree.level[s as usize];
-                        let leader = match &tree.same_heads {
-                            Some(groups) if same_heads => groups.leader[i] as usize,
-                            _ => i,
-                        };
+                        let groups = tree.same_heads.as_ref().filter(|_| same_heads);
+                        let leader = groups.map_or(i, |g| g.leader[i] as usize);
                         // Specialised on the two flags: the loop runs once per candidate of
                         // every switch for every destination LID.
                         let (pick, down, head) = if leader != i {
-                            heads.to_head(cands, hs, tree.head[dag.order[leader] as usize])
+                            let head = tree.head[dag.order[leader] as usize];
+                            match groups.and_then(|g| g.follower_slot(dag, i)) {
+                                Some(k) => heads.to_head_by(dag.cands[k], head),
+                                None => heads.to_head(cands, hs, head),
+                            }
                         } else {
                             match (self.penalized.is_empty(), tree.rank_first) {
                                 (true, true) => heads.cheapest::<false, true>(cands, hs, lv),
@@ -408,6 +488,11 @@ impl Balancer {
                         if let Some(t) = self.tree.as_mut() {
                             t.cost_down[s as usize] = down;
                             t.head[s as usize] = head;
+                            if let Some(g) = t.same_heads.as_mut().filter(|_| same_heads) {
+                                if leader == i {
+                                    g.led(dag, i, head);
+                                }
+                            }
                         }
                     }
                 }
