@@ -50,6 +50,7 @@
 # honoured. FAULTS="0 5" (families only): every fabric also with that percentage of its
 # switch-to-switch cables missing (generator option cut=P). ONLY="minhop dfsssp-rs" (families and
 # faults): of each line's engines, run only these (a timing comparison in minutes, not hours).
+# MATCH=REGEX (families and faults): only the fabrics whose SPEC matches (MATCH='^(torus|dragonfly)').
 # JUDGE=0: no eval or ibdmchk of the dumps (routing phase, RSS and lanes only: the largest
 # fabrics, whose path-SL dump runs to tens of GB).
 # Prerequisites are checked, not
@@ -460,6 +461,7 @@ bench_lines() {
     shift
     for line in "$@"; do
         read -r -a words <<<"$line"
+        [[ "${words[0]}" =~ ${MATCH:-.} ]] || continue
         if [ -n "${ONLY:-}" ]; then
             local kept=("${words[0]}")
             for e in "${words[@]:1}"; do
