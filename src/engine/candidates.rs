@@ -228,13 +228,14 @@ pub(super) fn try_one_lane(
     }
 }
 
-/// Dimension-order routes (tori, meshes) instead of the kept routing where they measure better.
+/// Dimension-order routes (tori, meshes) instead of the kept routing where they measure better;
+/// whether they were taken.
 pub(super) fn try_dimension_order(
     set: &CandidateSetting<'_>,
     budget: u8,
     kept: &mut Layered,
     log: &mut Log,
-) {
+) -> bool {
     let kind = set.cfg.kind;
     let verdict = dor_if_better(
         set.graph,
@@ -247,7 +248,9 @@ pub(super) fn try_dimension_order(
     match verdict {
         Some(DorVerdict::Better(better, line)) => {
             (kept.routing, kept.report) = *better;
+            kept.lambda = None;
             log.push((LogLevel::Info, format!("{kind}: {line}")));
+            return true;
         }
         Some(DorVerdict::Kept(line)) => {
             log.push((LogLevel::Verbose, format!("{kind}: {line}")));
@@ -257,6 +260,7 @@ pub(super) fn try_dimension_order(
         }
         None => {}
     }
+    false
 }
 
 #[cfg(test)]

@@ -25,6 +25,8 @@ fn prior_of<'a>(f: &'a Fabric, cfg: &'a EngineConfig, out: &'a EngineOutput) -> 
 /// With QoS on the lanes may hold the one-lane search's detours when they measure better than
 /// minimal routes over the layers: never below QoS off on the same fabric, still verified.
 /// Where minimal routes reach the load bound (a complete fat tree) the search is not run.
+/// (Without the dimension-order candidate, which on tori is taken first and then leaves the
+/// one-lane candidate out: `dimension_order_taken_leaves_the_one_lane_candidate_out`.)
 #[test]
 fn qos_on_is_never_below_qos_off() {
     let lambda = |spec: &str, qos: bool| {
@@ -32,6 +34,7 @@ fn qos_on_is_never_below_qos_off() {
         let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
         cfg.qos = qos;
         cfg.lanes = 8;
+        cfg.dor_candidate = false;
         let out = run(&f, &cfg).unwrap();
         let spec = metrics::BisectionSpec::new(candidates::CANDIDATE_PATTERNS, 1);
         let l = metrics::effective_bisection_bandwidth(&out.graph, &out.routing.lft, &spec)
@@ -55,6 +58,44 @@ fn qos_on_is_never_below_qos_off() {
         let ((on, chosen), (off, _)) = (lambda(spec, true), lambda(spec, false));
         assert!(!chosen, "{spec}: the layers stay");
         assert!(on >= off, "{spec}: QoS on {on} < QoS off {off}");
+    }
+}
+
+/// On a regular torus or mesh, dimension-order routes are judged first; taken, they leave the
+/// one-lane candidate out (it has never measured better than they do), and the routing is no
+/// worse than the one-lane routing the engine takes without them.
+#[test]
+fn dimension_order_taken_leaves_the_one_lane_candidate_out() {
+    for spec in ["torus:4x4x4,2", "hypercube:5,2", "mesh:5x5,2"] {
+        let f = crate::topo::by_name(spec).unwrap();
+        let run_with = |dor: bool| {
+            let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+            cfg.lanes = 8;
+            cfg.dor_candidate = dor;
+            let out = run(&f, &cfg).unwrap();
+            let spec = metrics::BisectionSpec::new(candidates::CANDIDATE_PATTERNS, 1);
+            let l = metrics::effective_bisection_bandwidth(&out.graph, &out.routing.lft, &spec)
+                .unwrap()
+                .lambda;
+            let said = |s: &str| out.log.iter().any(|(_, l)| l.contains(s));
+            (
+                l,
+                said("routing in dimension order"),
+                said("one-lane routing not computed: dimension-order routes were taken"),
+                said("one-lane routing measures better"),
+            )
+        };
+        let (with_dor, dor_taken, one_left_out, _) = run_with(true);
+        let (without, _, _, one_taken) = run_with(false);
+        assert!(
+            dor_taken && one_left_out,
+            "{spec}: DOR taken, one lane left out"
+        );
+        assert!(
+            one_taken,
+            "{spec}: without DOR the one-lane routing is taken"
+        );
+        assert!(with_dor >= without, "{spec}: Λ {with_dor} < {without}");
     }
 }
 
