@@ -233,17 +233,17 @@ pub fn walked_hops(g: &SwitchGraph, lft: &Lft) -> SwitchLidTable {
         })
         .collect();
     let mut hops = SwitchLidTable::new(ns, lft.max_lid, NO_PATH);
-    for (k, out) in parts.iter().enumerate() {
-        let part = &dests[(k * per).min(nd)..((k + 1) * per).min(nd)];
-        for (i, d) in part.iter().enumerate() {
-            if d.lid > lft.max_lid {
-                continue;
-            }
-            for (s, &h) in out[i * ns..(i + 1) * ns].iter().enumerate() {
-                hops.set(s as u32, d.lid, h);
-            }
-        }
-    }
+    let columns: Vec<(usize, &[u8])> = parts
+        .iter()
+        .enumerate()
+        .flat_map(|(k, out)| {
+            let part = &dests[(k * per).min(nd)..((k + 1) * per).min(nd)];
+            part.iter().zip(out.chunks_exact(ns.max(1)))
+        })
+        .filter(|(d, _)| d.lid <= lft.max_lid)
+        .map(|(d, column)| (usize::from(d.lid), column))
+        .collect();
+    super::scatter_columns(&columns, ns, hops.values_mut());
     hops
 }
 
