@@ -335,4 +335,27 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn scattered_columns_land_at_their_lids_and_leave_the_rest() {
+        // LIDs with gaps, out of order; 70 switches (a block and a part).
+        let ns = 70;
+        let cols: Vec<(usize, Vec<u8>)> = [9usize, 2, 5]
+            .iter()
+            .map(|&lid| (lid, (0..ns).map(|s| (s + lid) as u8).collect()))
+            .collect();
+        let refs: Vec<(usize, &[u8])> = cols.iter().map(|(l, c)| (*l, &c[..])).collect();
+        let stride = 10;
+        let mut out = vec![NO_PATH; ns * stride];
+        scatter_columns(&refs, ns, &mut out);
+        for s in 0..ns {
+            for lid in 0..stride {
+                let want = match lid {
+                    2 | 5 | 9 => (s + lid) as u8,
+                    _ => NO_PATH,
+                };
+                assert_eq!(out[s * stride + lid], want, "switch {s}, LID {lid}");
+            }
+        }
+    }
 }
