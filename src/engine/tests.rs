@@ -36,12 +36,8 @@ fn qos_on_is_never_below_qos_off() {
         cfg.lanes = 8;
         cfg.dor_candidate = false;
         let out = run(&f, &cfg).unwrap();
-        let spec = metrics::BisectionSpec::new(candidates::CANDIDATE_PATTERNS, 1);
-        let l = metrics::effective_bisection_bandwidth(&out.graph, &out.routing.lft, &spec)
-            .unwrap()
-            .lambda;
         (
-            l,
+            candidates::candidate_lambda(&out.graph, &out.routing),
             out.log
                 .iter()
                 .any(|(_, l)| l.contains("one-lane routing measures better")),
@@ -73,13 +69,9 @@ fn dimension_order_taken_leaves_the_one_lane_candidate_out() {
             cfg.lanes = 8;
             cfg.dor_candidate = dor;
             let out = run(&f, &cfg).unwrap();
-            let spec = metrics::BisectionSpec::new(candidates::CANDIDATE_PATTERNS, 1);
-            let l = metrics::effective_bisection_bandwidth(&out.graph, &out.routing.lft, &spec)
-                .unwrap()
-                .lambda;
             let said = |s: &str| out.log.iter().any(|(_, l)| l.contains(s));
             (
-                l,
+                candidates::candidate_lambda(&out.graph, &out.routing),
                 said("routing in dimension order"),
                 said("one-lane routing not computed: dimension-order routes were taken"),
                 said("one-lane routing measures better"),
