@@ -42,13 +42,13 @@
 //! O(S) per such destination; escape
 //! O(S·(S+C)) for distances and the root, O(D·(S+C)) for the Up*/Down* trees, and for settling
 //! O(S·depth·L) per escape destination and round plus the incremental cycle checks (bounded by the
-//! part of a layer's topological order they reorder). Memory: L·E counters of 4 bytes, D·S bytes
-//! for a destination-major copy of the LFT, 10·D'·S bytes of pre-order tree index when layer 0 has
-//! a cycle, D' the destinations whose paths can move (all, or those lifted above an acyclic layer
-//! 0: on fat trees the few switch LIDs whose routes close cycles; 8-byte nodes holding each
-//! path's layer and first ports, 2-byte positions dropped once the per-edge destination lists
-//! exist: 4·D·S, and as much again while building them, when cycle breaking cuts many edges),
-//! the S·max_lid layer table.
+//! part of a layer's topological order they reorder). Memory: L·E counters of 4 bytes; D·S bytes
+//! for a destination-major copy of the LFT; a pre-order tree index of 10·D'·S bytes (8-byte nodes
+//! holding each path's layer and first ports, and 2-byte positions, dropped once the per-edge
+//! destination lists exist), D' the destinations whose paths can move (all of them, or, above an
+//! acyclic layer 0, those lifted from it: on fat trees the few switch LIDs whose routes close
+//! cycles); the per-edge destination lists, 4·D'·S bytes and as much again while they are built,
+//! when cycle breaking cuts many edges; the S·max_lid layer table.
 
 pub mod breaking;
 pub mod cdg;
