@@ -3,7 +3,12 @@
 //! - dfsssp: routing, deadlock removal and verification per fabric and lane budget, with the
 //!   engine's report (DFSSSP_SPECS=spec;spec..., DFSSSP_BUDGETS=8,1, DFSSSP_LAMBDA=1 adds Λ);
 //! - multipath: Λ of LMC multipath vs per-LID SSSP trees, sources spread over LIDs and to base
-//!   LIDs, with the LIDs the multipath packing needed and used.
+//!   LIDs, with the LIDs the multipath packing needed and used;
+//! - takeover-sls: how far a standby without shared storage, deriving SLs from the switches'
+//!   tables by the canonical rule (`engine::adopt_tables`), agrees with a master that re-routed
+//!   incrementally after cables failed one by one (TAKEOVER_SPECS=spec;spec..., TAKEOVER_CUTS=3),
+//!   and how many SLs the master itself would change per fault if it followed the canonical
+//!   rule instead of keeping unchanged paths' SLs.
 //!
 //! Timings are wall clock of one run: quote them with `uptime`'s load; `benches/core.rs` has the
 //! criterion medians.
@@ -11,6 +16,8 @@
 use std::time::Instant;
 
 use dfsssp_rs::dfsssp::{make_deadlock_free_with, DfssspOptions};
+use dfsssp_rs::engine::{self, EngineConfig, EngineKind, McastLane, RerouteConfig, Routed};
+use dfsssp_rs::fabric::NodeKind;
 use dfsssp_rs::graph::{SwitchDistances, SwitchGraph};
 use dfsssp_rs::lid::multipath::{self, MultipathOptions};
 use dfsssp_rs::metrics::{self, BisectionSpec, LidChoice, MetricsOptions};
@@ -26,6 +33,9 @@ fn main() {
     }
     if wanted("multipath") {
         multipath_vs_sssp();
+    }
+    if wanted("takeover-sls") {
+        takeover_sls();
     }
 }
 
@@ -123,5 +133,80 @@ fn multipath_vs_sssp() {
             st.ports.iter().map(|p| p.used).sum::<u32>(),
             st.merged_ports()
         );
+    }
+}
+
+/// CA pairs (source CA's switch weighted by its CAs, destination CA LID) of `a` whose SL differs
+/// in `b`, and all CA pairs of `a`; switches matched by GUID.
+fn sl_differences(a: &Routed, b: &Routed) -> (u64, u64) {
+    let (ga, gb) = (&a.graph, &b.graph);
+    let in_b: std::collections::HashMap<u64, u32> = (0..gb.num_switches() as u32)
+        .map(|s| (gb.switch_guid(s), s))
+        .collect();
+    let (mut pairs, mut differ) = (0, 0);
+    for s in 0..ga.num_switches() as u32 {
+        let w = u64::from(ga.terminal_count()[s as usize]);
+        let Some(&sb) = in_b.get(&ga.switch_guid(s)).filter(|_| w > 0) else {
+            continue;
+        };
+        for d in ga.dests().iter().filter(|d| d.exit_port != 0) {
+            pairs += w;
+            let sl_a = a.routing.layer(s, d.lid) + a.sl_offset;
+            let sl_b = b.routing.layer(sb, d.lid) + b.sl_offset;
+            differ += w * u64::from(sl_a != sl_b);
+        }
+    }
+    (differ, pairs)
+}
+
+fn takeover_sls() {
+    let specs = std::env::var("TAKEOVER_SPECS").unwrap_or_else(|_| {
+        "ktree:4,3;ktree:8,3;torus:4x4x4,2;torus:6x6x6,4;dragonfly:4,2,2,9;random:64,36,16,512,seed=1"
+            .into()
+    });
+    let cuts: usize =
+        std::env::var("TAKEOVER_CUTS").map_or(3, |c| c.parse().expect("TAKEOVER_CUTS: a number"));
+    let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+    cfg.mcast_lane = McastLane::PLUGIN_DEFAULT;
+    let rc = RerouteConfig::default();
+    let pct = |(d, p): (u64, u64)| 100.0 * d as f64 / p.max(1) as f64;
+    for spec in specs.split(';') {
+        let f = topo::by_name(spec).expect("fabric spec");
+        let sw =
+            |p: dfsssp_rs::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
+        let cables: Vec<_> = (f.links().iter())
+            .filter(|l| sw(l.a) && sw(l.b))
+            .copied()
+            .collect();
+        let out = engine::run(&f, &cfg).expect("routing");
+        let mut master = Routed::new(f.clone(), cfg.clone(), out);
+        let mut fabric = f.clone();
+        for k in 0..cuts {
+            // Cables spread over the fabric, the same every run.
+            let cable = cables[(k * 7919 + 13) % cables.len()];
+            fabric = fabric.retain(|_| true, |l| *l != cable);
+            let out = engine::run_from(&fabric, &cfg, Some(master.view()), &rc).expect("re-route");
+            let after = Routed::new(fabric.clone(), cfg.clone(), out);
+            let g = &after.graph;
+            let tables: Vec<(u64, Vec<u8>)> = (0..g.num_switches() as u32)
+                .map(|s| (g.switch_guid(s), after.routing.lft.table(s).to_vec()))
+                .collect();
+            let kept = pct(sl_differences(&master, &after));
+            let line = match engine::adopt_tables(fabric.clone(), &cfg, &tables) {
+                Err(e) => format!("standby computes from scratch ({e})"),
+                Ok(standby) => format!(
+                    "a standby's canonical SLs differ on {:.2}% of them; a canonical master would \
+                     have changed {:.2}% at this fault",
+                    pct(sl_differences(&after, &standby)),
+                    pct(sl_differences(&master, &standby)),
+                ),
+            };
+            println!(
+                "{spec}, cable {} of {cuts} failed: the master's re-route changed {kept:.2}% of the \
+                 CA pairs' SLs; {line}",
+                k + 1
+            );
+            master = after;
+        }
     }
 }
