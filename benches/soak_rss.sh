@@ -6,6 +6,9 @@
 # turn. After each event's sweeps settle, opensm's VmRSS is read from /proc. Prints a row every
 # tenth event and one summary line per engine: RSS after the first event (the baseline, as in
 # the soak test), at the end, the highest, and the growth over the baseline.
+# MIX=1: the soak's kinds of event in turn instead of cable flaps alone, the same sequence for
+# every engine: a cable down, back; a switch without CAs down (every cable of it), back; a CA
+# leaving, joining (not the SM's, the first CA).
 #
 #   benches/soak_rss.sh [EVENTS] [SPEC] [ENGINE...]
 #       defaults: 100 events, ktree:4,3 (the soak's fabric), engines minhop dfsssp-rs
@@ -29,6 +32,40 @@ cables() {
              port = substr($1, 2, length($1) - 2); peer = $2; sub(/\[.*/, "", peer)
              if (sw < peer) print sw "[" port "]"
          }' "$1"
+}
+
+# inner_switch_ports NETFILE: per switch without CAs, its cables as ibsim's console names them
+# from its side, on one line ("S-..."[1] "S-..."[2] ...).
+inner_switch_ports() {
+    awk '/^Switch/ { if (sw != "" && !ca) print line; sw = $3; line = ""; ca = 0; next }
+         /^[A-Za-z]/ { if (sw != "" && !ca) print line; sw = ""; next }
+         sw != "" && /^\[[0-9]+\][ \t]+"H-/ { ca = 1 }
+         sw != "" && /^\[[0-9]+\][ \t]+"S-/ {
+             port = substr($1, 2, length($1) - 2); line = line (line == "" ? "" : " ") sw "[" port "]"
+         }
+         END { if (sw != "" && !ca) print line }' "$1"
+}
+
+# ca_ports NETFILE: every CA's port 1 but the first CA's (the SM's), as the console names it.
+ca_ports() {
+    awk '/^Ca/ { n++; if (n > 1) print $3 "[1]" }' "$1"
+}
+
+# event_cmds EV: the console commands of event EV (MIX=1) and its label, "label|cmd|cmd...".
+event_cmds() {
+    local ev=$1 k=$((($1 - 1) / 6)) cmds="" p
+    case $(((ev - 1) % 6)) in
+    0) echo "cable down|Unlink ${cable_list[$((k * 7919 % ${#cable_list[@]}))]}" ;;
+    1) echo "cable back|ReLink ${cable_list[$((k * 7919 % ${#cable_list[@]}))]}" ;;
+    2 | 3)
+        local verb=Unlink label="switch down"
+        (((ev - 1) % 6 == 3)) && verb=ReLink label="switch back"
+        for p in ${inner_list[$((k * 31 % ${#inner_list[@]}))]}; do cmds="$cmds|$verb $p"; done
+        echo "$label$cmds"
+        ;;
+    4) echo "CA leaves|Unlink ${ca_list[$((k * 13 % ${#ca_list[@]}))]}" ;;
+    5) echo "CA joins|ReLink ${ca_list[$((k * 13 % ${#ca_list[@]}))]}" ;;
+    esac
 }
 
 # sweeps LOG: heavy sweeps completed so far.
@@ -67,6 +104,8 @@ for engine in "${ENGINES[@]}"; do
     mkfifo "$dir/console"
     ibsim_start "$net" "$dir" "$dir/console"
     mapfile -t cable_list < <(cables "$net")
+    mapfile -t inner_list < <(inner_switch_ports "$net")
+    mapfile -t ca_list < <(ca_ports "$net")
     cat >"$dir/osm.conf" <<CONF
 event_plugin_name dfsssp_rs
 routing_engine $engine
@@ -79,13 +118,20 @@ CONF
         opensm -Q -F "$dir/osm.conf" -f "$dir/osm.log" -d 0) >"$dir/opensm.out" 2>&1 &
     OSM_PID=$!
     settle "$dir/osm.log" 0
-    echo "== $engine on $SPEC: ${#cable_list[@]} cables, $EVENTS events (work dir $dir)"
+    echo "== $engine on $SPEC: ${#cable_list[@]} cables, $EVENTS events$([ "${MIX:-0}" = 1 ] && echo " (MIX=1: cables, switches without CAs, CAs)") (work dir $dir)"
     base=0 high=0 rss=0
     for ((ev = 1; ev <= EVENTS; ev++)); do
-        cable=${cable_list[$(((ev - 1) / 2 * 7919 % ${#cable_list[@]}))]}
-        if ((ev % 2)); then what="Unlink $cable"; else what="ReLink $cable"; fi
+        if [ "${MIX:-0}" = 1 ]; then
+            IFS='|' read -r -a cmds <<<"$(event_cmds "$ev")"
+            what=${cmds[0]}
+            cmds=("${cmds[@]:1}")
+        else
+            cable=${cable_list[$(((ev - 1) / 2 * 7919 % ${#cable_list[@]}))]}
+            if ((ev % 2)); then what="Unlink $cable"; else what="ReLink $cable"; fi
+            cmds=("$what")
+        fi
         before=$(sweeps "$dir/osm.log")
-        echo "$what" >&3
+        for c in "${cmds[@]}"; do echo "$c" >&3; done
         settle "$dir/osm.log" "$before"
         kill -0 "$OSM_PID" 2>/dev/null || { echo "opensm died; see $dir" >&2; exit 1; }
         rss=$(rss_kib "$OSM_PID")
