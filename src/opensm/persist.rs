@@ -305,6 +305,10 @@ impl EngineCtx {
                         path.display()
                     )),
                 }
+                // The encoded state (15 MB on the 18-ary 3-tree) is freed last, off OpenSM's
+                // thread: its memory goes back too.
+                drop(bytes);
+                super::raw::release_free_heap();
             });
         match spawned {
             Ok(h) => p.writing = Some(h),
