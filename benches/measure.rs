@@ -21,6 +21,7 @@ use dfsssp_rs::fabric::NodeKind;
 use dfsssp_rs::graph::{SwitchDistances, SwitchGraph};
 use dfsssp_rs::lid::multipath::{self, MultipathOptions};
 use dfsssp_rs::metrics::{self, BisectionSpec, LidChoice, MetricsOptions};
+use dfsssp_rs::reroute::{self, RoutedFabric};
 use dfsssp_rs::routing::Routing;
 use dfsssp_rs::{sssp, topo, verify};
 
@@ -136,27 +137,21 @@ fn multipath_vs_sssp() {
     }
 }
 
-/// CA pairs (source CA's switch weighted by its CAs, destination CA LID) of `a` whose SL differs
-/// in `b`, and all CA pairs of `a`; switches matched by GUID.
-fn sl_differences(a: &Routed, b: &Routed) -> (u64, u64) {
-    let (ga, gb) = (&a.graph, &b.graph);
-    let in_b: std::collections::HashMap<u64, u32> = (0..gb.num_switches() as u32)
-        .map(|s| (gb.switch_guid(s), s))
-        .collect();
-    let (mut pairs, mut differ) = (0, 0);
-    for s in 0..ga.num_switches() as u32 {
-        let w = u64::from(ga.terminal_count()[s as usize]);
-        let Some(&sb) = in_b.get(&ga.switch_guid(s)).filter(|_| w > 0) else {
-            continue;
-        };
-        for d in ga.dests().iter().filter(|d| d.exit_port != 0) {
-            pairs += w;
-            let sl_a = a.routing.layer(s, d.lid) + a.sl_offset;
-            let sl_b = b.routing.layer(sb, d.lid) + b.sl_offset;
-            differ += w * u64::from(sl_a != sl_b);
-        }
+/// `r` as the routing comparison takes it.
+fn routed_fabric(r: &Routed) -> RoutedFabric<'_> {
+    RoutedFabric {
+        fabric: &r.fabric,
+        graph: &r.graph,
+        routing: &r.routing,
     }
-    (differ, pairs)
+}
+
+/// The share of CA pairs whose SL differs from `a` to `b` (the plug-in's measure of churn,
+/// `reroute::diff`), in percent. Both leave the same lane to multicast: layers compare as SLs.
+fn sl_changed_pct(a: &Routed, b: &Routed) -> f64 {
+    assert_eq!(a.sl_offset, b.sl_offset, "SL offsets differ");
+    let d = reroute::diff(routed_fabric(a), routed_fabric(b));
+    100.0 * d.ca_pairs_sl_changed() as f64 / d.ca_pairs.max(1) as f64
 }
 
 fn takeover_sls() {
@@ -169,7 +164,6 @@ fn takeover_sls() {
     let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
     cfg.mcast_lane = McastLane::PLUGIN_DEFAULT;
     let rc = RerouteConfig::default();
-    let pct = |(d, p): (u64, u64)| 100.0 * d as f64 / p.max(1) as f64;
     for spec in specs.split(';') {
         let f = topo::by_name(spec).expect("fabric spec");
         let sw =
@@ -191,14 +185,14 @@ fn takeover_sls() {
             let tables: Vec<(u64, Vec<u8>)> = (0..g.num_switches() as u32)
                 .map(|s| (g.switch_guid(s), after.routing.lft.table(s).to_vec()))
                 .collect();
-            let kept = pct(sl_differences(&master, &after));
+            let kept = sl_changed_pct(&master, &after);
             let line = match engine::adopt_tables(fabric.clone(), &cfg, &tables) {
                 Err(e) => format!("standby computes from scratch ({e})"),
                 Ok(standby) => format!(
                     "a standby's canonical SLs differ on {:.2}% of them; a canonical master would \
                      have changed {:.2}% at this fault",
-                    pct(sl_differences(&after, &standby)),
-                    pct(sl_differences(&master, &standby)),
+                    sl_changed_pct(&after, &standby),
+                    sl_changed_pct(&master, &standby),
                 ),
             };
             println!(
