@@ -127,7 +127,7 @@ unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
         );
         return std::ptr::null_mut();
     }
-    raw::tune_malloc();
+    raw::limit_malloc_arenas();
     // SAFETY: the layout matches, so this is OpenSM's log, which outlives the plug-in.
     let log = unsafe { OsmLog::new(std::ptr::addr_of_mut!((*osm).log)) };
     let created = catch_unwind(AssertUnwindSafe(|| {

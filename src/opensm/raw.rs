@@ -713,37 +713,19 @@ pub(crate) fn release_free_heap() {
     }
 }
 
-/// Sets glibc's allocator up for a long-running SM that routes every few seconds, unless the
-/// admin set the same through the environment (glibc reads it first):
-/// - one malloc arena (`MALLOC_ARENA_MAX`): with one per thread that allocates, the routing's
-///   threads (rayon's workers, the LID-matrix helper, the state writer) each kept a fragmented
-///   arena, and opensm's RSS grew with every re-route. The routing allocates little inside its
-///   parallel loops, and OpenSM's own threads allocated from a single arena before glibc 2.10.
-/// - the mmap threshold fixed at glibc's initial 128 KiB (`MALLOC_MMAP_THRESHOLD_`): glibc raises
-///   it to the size of every mmapped block freed, so after the first run the routing's large
-///   working arrays came from the heap and OpenSM's long-lived objects (a node that joins, a
-///   switch that returns) settled among their holes: resident heap pages crept up while the live
-///   heap stayed flat. Mapped apart, those arrays go back to the system when freed.
-///
-/// (README, "The soak" and "Known limits": the RSS measured before and after.)
-pub(crate) fn tune_malloc() {
+/// Caps glibc's malloc arenas at one for the opensm process, unless the admin set
+/// `MALLOC_ARENA_MAX` (glibc reads it first). With one arena per thread that allocates, the
+/// routing's threads (rayon's workers, the LID-matrix helper, the state writer) each keep a
+/// fragmented arena, and an SM routing every few seconds grew by 8.4% (784 KiB) over 100 cable
+/// flaps on a 64-CA fabric against minhop's 0.8% in the same process; with one arena 2.4% over
+/// 60 (`benches/soak_rss.sh`, README). The routing allocates little inside its parallel loops,
+/// and OpenSM's own threads allocated from a single arena before glibc 2.10.
+pub(crate) fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-            // SAFETY: mallopt only sets a parameter of glibc's allocator, under its own lock.
-            unsafe {
-                libc::mallopt(libc::M_ARENA_MAX, 1);
-            }
-        }
-        if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
-            // SAFETY: as above.
-            unsafe {
-                libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
-            }
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only sets a parameter of glibc's allocator, under its own lock.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 1);
         }
     }
 }
-
-/// glibc's default (initial) mmap threshold, kept fixed ([`tune_malloc`]).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const MMAP_THRESHOLD: libc::c_int = 128 * 1024;
