@@ -244,7 +244,7 @@ unsafe extern "C" fn plugin_report(
     }
     // The last work of a routing run on OpenSM's thread: what it freed (dumps, the changes
     // compared, the state encoded) goes back to the system before the SM idles until the next
-    // sweep; left in the heap, it kept opensm's RSS creeping up by a few KiB per re-route.
+    // sweep, rather than stay resident among OpenSM's live objects.
     super::raw::release_free_heap();
 }
 

@@ -305,8 +305,8 @@ impl EngineCtx {
                         path.display()
                     )),
                 }
-                // The encoded state (15 MB on the 18-ary 3-tree) is freed last, off OpenSM's
-                // thread: its memory goes back too.
+                // The encoded state is freed last, off OpenSM's thread: its memory goes back
+                // too.
                 drop(bytes);
                 super::raw::release_free_heap();
             });

@@ -98,8 +98,8 @@ pub fn transpose_dest_major(rows: &[u8], ns: usize, out: &mut [u8]) {
 
 /// Writes each `(lid, column)` (`column[s]`: switch `s`'s entry, `ns` of them) into the
 /// switch-major tables `out` (`ns` rows, as [`Lft`]). In blocks of 64 switches, in parallel:
-/// each column is read a cache line at a time, where a switch at a time read one byte per line
-/// (fattree3:48's 2 x 88 MB after SSSP: 0.73 s before, 0.17 s blocked).
+/// each column is read a cache line at a time, where a switch at a time would read one byte per
+/// line (README, "Known limits", the 48-port 3-level tree: what it saves there).
 pub fn scatter_columns(columns: &[(usize, &[u8])], ns: usize, out: &mut [u8]) {
     const BLOCK: usize = 64;
     if ns == 0 || out.is_empty() {
