@@ -177,14 +177,15 @@ unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
         // NULL then (OpenSM would dlclose us).
         Ok(plugin) if !plugin.engines.is_empty() => {
             log.info(&format!(
-                "dfsssp-rs {}: registered routing engines {}",
+                "dfsssp-rs {}: registered routing engines {}; memory from {}",
                 env!("CARGO_PKG_VERSION"),
                 plugin
                     .engines
                     .iter()
                     .map(|e| e.kind.name())
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                super::heap::which()
             ));
             Box::into_raw(plugin).cast()
         }
