@@ -177,15 +177,14 @@ unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
         // NULL then (OpenSM would dlclose us).
         Ok(plugin) if !plugin.engines.is_empty() => {
             log.info(&format!(
-                "dfsssp-rs {}: registered routing engines {}; memory from {}",
+                "dfsssp-rs {}: registered routing engines {}",
                 env!("CARGO_PKG_VERSION"),
                 plugin
                     .engines
                     .iter()
                     .map(|e| e.kind.name())
                     .collect::<Vec<_>>()
-                    .join(", "),
-                super::heap::which()
+                    .join(", ")
             ));
             Box::into_raw(plugin).cast()
         }
