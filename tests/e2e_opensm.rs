@@ -143,6 +143,13 @@ fn check_run(
         "{}",
         run.summary()
     );
+    // Inside opensm the plug-in allocates from its own heap, not OpenSM's (src/opensm/heap.rs).
+    assert!(
+        !run.log_lines("registered routing engines sssp-rs, dfsssp-rs; memory from its own heap")
+            .is_empty(),
+        "{}",
+        run.summary()
+    );
 
     let rec = record(run);
     assert_eq!(rec.engine, engine_name);

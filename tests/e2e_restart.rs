@@ -789,7 +789,7 @@ fn both_engines_of_the_plug_in_write_one_state_file_in_turn() {
 /// every `SOAK_EVENTS / 4` (every 50 of 200). The fabric stays connected. After each: ibdmchk
 /// over the dumps with the path-SL dump (every CA pair routed, no credit loop), the SA's SLs
 /// against the dump, the churn of the step, opensm's RSS; a restart changes nothing, no panic,
-/// and the RSS of one opensm process grows by at most 5% (and 1 MiB) after its first re-route.
+/// and the RSS of one opensm process grows by at most 5% after its first re-route.
 #[test]
 fn soak_random_faults_and_restarts() {
     use rand::{Rng, SeedableRng};
@@ -957,9 +957,9 @@ fn soak_random_faults_and_restarts() {
         }
         if rss_first > 0 {
             rss_max_growth = rss_max_growth.max(rss as f64 / rss_first as f64 - 1.0);
-            // Flat: 5%, and 1 MiB for the allocator on an SM of a few MB.
+            // Flat: at most 5% (the plug-in allocates from a heap of its own, src/opensm/heap.rs).
             assert!(
-                rss <= rss_first + rss_first / 20 + 1024,
+                rss <= rss_first + rss_first / 20,
                 "event {ev}: opensm's RSS grew from {rss_first} to {rss} KiB"
             );
         }

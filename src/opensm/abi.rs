@@ -177,14 +177,15 @@ unsafe extern "C" fn plugin_create(osm: *mut ffi::osm_opensm_t) -> *mut c_void {
         // NULL then (OpenSM would dlclose us).
         Ok(plugin) if !plugin.engines.is_empty() => {
             log.info(&format!(
-                "dfsssp-rs {}: registered routing engines {}",
+                "dfsssp-rs {}: registered routing engines {}; memory from {}",
                 env!("CARGO_PKG_VERSION"),
                 plugin
                     .engines
                     .iter()
                     .map(|e| e.kind.name())
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                super::heap::which()
             ));
             Box::into_raw(plugin).cast()
         }
@@ -231,6 +232,11 @@ unsafe extern "C" fn plugin_report(
         }
         return;
     }
+    // OpenSM has just freed the LFT blocks it queued for the upload (tens of MB on large
+    // fabrics) into glibc's heap, where the work below, allocating from the plug-in's own heap
+    // (super::heap), cannot reuse them: they go back to the system first, so that the two do not
+    // add up to a new peak.
+    super::raw::release_free_heap();
     for c in &plugin.engines {
         guarded(
             c.log,

@@ -11,7 +11,8 @@
 //! work once the tables are up (hop counts, change log, complete check, metrics, dumps);
 //! [`persist`] the routing state across restarts and takeovers; [`qos`] the SL range, `path_sl`
 //! and `update_sl2vl` ([`sl`]: SL-to-VL tables); [`mcast`] `mcast_build_stree`; [`error`] what
-//! can fail, and its log texts; [`log`] OpenSM's log and the `DFxx` codes; [`ffi`] the bindings.
+//! can fail, and its log texts; [`log`] OpenSM's log and the `DFxx` codes; [`ffi`] the bindings;
+//! [`heap`] the plug-in's own heap inside opensm.
 //!
 //! OpenSM (>= 3.3.23) loads `libdfsssp_rs.so` for `event_plugin_name dfsssp_rs` in its config and
 //! reads the exported symbol [`osm_event_plugin`]. Its `create()` registers two routing engines,
@@ -110,6 +111,7 @@ mod abi;
 mod after_upload;
 mod error;
 mod ffi;
+mod heap;
 mod lid_matrix;
 mod log;
 mod mcast;

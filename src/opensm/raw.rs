@@ -701,11 +701,12 @@ impl<'a> LockedSubnet<'a> {
     }
 }
 
-/// Hands the heap memory the routing freed back to the system, from every malloc arena (rayon's
-/// worker threads have their own, which OpenSM's thread would never reuse). OpenSM's own peak
-/// comes after the routing, when it queues the LFT blocks for upload; without this, the routing's
-/// freed working memory stays resident beneath it.
+/// Hands the memory the routing freed back to the system: the plug-in's own heap's
+/// ([`super::heap::trim`]) and glibc's free pages (the hop rows OpenSM frees, what C libraries
+/// allocate). OpenSM's own peak comes after the routing, when it queues the LFT blocks for
+/// upload; without this, the routing's freed working memory stays resident beneath it.
 pub(crate) fn release_free_heap() {
+    super::heap::trim();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: glibc's malloc_trim only walks its own arenas under their locks.
     unsafe {
@@ -714,12 +715,11 @@ pub(crate) fn release_free_heap() {
 }
 
 /// Caps glibc's malloc arenas at one for the opensm process, unless the admin set
-/// `MALLOC_ARENA_MAX` (glibc reads it first). With one arena per thread that allocates, the
-/// routing's threads (rayon's workers, the LID-matrix helper, the state writer) each keep a
-/// fragmented arena, and an SM routing every few seconds grew by 8.4% (784 KiB) over 100 cable
-/// flaps on a 64-CA fabric against minhop's 0.8% in the same process; with one arena 2.4% over
-/// 60 (`benches/soak_rss.sh`, README). The routing allocates little inside its parallel loops,
-/// and OpenSM's own threads allocated from a single arena before glibc 2.10.
+/// `MALLOC_ARENA_MAX` (glibc reads it first). The plug-in's Rust allocations come from its own
+/// heap ([`super::heap`]), but its threads still call malloc (the LID-matrix helper allocates
+/// the hop rows that OpenSM frees; C libraries allocate), and with an arena per such thread
+/// each would keep a fragmented arena beside OpenSM's. OpenSM's own threads allocated from a
+/// single arena before glibc 2.10.
 pub(crate) fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
