@@ -14,7 +14,7 @@
 //!
 //! Neither heap can reuse what the other frees, so the plug-in hands glibc's free pages back
 //! before it allocates after OpenSM's upload (OpenSM has just freed the LFT blocks it queued):
-//! else the two heaps' free memory adds up to a new peak (README, "Known limits").
+//! else the two heaps' free memory adds up to a new peak (README, "The soak").
 //!
 //! Both sit behind mutexes: the routing allocates outside its parallel loops, so the locks are
 //! rarely contended.
