@@ -672,15 +672,38 @@ fn make_deadlock_free(
         (routing.clone(), layer0.clone())
     });
     let opts = dfsssp_options(cfg);
-    let report =
-        dfsssp::make_deadlock_free_fed(graph, &mut routing, layer0, budget, &opts, Some(dist))?;
     // The candidates together may take as long again as the routing so far (at least
     // CANDIDATE_BUDGET_FLOOR): no candidate costs more than it can win.
-    let elapsed = start.elapsed();
-    let candidate_opts = DfssspOptions {
-        deadline: Some(Instant::now() + elapsed.max(CANDIDATE_BUDGET_FLOOR)),
+    let deadline = |start: Instant| DfssspOptions {
+        deadline: Some(Instant::now() + start.elapsed().max(CANDIDATE_BUDGET_FLOOR)),
         ..opts.clone()
     };
+    // Dimension-order routes on tori (and meshes), where the coordinates can be inferred, are
+    // judged first, against the SSSP routes: where they measure better, the SSSP routes are not
+    // made deadlock-free (on a regular torus that is most of the routing's cost), and the
+    // one-lane candidate has never measured better than they do (20 regular tori, meshes and
+    // hypercubes, by 3-13%; README, "Candidate routings"), so it is not computed.
+    let dor = (cfg.qos && cfg.dor_candidate && budget >= 2 && sssp_efi.is_some())
+        .then(|| candidates::dor_candidate(graph, dist, budget, &deadline(start)))
+        .flatten();
+    let dor = match dor {
+        Some(c @ candidates::DorCandidate::Ready(_)) => {
+            let base_lambda = candidates::candidate_lambda(graph, &routing);
+            match candidates::dor_before_deadlock_removal(cfg.kind, c, base_lambda, log) {
+                Ok((routing, report)) => {
+                    if one_lane_candidate.is_some() {
+                        log.push((LogLevel::Verbose, dor_taken_one_lane_line(cfg)));
+                    }
+                    return Ok(finish_layers(cfg, routing, report, always, log));
+                }
+                Err(c) => Some(c),
+            }
+        }
+        other => other,
+    };
+    let report =
+        dfsssp::make_deadlock_free_fed(graph, &mut routing, layer0, budget, &opts, Some(dist))?;
+    let candidate_opts = deadline(start);
     let mut layered = candidates::Layered {
         routing,
         report,
@@ -706,30 +729,37 @@ fn make_deadlock_free(
         cfg,
         opts: &candidate_opts,
     };
-    // Dimension-order routes on tori (and meshes), where the coordinates can be inferred. First:
-    // where they are taken, the one-lane candidate has never measured better than they do (20
-    // regular tori, meshes and hypercubes, by 3-13%; README, "Candidate routings"), so it is
-    // not computed.
-    let dor_taken = cfg.qos
-        && cfg.dor_candidate
-        && budget >= 2
-        && sssp_efi.is_some()
-        && candidates::try_dimension_order(&setting, budget, &mut layered, log);
+    // Judged against the deadlock-free routing too, where it lost against the SSSP routes: the
+    // escape may have replaced some of them.
+    let dor_taken = candidates::try_dimension_order(cfg.kind, dor, &mut layered, log, graph);
     match one_lane_candidate {
-        Some(_) if dor_taken => log.push((
-            LogLevel::Verbose,
-            format!(
-                "{}: candidate one-lane routing not computed: dimension-order routes were taken, \
-                 which it has never measured better than",
-                cfg.kind
-            ),
-        )),
+        Some(_) if dor_taken => log.push((LogLevel::Verbose, dor_taken_one_lane_line(cfg))),
         Some(one) => candidates::try_one_lane(&setting, one, &mut layered, log),
         None => {}
     }
     let candidates::Layered {
         routing, report, ..
     } = layered;
+    Ok(finish_layers(cfg, routing, report, always, log))
+}
+
+/// The verbose line where dimension-order routes left the one-lane candidate out.
+fn dor_taken_one_lane_line(cfg: &EngineConfig) -> String {
+    format!(
+        "{}: candidate one-lane routing not computed: dimension-order routes were taken, which \
+         it has never measured better than",
+        cfg.kind
+    )
+}
+
+/// The deadlock-free routing chosen, its report logged; with the SL offset of its layers.
+fn finish_layers(
+    cfg: &EngineConfig,
+    routing: Routing,
+    report: LayerReport,
+    always: bool,
+    log: &mut Log,
+) -> (Routing, LayerReport, u8) {
     for line in report.log_lines() {
         log.push((LogLevel::Info, format!("{}: {line}", cfg.kind)));
     }
@@ -746,7 +776,7 @@ fn make_deadlock_free(
         ));
     }
     let sl_offset = u8::from(always || report.spare_lane);
-    Ok((routing, report, sl_offset))
+    (routing, report, sl_offset)
 }
 
 /// The layers deadlock removal may use under `cfg`, and whether a lane is kept for multicast

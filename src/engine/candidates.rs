@@ -112,69 +112,116 @@ pub(super) fn candidate_lambda(g: &SwitchGraph, r: &Routing) -> f64 {
     metrics::judging_lambda(g, &r.lft, CANDIDATE_PATTERNS)
 }
 
-/// What came of the dimension-order candidate on a torus or mesh.
-pub(super) enum DorVerdict {
-    /// Its layered routing measures better than `current`: take it.
-    Better(Box<(Routing, LayerReport)>, String),
-    /// It was not taken, and why.
-    Kept(String),
+/// The dimension-order candidate on a torus or mesh, computed once and judged against the
+/// routings that come before it.
+pub(super) enum DorCandidate {
+    /// Its layered routing, to be judged.
+    Ready(Box<DorRouting>),
+    /// It is no candidate (it needs the escape, or failed), and why.
+    Dropped(String),
     /// It was stopped at its deadline (the line saying so).
     Stopped(String),
 }
 
+/// Dimension-order routes made deadlock-free, and their Λ.
+pub(super) struct DorRouting {
+    routing: Routing,
+    report: LayerReport,
+    lambda: f64,
+    /// The torus or mesh, as [`dor::Torus::describe`] says it.
+    shape: String,
+    /// The layers cycle breaking needed before balancing.
+    layers: u8,
+}
+
+impl DorRouting {
+    /// Whether it measures better than a routing of Λ `current`, with the line saying so;
+    /// `against` names that routing.
+    fn judged(&self, current: f64, against: &str) -> (bool, String) {
+        let (shape, layers, l_dor) = (&self.shape, self.layers, self.lambda);
+        if l_dor > current {
+            let line = format!(
+                "dimension-order routes on the {shape} ({layers} layer(s) before balancing) \
+                 measure better than {against} (Λ {l_dor:.4} vs {current:.4} over \
+                 {CANDIDATE_PATTERNS} patterns): routing in dimension order"
+            );
+            (true, line)
+        } else {
+            let line = format!(
+                "dimension-order routes on the {shape} ({layers} layer(s)) measure no better \
+                 than {against} (Λ {l_dor:.4} vs {current:.4} over {CANDIDATE_PATTERNS} \
+                 patterns): kept"
+            );
+            (false, line)
+        }
+    }
+}
+
 /// On a torus or mesh ([`dor::recognise`]; `None` for any other fabric): dimension-order
 /// routes made deadlock-free within `budget` layers by cycle breaking alone (an escape would
-/// replace DOR's routes by others, so a candidate that needs one is dropped), and judged by Λ
-/// against `current` (whose Λ may be known already).
-pub(super) fn dor_if_better(
+/// replace DOR's routes by others, so a candidate that needs one is dropped), with their Λ.
+pub(super) fn dor_candidate(
     g: &SwitchGraph,
     dist: &SwitchDistances,
-    current: &Routing,
-    current_lambda: Option<f64>,
     budget: u8,
     opts: &DfssspOptions,
-) -> Option<DorVerdict> {
+) -> Option<DorCandidate> {
     let torus = dor::recognise(g)?;
     let shape = torus.describe();
     let mut dor = dor::route(g, &torus);
     let report = match dfsssp::make_deadlock_free_with(g, &mut dor, budget, opts, Some(dist)) {
         Ok(r) if r.escape_layer.is_none() => r,
         Ok(_) => {
-            return Some(DorVerdict::Kept(format!(
+            return Some(DorCandidate::Dropped(format!(
                 "dimension-order routes on the {shape} need more than {budget} layers: \
                  not a candidate"
             )))
         }
         Err(e @ dfsssp::DfssspError::Stopped { .. }) => {
-            return Some(DorVerdict::Stopped(format!(
+            return Some(DorCandidate::Stopped(format!(
                 "candidate dimension-order routing on the {shape} {e}"
             )))
         }
         Err(e) => {
-            return Some(DorVerdict::Kept(format!(
+            return Some(DorCandidate::Dropped(format!(
                 "dimension-order routes on the {shape}: {e}"
             )))
         }
     };
-    let l_cur = current_lambda.unwrap_or_else(|| candidate_lambda(g, current));
-    let l_dor = candidate_lambda(g, &dor);
+    let lambda = candidate_lambda(g, &dor);
     let layers = report.dfsssp_layers_needed.unwrap_or(budget);
-    Some(if l_dor > l_cur {
-        DorVerdict::Better(
-            Box::new((dor, report)),
-            format!(
-                "dimension-order routes on the {shape} ({layers} layer(s) before balancing) \
-                 measure better than the routing so far (Λ {l_dor:.4} vs {l_cur:.4} over \
-                 {CANDIDATE_PATTERNS} patterns): routing in dimension order"
-            ),
-        )
-    } else {
-        DorVerdict::Kept(format!(
-            "dimension-order routes on the {shape} ({layers} layer(s)) measure no better \
-             than the routing so far (Λ {l_dor:.4} vs {l_cur:.4} over {CANDIDATE_PATTERNS} \
-             patterns): kept"
-        ))
-    })
+    Some(DorCandidate::Ready(Box::new(DorRouting {
+        routing: dor,
+        report,
+        lambda,
+        shape,
+        layers,
+    })))
+}
+
+/// The dimension-order candidate judged against the SSSP routes before their deadlock removal
+/// (`base`, of Λ `base_lambda`): the routing and layer report where it measures better, else
+/// the candidate back, to be judged against the deadlock-free routing too.
+pub(super) fn dor_before_deadlock_removal(
+    kind: super::EngineKind,
+    candidate: DorCandidate,
+    base_lambda: f64,
+    log: &mut Log,
+) -> Result<(Routing, LayerReport), DorCandidate> {
+    match candidate {
+        DorCandidate::Ready(dor) => {
+            let (better, line) = dor.judged(base_lambda, "the SSSP routes");
+            if better {
+                log.push((LogLevel::Info, format!("{kind}: {line}")));
+                let DorRouting {
+                    routing, report, ..
+                } = *dor;
+                return Ok((routing, report));
+            }
+            Err(DorCandidate::Ready(dor))
+        }
+        other => Err(other),
+    }
 }
 
 /// The deadlock-free routing kept so far, which a better candidate replaces.
@@ -228,34 +275,36 @@ pub(super) fn try_one_lane(
     }
 }
 
-/// Dimension-order routes (tori, meshes) instead of the kept routing where they measure better;
-/// whether they were taken.
+/// The dimension-order candidate (computed before; `None` off tori and meshes) instead of the
+/// kept routing where it measures better; whether it was taken.
 pub(super) fn try_dimension_order(
-    set: &CandidateSetting<'_>,
-    budget: u8,
+    kind: super::EngineKind,
+    candidate: Option<DorCandidate>,
     kept: &mut Layered,
     log: &mut Log,
+    g: &SwitchGraph,
 ) -> bool {
-    let kind = set.cfg.kind;
-    let verdict = dor_if_better(
-        set.graph,
-        set.dist,
-        &kept.routing,
-        kept.lambda,
-        budget,
-        set.opts,
-    );
-    match verdict {
-        Some(DorVerdict::Better(better, line)) => {
-            (kept.routing, kept.report) = *better;
-            kept.lambda = None;
-            log.push((LogLevel::Info, format!("{kind}: {line}")));
-            return true;
-        }
-        Some(DorVerdict::Kept(line)) => {
+    match candidate {
+        Some(DorCandidate::Ready(dor)) => {
+            let current = *kept
+                .lambda
+                .get_or_insert_with(|| candidate_lambda(g, &kept.routing));
+            let (better, line) = dor.judged(current, "the routing so far");
+            if better {
+                let DorRouting {
+                    routing, report, ..
+                } = *dor;
+                (kept.routing, kept.report) = (routing, report);
+                kept.lambda = None;
+                log.push((LogLevel::Info, format!("{kind}: {line}")));
+                return true;
+            }
             log.push((LogLevel::Verbose, format!("{kind}: {line}")));
         }
-        Some(DorVerdict::Stopped(line)) => {
+        Some(DorCandidate::Dropped(line)) => {
+            log.push((LogLevel::Verbose, format!("{kind}: {line}")));
+        }
+        Some(DorCandidate::Stopped(line)) => {
             log.push((LogLevel::Info, format!("{kind}: {line}")));
         }
         None => {}
@@ -293,8 +342,8 @@ mod tests {
             }
             _ => panic!("not stopped"),
         }
-        match dor_if_better(&g, &dist, &multi, None, 8, &late) {
-            Some(DorVerdict::Stopped(line)) => assert!(line.contains("stopped"), "{line}"),
+        match dor_candidate(&g, &dist, 8, &late) {
+            Some(DorCandidate::Stopped(line)) => assert!(line.contains("stopped"), "{line}"),
             _ => panic!("not stopped"),
         }
         // In time, the same candidate runs to the end (on this torus it wins).
