@@ -200,8 +200,8 @@ pub(super) fn dor_candidate(
 }
 
 /// The dimension-order candidate judged against the SSSP routes before their deadlock removal
-/// (`base`, of Λ `base_lambda`): the routing and layer report where it measures better, else
-/// the candidate back, to be judged against the deadlock-free routing too.
+/// (of Λ `base_lambda`): its routing and layer report where it measures better, else the
+/// candidate back, to be judged against the deadlock-free routing too.
 pub(super) fn dor_before_deadlock_removal(
     kind: super::EngineKind,
     candidate: DorCandidate,
