@@ -663,18 +663,14 @@ fn make_deadlock_free(
     // Several lanes give minimal routes over layers; one lane's search may detour onto
     // idle channels and balance better (tori, faulty trees). Both are deadlock-free; keep
     // what measures better, unless the minimal routes already reach the load bound.
-    let one_lane_candidate = (cfg.qos
+    let wants_one_lane = cfg.qos
         && cfg.one_lane_candidate
         && budget >= 2
-        && sssp_efi.is_some_and(|efi| efi > crate::balance::leaf_bound(graph)))
-    .then(|| {
-        // (Its CDG is the same routes': copied, not built again.)
-        (routing.clone(), layer0.clone())
-    });
+        && sssp_efi.is_some_and(|efi| efi > crate::balance::leaf_bound(graph));
     let opts = dfsssp_options(cfg);
     // The candidates together may take as long again as the routing so far (at least
     // CANDIDATE_BUDGET_FLOOR): no candidate costs more than it can win.
-    let deadline = |start: Instant| DfssspOptions {
+    let deadline = || DfssspOptions {
         deadline: Some(Instant::now() + start.elapsed().max(CANDIDATE_BUDGET_FLOOR)),
         ..opts.clone()
     };
@@ -684,14 +680,14 @@ fn make_deadlock_free(
     // one-lane candidate has never measured better than they do (20 regular tori, meshes and
     // hypercubes, by 3-13%; README, "Candidate routings"), so it is not computed.
     let dor = (cfg.qos && cfg.dor_candidate && budget >= 2 && sssp_efi.is_some())
-        .then(|| candidates::dor_candidate(graph, dist, budget, &deadline(start)))
+        .then(|| candidates::dor_candidate(graph, dist, budget, &deadline()))
         .flatten();
     let dor = match dor {
         Some(c @ candidates::DorCandidate::Ready(_)) => {
             let base_lambda = candidates::candidate_lambda(graph, &routing);
             match candidates::dor_before_deadlock_removal(cfg.kind, c, base_lambda, log) {
                 Ok((routing, report)) => {
-                    if one_lane_candidate.is_some() {
+                    if wants_one_lane {
                         log.push((LogLevel::Verbose, dor_taken_one_lane_line(cfg)));
                     }
                     return Ok(finish_layers(cfg, routing, report, always, log));
@@ -701,9 +697,12 @@ fn make_deadlock_free(
         }
         other => other,
     };
+    // The one-lane candidate starts from the same SSSP routes, with their CDG: copied (only
+    // where dimension order was not taken above), not built again.
+    let one_lane_candidate = wants_one_lane.then(|| (routing.clone(), layer0.clone()));
     let report =
         dfsssp::make_deadlock_free_fed(graph, &mut routing, layer0, budget, &opts, Some(dist))?;
-    let candidate_opts = deadline(start);
+    let candidate_opts = deadline();
     let mut layered = candidates::Layered {
         routing,
         report,
