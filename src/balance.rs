@@ -87,6 +87,9 @@ struct TreeCosts {
 /// distinct), so every switch of one tree level with the same candidate heads picks the same
 /// head: on a k-ary n-tree, the leaves of a pod, and the switches of one column across pods.
 /// The first of them computes it; the others only pick their least loaded channel to that head.
+/// A switch whose heads are a subset of an earlier group's (a failed cable took one of its
+/// channels) picks that group's head too wherever it has it: the least of a set is the least of
+/// any subset that holds it.
 /// Grouped once per destination switch, used for all its CA LIDs.
 struct SameHeads {
     /// The destination switch of the DAG grouped, [`NO_SWITCH`] for none.
@@ -107,8 +110,24 @@ struct SameHeads {
     /// Per leading position, the rank of its chosen head among its sorted heads (for the LID
     /// being routed).
     lead_rank: Vec<u32>,
+    /// Per leading position, an earlier leader of the same distance and tree level whose heads
+    /// are a strict superset of its own, `u32::MAX` for none.
+    superset: Vec<u32>,
+    /// (tree level, head, leader) of the leaders of groups of two or more, sorted: where a
+    /// level's subsets look for their superset.
+    by_head: Vec<(u32, u32, u32)>,
     positions: Vec<u32>,
     pairs: Vec<u64>,
+}
+
+/// Whether every element of `small` is in `wide` (both ascending, duplicates allowed in either).
+fn is_sorted_subset(small: &[u32], wide: &[u32]) -> bool {
+    let mut rest = wide;
+    small.iter().all(|x| {
+        let skip = rest.partition_point(|y| y < x);
+        rest = &rest[skip..];
+        rest.first() == Some(x)
+    })
 }
 
 impl SameHeads {
@@ -121,6 +140,8 @@ impl SameHeads {
             distinct: Vec::new(),
             leads: Vec::new(),
             lead_rank: Vec::new(),
+            superset: Vec::new(),
+            by_head: Vec::new(),
             positions: Vec::new(),
             pairs: Vec::new(),
         }
@@ -148,6 +169,8 @@ impl SameHeads {
             .extend(self.pairs.iter().map(|&p| (p >> 32) as u32));
         self.by_rank.clear();
         self.by_rank.extend(self.pairs.iter().map(|&p| p as u32));
+        self.superset.clear();
+        self.superset.resize(dag.order.len(), u32::MAX);
         self.distinct.clear();
         self.distinct.push(false);
         for i in 1..dag.order.len() {
@@ -170,10 +193,41 @@ impl SameHeads {
             };
             // Stable: the first position of equal keys leads.
             self.positions.sort_by(|&a, &b| key(a).cmp(&key(b)));
+            self.by_head.clear();
             for run in self.positions.chunk_by(|&a, &b| key(a) == key(b)) {
                 for &i in run {
                     self.leader[i as usize] = run[0];
                 }
+                if run.len() > 1 {
+                    let (lv, heads) = key(run[0]);
+                    let mut last = NO_SWITCH;
+                    for &h in heads {
+                        if h != last {
+                            self.by_head.push((lv, h, run[0]));
+                            last = h;
+                        }
+                    }
+                }
+            }
+            // A lone switch of a group that lost a channel: the superset's group led by the
+            // earliest position. Linear in the level's candidates (a head is in few groups).
+            self.by_head.sort_unstable();
+            for &i in &self.positions {
+                if self.leader[i as usize] != i {
+                    continue;
+                }
+                let (lv, heads) = key(i);
+                let from = self.by_head.partition_point(|&e| e < (lv, heads[0], 0));
+                self.superset[i as usize] = self.by_head[from..]
+                    .iter()
+                    .take_while(|&&(l, h, _)| (l, h) == (lv, heads[0]))
+                    .map(|&(_, _, leader)| leader)
+                    .filter(|&leader| leader < i)
+                    .find(|&leader| {
+                        let wider = &self.sorted_heads[span(leader as usize)];
+                        wider.len() > heads.len() && is_sorted_subset(heads, wider)
+                    })
+                    .unwrap_or(u32::MAX);
             }
             start = end;
         }
@@ -196,6 +250,33 @@ impl SameHeads {
         let r = self.lead_rank[leader];
         (self.distinct[i] && r != u32::MAX)
             .then(|| self.by_rank[dag.cand_start[i - 1] as usize + r as usize] as usize)
+    }
+
+    /// For leader `i` with an earlier superset leader (see [`Self::superset`]), that leader's
+    /// head (`head`: per switch, the chosen head) and its slot among `i`'s candidates where `i`
+    /// has it and its heads are distinct, `None` for the slot where parallel channels reach it.
+    /// `None` where `i` lacks that head, or it has no rank (ties between unranked heads are
+    /// broken by `i`'s own loads).
+    #[inline]
+    fn subset_head(
+        &self,
+        dag: &MinimalDag,
+        i: usize,
+        head: &[u32],
+        rank: &[u32],
+    ) -> Option<(u32, Option<usize>)> {
+        let wider = *self.superset.get(i)?;
+        if wider == u32::MAX {
+            return None;
+        }
+        let h = head[dag.order[wider as usize] as usize];
+        if h == NO_SWITCH || rank[h as usize] == u32::MAX {
+            return None;
+        }
+        let span = dag.cand_start[i - 1] as usize..dag.cand_start[i] as usize;
+        let r = self.sorted_heads[span.clone()].binary_search(&h).ok()?;
+        let slot = self.distinct[i].then(|| self.by_rank[span.start + r] as usize);
+        Some((h, slot))
     }
 
     /// Records the rank of the head leader `i` chose, for its followers.
@@ -477,6 +558,13 @@ impl Balancer {
                         let (pick, down, head) = if leader != i {
                             let head = tree.head[dag.order[leader] as usize];
                             match groups.and_then(|g| g.follower_slot(dag, i)) {
+                                Some(k) => heads.to_head_by(dag.cands[k], head),
+                                None => heads.to_head(cands, hs, head),
+                            }
+                        } else if let Some((head, slot)) =
+                            groups.and_then(|g| g.subset_head(dag, i, &tree.head, &self.rank))
+                        {
+                            match slot {
                                 Some(k) => heads.to_head_by(dag.cands[k], head),
                                 None => heads.to_head(cands, hs, head),
                             }

@@ -587,17 +587,22 @@ mod tests {
             }
 
             /// Switches with the same candidate heads take the head their group's first switch
-            /// computed (`SameHeads`): the same routes as computing every switch in full, on
-            /// trees with chassis wiring, uneven leaves, bundles and aggregation nodes.
+            /// computed, and switches whose heads are a subset of an earlier group's take that
+            /// group's head where they have it (`SameHeads`): the same routes as computing every
+            /// switch in full, on trees with chassis wiring, uneven leaves, bundles, aggregation
+            /// nodes and failed cables or spines.
             #[test]
             fn grouped_choices_equal_full_ones(
-                family in 0usize..4, k in 2u32..=5, seed in any::<u64>(), rank_first in any::<bool>()
+                family in 0usize..7, k in 2u32..=5, seed in any::<u64>(), rank_first in any::<bool>()
             ) {
                 let spec = match family {
                     0 => format!("ktree:{k},3,shuffle={seed}"),
                     1 => format!("fattree2:{},uneven={k},bundle=2,shuffle={seed}", 4 * k),
                     2 => format!("fattree3:{},uneven=1,shuffle={seed}", 2 * k),
-                    _ => format!("ktree:{k},3,aggr,shuffle={seed}"),
+                    3 => format!("ktree:{k},3,aggr,shuffle={seed}"),
+                    4 => format!("ktree:{},3,cut={},faultseed={seed}", k + 2, 3 * k),
+                    5 => format!("fattree3:{},cut={k},faultseed={seed},shuffle={seed}", 2 * k + 2),
+                    _ => format!("ktree:{},3,spinedown=1,cut={k},faultseed={seed}", k + 2),
                 };
                 let f = crate::topo::by_name(&spec).unwrap();
                 let g = SwitchGraph::new(&f).unwrap();
