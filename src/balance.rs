@@ -210,7 +210,8 @@ impl SameHeads {
                 }
             }
             // A lone switch of a group that lost a channel: the superset's group led by the
-            // earliest position. Linear in the level's candidates (a head is in few groups).
+            // earliest position. A sort of the groups' heads per level, then a few subset
+            // checks per lone switch (a head is in few groups).
             self.by_head.sort_unstable();
             for &i in &self.positions {
                 if self.leader[i as usize] != i {
@@ -555,15 +556,15 @@ impl Balancer {
                         let leader = groups.map_or(i, |g| g.leader[i] as usize);
                         // Specialised on the two flags: the loop runs once per candidate of
                         // every switch for every destination LID.
-                        let (pick, down, head) = if leader != i {
+                        // The head a group's leader (or a superset's) chose, and the slot of
+                        // this switch's channel to it where that is known without a scan.
+                        let follow = if leader != i {
                             let head = tree.head[dag.order[leader] as usize];
-                            match groups.and_then(|g| g.follower_slot(dag, i)) {
-                                Some(k) => heads.to_head_by(dag.cands[k], head),
-                                None => heads.to_head(cands, hs, head),
-                            }
-                        } else if let Some((head, slot)) =
+                            Some((head, groups.and_then(|g| g.follower_slot(dag, i))))
+                        } else {
                             groups.and_then(|g| g.subset_head(dag, i, &tree.head, &self.rank))
-                        {
+                        };
+                        let (pick, down, head) = if let Some((head, slot)) = follow {
                             match slot {
                                 Some(k) => heads.to_head_by(dag.cands[k], head),
                                 None => heads.to_head(cands, hs, head),
