@@ -182,12 +182,34 @@ impl Columns {
     }
 
     /// Gathers LIDs `lo..lo + width` (width <= [`Columns::WIDTH`]) from the rows `row(s)`.
+    ///
+    /// Eight switches by eight LIDs at a time, transposed in registers ([`transpose8`]): one
+    /// 8-byte store per LID instead of one byte store per (switch, LID), which made this copy a
+    /// fifth of the verification's time on a 48-port 3-level fat tree.
     pub fn fill<'t>(&mut self, lo: usize, width: usize, row: impl Fn(u32) -> &'t [u8]) {
         let width = width.min(Self::WIDTH);
         self.lo = lo;
         self.width = width;
         let ns = self.ns;
-        for s in 0..ns {
+        let (ns8, w8) = (ns - ns % 8, width - width % 8);
+        for s0 in (0..ns8).step_by(8) {
+            let rows: [&[u8]; 8] = std::array::from_fn(|i| &row((s0 + i) as u32)[lo..lo + width]);
+            for k0 in (0..w8).step_by(8) {
+                let block = transpose8(std::array::from_fn(|i| {
+                    u64::from_le_bytes(rows[i][k0..k0 + 8].try_into().unwrap_or([0; 8]))
+                }));
+                for (j, v) in block.iter().enumerate() {
+                    let at = (k0 + j) * ns + s0;
+                    self.data[at..at + 8].copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            for (i, r) in rows.iter().enumerate() {
+                for k in w8..width {
+                    self.data[k * ns + s0 + i] = r[k];
+                }
+            }
+        }
+        for s in ns8..ns {
             for (k, &v) in row(s as u32)[lo..lo + width].iter().enumerate() {
                 self.data[k * ns + s] = v;
             }
@@ -200,6 +222,30 @@ impl Columns {
         debug_assert!(k < self.width);
         &self.data[k * self.ns..(k + 1) * self.ns]
     }
+}
+
+/// Transposes an 8x8 byte matrix held as eight little-endian rows: byte `j` of row `i` becomes
+/// byte `i` of row `j` (swapping 4x4, then 2x2, then 1x1 blocks).
+#[inline]
+fn transpose8(mut r: [u64; 8]) -> [u64; 8] {
+    for i in 0..4 {
+        let (a, b) = (r[i], r[i + 4]);
+        r[i] = (a & 0x0000_0000_FFFF_FFFF) | (b << 32);
+        r[i + 4] = (a >> 32) | (b & 0xFFFF_FFFF_0000_0000);
+    }
+    for i in [0, 1, 4, 5] {
+        let (a, b) = (r[i], r[i + 2]);
+        const M: u64 = 0x0000_FFFF_0000_FFFF;
+        r[i] = (a & M) | ((b & M) << 16);
+        r[i + 2] = ((a >> 16) & M) | (b & !M);
+    }
+    for i in [0, 2, 4, 6] {
+        let (a, b) = (r[i], r[i + 1]);
+        const M: u64 = 0x00FF_00FF_00FF_00FF;
+        r[i] = (a & M) | ((b & M) << 8);
+        r[i + 1] = ((a >> 8) & M) | (b & !M);
+    }
+    r
 }
 
 /// The hop counts of every (switch, LID) path as the tables deliver it, counting the final link
@@ -284,5 +330,42 @@ pub fn for_each_column(
             );
         }
         i = j;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The blocked gathering equals the byte-by-byte one for every shape: switch counts and
+    /// window widths that are and are not multiples of eight, windows anywhere in the rows.
+    #[test]
+    fn columns_fill_equals_byte_by_byte() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for ns in [1usize, 7, 8, 9, 16, 23, 64, 70] {
+            let len = 150;
+            let rows: Vec<Vec<u8>> = (0..ns)
+                .map(|_| {
+                    (0..len)
+                        .map(|_| {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            x as u8
+                        })
+                        .collect()
+                })
+                .collect();
+            for (lo, width) in [(0, 64), (3, 64), (10, 5), (80, 64), (149, 1), (1, 17)] {
+                let mut c = Columns::new(ns);
+                c.fill(lo, width, |s| &rows[s as usize]);
+                for k in 0..width {
+                    let col = c.column((lo + k) as u16);
+                    for s in 0..ns {
+                        assert_eq!(col[s], rows[s][lo + k], "ns {ns} lo {lo} k {k} s {s}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -302,6 +302,12 @@ fn trees_agree_with_walks_on_corrupted_tables() {
         let base = crate::sssp::route(&g);
         let mut layered = base.clone();
         crate::dfsssp::make_deadlock_free(&g, &mut layered, 3).unwrap();
+        // Three layers: the trees check marks them per dependency slot (SLOT_LAYERS).
+        assert!(
+            super::SLOT_LAYERS.contains(&usize::from(layered.num_layers)),
+            "{spec}: {} layers",
+            layered.num_layers
+        );
         let ns = g.num_switches() as u32;
         let mut paths = DestPaths::new(ns as usize);
         for trial in 0..60 {
