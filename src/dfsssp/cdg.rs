@@ -144,6 +144,19 @@ impl DestTree {
         ports: impl Fn(u32) -> u8,
         comp: &[u32],
     ) -> Result<(), RouteFault> {
+        self.next_from_ports(g, d, ports, comp)?;
+        self.link(g, d.switch)
+    }
+
+    /// The first half of [`build_from_ports`](Self::build_from_ports): every switch's next
+    /// channel from its port, checked as there, without linking the tree.
+    pub fn next_from_ports(
+        &mut self,
+        g: &SwitchGraph,
+        d: &Dest,
+        ports: impl Fn(u32) -> u8,
+        comp: &[u32],
+    ) -> Result<(), RouteFault> {
         let root = d.switch;
         let rc = comp[root as usize];
         for s in 0..g.num_switches() as u32 {
@@ -167,7 +180,68 @@ impl DestTree {
             };
             self.next[s as usize] = c;
         }
-        self.link(g, root)
+        Ok(())
+    }
+
+    /// [`link`](Self::link) for minimal routes, given every switch's distance to `root` (`dist`,
+    /// `u16::MAX` where unreachable): where every switch but the root that can reach it steps one
+    /// hop closer by its next channel, and no other switch forwards, the depths are those
+    /// distances and the order is the one `link` computes (by depth, then switch), without
+    /// following parent chains. `order_ready`: `order` and `depth` already hold them for this
+    /// root (the last tree linked had the same root, by this method), so only the channels are
+    /// checked. Returns false where the routes are not such, leaving `order` and `depth` as they
+    /// were (then [`link`](Self::link) decides).
+    pub fn link_minimal(
+        &mut self,
+        g: &SwitchGraph,
+        root: u32,
+        dist: &[u16],
+        order_ready: bool,
+    ) -> bool {
+        let heads = g.chan_head();
+        let minimal = self.next.iter().zip(dist).all(|(&c, &ds)| {
+            if c == NO_CHANNEL {
+                ds == 0 || ds == u16::MAX
+            } else {
+                ds != u16::MAX && ds > 0 && dist[heads[c as usize] as usize] == ds - 1
+            }
+        });
+        if !minimal || dist.get(root as usize) != Some(&0) {
+            return false;
+        }
+        self.root = root;
+        if order_ready {
+            return true;
+        }
+        let ns = g.num_switches();
+        if self.by_depth.len() < ns + 2 {
+            self.by_depth.resize(ns + 2, 0);
+        }
+        let mut max_depth = 0usize;
+        for (dp, &ds) in self.depth.iter_mut().zip(dist) {
+            *dp = if ds == u16::MAX {
+                UNSEEN
+            } else {
+                max_depth = max_depth.max(usize::from(ds));
+                self.by_depth[usize::from(ds) + 1] += 1;
+                u32::from(ds)
+            };
+        }
+        let nd = max_depth + 1;
+        for k in 0..nd {
+            self.by_depth[k + 1] += self.by_depth[k];
+        }
+        self.order.clear();
+        self.order.resize(self.by_depth[nd] as usize, 0);
+        for (s, &dp) in self.depth.iter().enumerate() {
+            if dp < ON_CHAIN {
+                let slot = &mut self.by_depth[dp as usize];
+                self.order[*slot as usize] = s as u32;
+                *slot += 1;
+            }
+        }
+        self.by_depth[..=nd].fill(0);
+        true
     }
 
     /// Builds the tree from next channels already in `self.next` (root's entry [`NO_CHANNEL`]): depths

@@ -84,6 +84,45 @@ impl<'a> Prepared<'a> {
         Ok(())
     }
 
+    /// [`count_dest`](Self::count_dest) for routes that are minimal where they can be (SSSP's):
+    /// with the caller's switch distances the tree is linked by them ([`DestTree::link_minimal`]),
+    /// its order reused from the last tree where `*linked_for` says it had the same root (the
+    /// destinations of one switch come one after another). Trees that are not minimal, or
+    /// without distances, are linked and checked as in `count_dest`.
+    pub fn count_minimal_dest(
+        &self,
+        tree: &mut DestTree,
+        cols: &[u8],
+        di: usize,
+        counts: &mut [u32],
+        linked_for: &mut u32,
+    ) -> Result<(), DfssspError> {
+        let (g, ns) = (self.g, self.g.num_switches());
+        let d = &g.dests()[di];
+        let col = &cols[di * ns..(di + 1) * ns];
+        let fault = |f| fault_error(g, d.lid, f);
+        tree.next_from_ports(g, d, |s| col[s as usize], &self.comp)
+            .map_err(fault)?;
+        let root = d.switch;
+        let by_distance = self
+            .given_dist
+            .is_some_and(|dist| tree.link_minimal(g, root, dist.to(root), *linked_for == root));
+        if by_distance {
+            *linked_for = root;
+        } else {
+            *linked_for = NO_SWITCH;
+            tree.link(g, root).map_err(fault)?;
+        }
+        tree.apply(
+            g,
+            &self.ei,
+            counts,
+            |s| self.weight[s as usize],
+            CountChange::Add,
+        );
+        Ok(())
+    }
+
     /// Whether the layer-0 CDG `counts` is acyclic.
     pub fn acyclic(&self, counts: &[u32]) -> bool {
         topological_order(self.g, &self.ei, counts).is_some()
@@ -171,6 +210,8 @@ pub struct Layer0Collector<'a> {
     ca_counts: Vec<u32>,
     switch_counts: Vec<u32>,
     seen: Vec<bool>,
+    /// The root whose distance order `tree` holds ([`Prepared::count_minimal_dest`]).
+    linked_for: u32,
     /// Destinations (attached to a switch) fed so far.
     fed: usize,
     /// A destination fed twice, or a row that is no tree (the usual path reports that).
@@ -195,6 +236,7 @@ impl<'a> Layer0Collector<'a> {
             ca_counts: Vec::new(),
             switch_counts: Vec::new(),
             seen: Vec::new(),
+            linked_for: NO_SWITCH,
             fed: 0,
             broken: false,
         }
@@ -231,7 +273,7 @@ impl<'a> Layer0Collector<'a> {
             return; // prepared above
         };
         self.broken = prep
-            .count_dest(&mut self.tree, &self.cols, di, counts, CountChange::Add)
+            .count_minimal_dest(&mut self.tree, &self.cols, di, counts, &mut self.linked_for)
             .is_err();
     }
 

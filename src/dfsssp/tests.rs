@@ -840,3 +840,55 @@ fn a_layer0_gathered_while_routing_changes_nothing() {
         assert!(!feed(None, false, true), "{spec}: a loop");
     }
 }
+
+/// Linking by distances gives the tree `link` gives wherever the routes are minimal (SSSP's, on
+/// fat trees, faulty ones, a torus and a random fabric), with or without the order kept from the
+/// last tree; and it refuses, leaving the tree to `link`, where a switch takes a longer way.
+#[test]
+fn linking_by_distances_equals_linking_by_chains() {
+    use crate::graph::SwitchDistances;
+    let mut refused = 0;
+    for spec in [
+        "ktree:4,3",
+        "ktree:6,3,cut=10",
+        "torus:4x4,1",
+        "random:24,8,2,40",
+    ] {
+        let f = crate::topo::by_name(spec).unwrap();
+        let g = SwitchGraph::new(&f).unwrap();
+        let dist = SwitchDistances::new(&g);
+        let r = sssp::route(&g);
+        let comp = g.components();
+        let ns = g.num_switches();
+        let (mut by_chain, mut by_dist) = (DestTree::new(ns), DestTree::new(ns));
+        let mut last = NO_SWITCH;
+        for d in g.dests().iter().filter(|d| d.switch != NO_SWITCH) {
+            let port = |s: u32| r.lft.port(s, d.lid);
+            by_chain.build_from_ports(&g, d, port, &comp).unwrap();
+            by_dist.next_from_ports(&g, d, port, &comp).unwrap();
+            assert!(by_dist.link_minimal(&g, d.switch, dist.to(d.switch), last == d.switch));
+            last = d.switch;
+            assert_eq!(by_dist.order, by_chain.order, "{spec} LID {}", d.lid);
+            assert_eq!(by_dist.depth, by_chain.depth, "{spec} LID {}", d.lid);
+            // A switch two hops out that forwards to a neighbour as far from the root as
+            // itself (a longer way), where it has one, is refused.
+            let detour = (0..ns as u32).find_map(|s| {
+                let ds = dist.get(s, d.switch);
+                (ds == 2)
+                    .then(|| {
+                        g.out_channels(s)
+                            .find(|&c| dist.get(g.chan_head()[c as usize], d.switch) == ds)
+                            .map(|c| (s, c))
+                    })
+                    .flatten()
+            });
+            if let Some((s, c)) = detour {
+                by_dist.next[s as usize] = c;
+                assert!(!by_dist.link_minimal(&g, d.switch, dist.to(d.switch), true));
+                refused += 1;
+                last = NO_SWITCH;
+            }
+        }
+    }
+    assert!(refused > 0);
+}

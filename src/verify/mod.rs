@@ -20,7 +20,9 @@
 //! accumulated leaves first, gives the layers of every dependency. LIDs are split into chunks
 //! processed in parallel; each chunk marks its CDG edges in a per-layer bitset over *dependency
 //! slots* (slot = position of `c2` among the channels leaving `head(c1)`), so deduplication is a
-//! bit-or, and petgraph's topological sort gets each edge once. The straightforward version,
+//! bit-or, and petgraph's topological sort gets each edge once. With 3 to 8 layers a chunk marks
+//! a byte of layer bits per slot instead (one update where a switch's subtree carries paths of
+//! several layers), folded into the bitsets when the chunks merge. The straightforward version,
 //! one [`walk`] per path, is kept (used beyond 64 layers) and the tests check both agree.
 
 mod incremental;
