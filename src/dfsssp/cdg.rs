@@ -227,20 +227,7 @@ impl DestTree {
                 u32::from(ds)
             };
         }
-        let nd = max_depth + 1;
-        for k in 0..nd {
-            self.by_depth[k + 1] += self.by_depth[k];
-        }
-        self.order.clear();
-        self.order.resize(self.by_depth[nd] as usize, 0);
-        for (s, &dp) in self.depth.iter().enumerate() {
-            if dp < ON_CHAIN {
-                let slot = &mut self.by_depth[dp as usize];
-                self.order[*slot as usize] = s as u32;
-                *slot += 1;
-            }
-        }
-        self.by_depth[..=nd].fill(0);
+        self.order_by_depth(max_depth);
         true
     }
 
@@ -293,13 +280,20 @@ impl DestTree {
             }
             max_depth = max_depth.max(dx);
         }
-        let nd = max_depth as usize + 1;
+        self.order_by_depth(max_depth as usize);
+        Ok(())
+    }
+
+    /// `order` from `depth`, given `by_depth[k + 1]` = switches at depth k (for k up to
+    /// `max_depth`): a counting sort, switches ascending within a depth; `by_depth` is left
+    /// zero.
+    fn order_by_depth(&mut self, max_depth: usize) {
+        let nd = max_depth + 1;
         for k in 0..nd {
             self.by_depth[k + 1] += self.by_depth[k];
         }
-        let n = self.by_depth[nd] as usize;
         self.order.clear();
-        self.order.resize(n, 0);
+        self.order.resize(self.by_depth[nd] as usize, 0);
         for (s, &dp) in self.depth.iter().enumerate() {
             if dp < ON_CHAIN {
                 let slot = &mut self.by_depth[dp as usize];
@@ -308,7 +302,6 @@ impl DestTree {
             }
         }
         self.by_depth[..=nd].fill(0);
-        Ok(())
     }
 
     /// Makes this tree a copy of `other` (same fabric), without allocating.
