@@ -75,20 +75,14 @@ impl<'a> Prepared<'a> {
         counts: &mut [u32],
         change: CountChange,
     ) -> Result<(), DfssspError> {
-        let (g, ns) = (self.g, self.g.num_switches());
-        let d = &g.dests()[di];
-        let col = &cols[di * ns..(di + 1) * ns];
-        tree.build_from_ports(g, d, |s| col[s as usize], &self.comp)
-            .map_err(|f| fault_error(g, d.lid, f))?;
-        tree.apply(g, &self.ei, counts, |s| self.weight[s as usize], change);
-        Ok(())
+        self.count_dest_linked(tree, cols, di, counts, change, None)
     }
 
-    /// [`count_dest`](Self::count_dest) for routes that are minimal where they can be (SSSP's):
-    /// with the caller's switch distances the tree is linked by them ([`DestTree::link_minimal`]),
-    /// its order reused from the last tree where `*linked_for` says it had the same root (the
-    /// destinations of one switch come one after another). Trees that are not minimal, or
-    /// without distances, are linked and checked as in `count_dest`.
+    /// [`count_dest`](Self::count_dest) adding routes that are minimal where they can be
+    /// (SSSP's): with the caller's switch distances the tree is linked by them
+    /// ([`DestTree::link_minimal`]), its order reused from the last tree where `*linked_for`
+    /// says it had the same root (the destinations of one switch come one after another). Trees
+    /// that are not minimal, or without distances, are linked and checked as in `count_dest`.
     pub fn count_minimal_dest(
         &self,
         tree: &mut DestTree,
@@ -97,6 +91,19 @@ impl<'a> Prepared<'a> {
         counts: &mut [u32],
         linked_for: &mut u32,
     ) -> Result<(), DfssspError> {
+        self.count_dest_linked(tree, cols, di, counts, CountChange::Add, Some(linked_for))
+    }
+
+    /// The body of both: `linked_for`, where given, lets the tree be linked by distances.
+    fn count_dest_linked(
+        &self,
+        tree: &mut DestTree,
+        cols: &[u8],
+        di: usize,
+        counts: &mut [u32],
+        change: CountChange,
+        linked_for: Option<&mut u32>,
+    ) -> Result<(), DfssspError> {
         let (g, ns) = (self.g, self.g.num_switches());
         let d = &g.dests()[di];
         let col = &cols[di * ns..(di + 1) * ns];
@@ -104,22 +111,18 @@ impl<'a> Prepared<'a> {
         tree.next_from_ports(g, d, |s| col[s as usize], &self.comp)
             .map_err(fault)?;
         let root = d.switch;
-        let by_distance = self
-            .given_dist
-            .is_some_and(|dist| tree.link_minimal(g, root, dist.to(root), *linked_for == root));
-        if by_distance {
-            *linked_for = root;
-        } else {
-            *linked_for = NO_SWITCH;
+        let linked = match (linked_for, self.given_dist) {
+            (Some(last), Some(dist)) => {
+                let by_distance = tree.link_minimal(g, root, dist.to(root), *last == root);
+                *last = if by_distance { root } else { NO_SWITCH };
+                by_distance
+            }
+            _ => false,
+        };
+        if !linked {
             tree.link(g, root).map_err(fault)?;
         }
-        tree.apply(
-            g,
-            &self.ei,
-            counts,
-            |s| self.weight[s as usize],
-            CountChange::Add,
-        );
+        tree.apply(g, &self.ei, counts, |s| self.weight[s as usize], change);
         Ok(())
     }
 
