@@ -4,13 +4,15 @@
 set -euo pipefail
 
 # `time` gives /usr/bin/time (demo and benches), python3 the benches' reports, curl and
-# ca-certificates fetch rustup, gcc/libc6-dev build the C wrappers and link.
+# ca-certificates fetch rustup, gcc/libc6-dev build the C wrappers and link; libibmad-dev, make
+# and patch build the patched ibsim of the handover test (scripts/ibsim-tree.sh).
 PACKAGES=(opensm libopensm-dev libibumad-dev ibsim-utils libumad2sim0 infiniband-diags ibutils
-          libclang-dev clang pkg-config time python3 curl ca-certificates gcc libc6-dev)
+          libclang-dev clang pkg-config time python3 curl ca-certificates gcc libc6-dev
+          libibmad-dev make patch)
 # With SETUP_OPENSM_BUILD=1 (scripts/test.sh): what building OpenSM from source takes
 # (scripts/opensm-tree.sh).
 if [ -n "${SETUP_OPENSM_BUILD:-}" ]; then
-    PACKAGES+=(autoconf automake libtool-bin flex bison make patch)
+    PACKAGES+=(autoconf automake libtool-bin flex bison)
 fi
 
 missing=()

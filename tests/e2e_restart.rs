@@ -484,10 +484,12 @@ enum Storage {
     OwnAndSwitchTables,
 }
 
-/// An HA pair after a takeover ([`takeover`]). Fields drop in order: the SM before ibsim.
+/// An HA pair after a takeover ([`takeover`]). Fields drop in order: the SMs before ibsim.
 struct HaPair {
-    /// The standby, settled as master after the old master `a` was killed.
+    /// The standby, settled as master after the takeover.
     b: Sm,
+    /// The old master, still running (as standby) after a handover; `None` once killed.
+    a: Option<Sm>,
     /// What the takeover changed: LFT entries and CA-pair SLs, in percent.
     churn: (f64, f64),
     /// The tables B programmed.
@@ -501,20 +503,28 @@ struct HaPair {
     sim: Sim,
 }
 
-/// What happens between the master's death and the standby's takeover.
-enum Fault {
-    None,
-    /// A switch-to-switch cable fails (ibsim's `Unlink`).
-    CableWhileNoMaster,
+/// How the standby becomes master.
+enum Takeover {
+    /// The master's host dies (SIGKILL).
+    MasterDies,
+    /// The master dies, and a switch-to-switch cable fails (ibsim's `Unlink`) while no master
+    /// runs.
+    MasterDiesThenCableFails,
+    /// An admin raises the standby's `sm_priority` above the master's (its opensm.conf, then
+    /// SIGHUP): the standby announces it by trap 144, the master hands over and stands by.
+    /// Run on the patched ibsim, which delivers the master's TrapRepress ([`patched_ibsim`]).
+    PriorityRaised,
 }
 
 /// An HA pair on the 4x4x4 torus in one ibsim (console open): the master A (priority 10) and a
-/// standby B (priority 5) on another CA, keeping their state as `storage` says. A is killed
-/// once B found it (and `fault` happens); B takes over (ibdmchk and the SA's SLs checked before
-/// and after).
-fn takeover(name: &str, storage: Storage, fault: Fault) -> HaPair {
+/// standby B (priority 5) on another CA, keeping their state as `storage` says. Once B found A,
+/// B takes over as `how` says (ibdmchk and the SA's SLs checked before and after).
+fn takeover(name: &str, storage: Storage, how: Takeover) -> HaPair {
     let f = dfsssp_rs::topo::by_name("torus:4x4x4,2").unwrap();
-    let mut sim = Sim::start_with_console(name, &f);
+    let mut sim = match how {
+        Takeover::PriorityRaised => Sim::start_patched_with_console(name, &f),
+        _ => Sim::start_with_console(name, &f),
+    };
     // Sim's socket name (tests/common: one per test name and process).
     let sock = format!("dfsssp-{name}-{}", std::process::id());
     let ca_nodes: Vec<u32> = (0..f.nodes().len() as u32)
@@ -562,14 +572,31 @@ fn takeover(name: &str, storage: Storage, fault: Fault) -> HaPair {
     // The master's tables once it has seen the standby (its trap makes it sweep again).
     a.settle();
     let ta = check(&sim, &dir_a, &f, "master");
-    a.kill();
-    let now = match fault {
-        Fault::None => f.clone(),
-        Fault::CableWhileNoMaster => {
+    let (a, now) = match how {
+        Takeover::MasterDies => {
+            a.kill();
+            (None, f.clone())
+        }
+        Takeover::MasterDiesThenCableFails => {
+            a.kill();
             let links = switch_links(&f);
             let cable = links[links.len() / 3];
             sim.console(&format!("Unlink {}", port_name(&f, cable.a)));
-            without(&f, &[cable])
+            (None, without(&f, &[cable]))
+        }
+        Takeover::PriorityRaised => {
+            let conf = b.dir.join("osm.conf");
+            let text = fs::read_to_string(&conf).unwrap();
+            assert!(text.contains("sm_priority 5\n"), "{text}");
+            fs::write(&conf, text.replace("sm_priority 5\n", "sm_priority 15\n")).unwrap();
+            let hup = Command::new("kill")
+                .args(["-HUP", &b.child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(hup.success(), "kill -HUP {}", b.child.id());
+            a.wait_for("Handing over mastership", 1);
+            a.wait_for("Entering STANDBY state", 1);
+            (Some(a), f.clone())
         }
     };
     b.wait_for("Entering MASTER state", 1);
@@ -579,6 +606,7 @@ fn takeover(name: &str, storage: Storage, fault: Fault) -> HaPair {
     let tb = check(&sim, &b.dir, &now, "after the takeover");
     HaPair {
         b,
+        a,
         churn: churn(&ta, &tb),
         tb,
         f,
@@ -595,7 +623,7 @@ fn takeover(name: &str, storage: Storage, fault: Fault) -> HaPair {
 /// same LFTs and answers the same SLs.
 #[test]
 fn a_standby_takes_over_with_the_same_tables_and_sls() {
-    let pair = takeover("restart-ha", Storage::Shared, Fault::None);
+    let pair = takeover("restart-ha", Storage::Shared, Takeover::MasterDies);
     let (b, (lft, sl)) = (&pair.b, pair.churn);
     assert_eq!(b.count(ADOPTED), 1, "{}", b.log());
     assert_eq!(b.count(FULL), 0, "{}", b.log());
@@ -613,7 +641,7 @@ fn a_standby_without_shared_storage_adopts_the_switches_tables() {
     let pair = takeover(
         "restart-ha-noshare",
         Storage::OwnAndSwitchTables,
-        Fault::None,
+        Takeover::MasterDies,
     );
     let (b, (lft, sl)) = (&pair.b, pair.churn);
     assert_eq!(b.count(ADOPTED), 0, "no shared state file:\n{}", b.log());
@@ -633,6 +661,38 @@ fn a_standby_without_shared_storage_adopts_the_switches_tables() {
     assert_eq!((lft, sl), (0.0, 0.0));
 }
 
+/// No shared storage, and an admin raises the standby's `sm_priority` above the master's while
+/// both run: the master hands over and stands by; the new master reads the switches' LFTs back
+/// at its first sweep as master, adopts them with the layers derived from them, and programs
+/// the same tables and answers the same SLs (0 changed; ibdmchk and the SA). The old master
+/// stays standby. On the patched ibsim: stock ibsim drops the TrapRepress that the priority's
+/// trap 144 waits for, and the new master's sweep would wait for it forever.
+#[test]
+fn a_handover_by_priority_changes_nothing() {
+    let pair = takeover(
+        "restart-ha-handover",
+        Storage::OwnAndSwitchTables,
+        Takeover::PriorityRaised,
+    );
+    let (b, (lft, sl)) = (&pair.b, pair.churn);
+    let a = pair.a.as_ref().expect("the old master runs on");
+    assert_eq!(
+        b.count("adopted the routing the switches hold"),
+        1,
+        "{}",
+        b.log()
+    );
+    assert_eq!(b.count(FULL), 0, "{}", b.log());
+    eprintln!("handover by priority: {lft:.2}% LFT entries, {sl:.2}% SLs changed");
+    for l in b.log().lines().filter(|l| l.contains("switches hold")) {
+        eprintln!("{l}");
+    }
+    assert_eq!((lft, sl), (0.0, 0.0));
+    // The old master stands by and stays so: it became master once, at its start.
+    assert_eq!(a.count("Entering MASTER state"), 1, "{}", a.log());
+    assert_eq!(b.count("Entering STANDBY state"), 1, "{}", b.log());
+}
+
 /// No shared storage, and a cable fails while no master runs (after the master's death, before
 /// the standby takes over): the switches' tables route over the cable's two ends, down now; the
 /// standby adopts them as the routing of the fabric with the cable and re-routes only what
@@ -642,7 +702,7 @@ fn a_cable_failing_before_the_takeover_moves_only_what_crossed_it() {
     let pair = takeover(
         "restart-ha-fault",
         Storage::OwnAndSwitchTables,
-        Fault::CableWhileNoMaster,
+        Takeover::MasterDiesThenCableFails,
     );
     let (b, (lft, sl)) = (&pair.b, pair.churn);
     assert_eq!(
@@ -661,10 +721,10 @@ fn a_cable_failing_before_the_takeover_moves_only_what_crossed_it() {
 /// state file, older than the switches' tables now, and stands by; then B fails and A takes
 /// over: A finds its state file differs from the switches, adopts their tables and changes no
 /// LFT entry and no SL. ibdmchk and the SA's SLs after every step. A returns below B's
-/// priority: at a higher one it waits for B's handover, and in ibsim that stalled twice in
-/// eight runs (B stopped answering A's polls; A swept beside it and stalled after its own port),
-/// as a handover to a standby whose `sm_priority` an admin raises does, stock engines alike
-/// (README, "Known limits").
+/// priority: at a higher one it waits for B's handover, and in stock ibsim that stalled twice
+/// in eight runs (B stopped answering A's polls; A swept beside it and stalled after its own
+/// port); a handover by priority is tested on the patched ibsim
+/// (`a_handover_by_priority_changes_nothing`).
 #[test]
 fn the_old_master_returning_adopts_what_the_switches_hold() {
     let HaPair {
@@ -678,7 +738,12 @@ fn the_old_master_returning_adopts_what_the_switches_hold() {
         state_a,
         opts,
         mut sim,
-    } = takeover("restart-ha-back", Storage::OwnAndSwitchTables, Fault::None);
+        ..
+    } = takeover(
+        "restart-ha-back",
+        Storage::OwnAndSwitchTables,
+        Takeover::MasterDies,
+    );
     assert_eq!(took_over, (0.0, 0.0));
     let cable = switch_links(&f)[5];
     let cut = without(&f, &[cable]);

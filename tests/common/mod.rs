@@ -168,6 +168,12 @@ impl Sim {
         Self::spawn(name, fabric, &write_net(fabric), true)
     }
 
+    /// [`Sim::start_with_console`] on the ibsim built with ibsim-patches/ ([`patched_ibsim`]),
+    /// which forwards a TrapRepress to the SM that sent the trap instead of dropping it.
+    pub fn start_patched_with_console(name: &str, fabric: &Fabric) -> Sim {
+        Self::spawn_program(&patched_ibsim(), name, fabric, &write_net(fabric), true)
+    }
+
     /// Sends one console command (e.g. `Unlink "S-..."[3]`).
     pub fn console(&mut self, command: &str) {
         use std::io::Write;
@@ -177,6 +183,16 @@ impl Sim {
     }
 
     fn spawn(name: &str, fabric: &Fabric, net_text: &str, console: bool) -> Sim {
+        Self::spawn_program(Path::new("ibsim"), name, fabric, net_text, console)
+    }
+
+    fn spawn_program(
+        program: &Path,
+        name: &str,
+        fabric: &Fabric,
+        net_text: &str,
+        console: bool,
+    ) -> Sim {
         require_tools();
         let dir = tempfile::Builder::new()
             .prefix(&format!("dfsssp-e2e-{name}-"))
@@ -186,7 +202,7 @@ impl Sim {
         fs::write(&net, net_text).expect("write net file");
         let sock = format!("dfsssp-{name}-{}", std::process::id());
         let out = fs::File::create(dir.path().join("ibsim.out")).expect("ibsim.out");
-        let mut cmd = Command::new("ibsim");
+        let mut cmd = Command::new(program);
         cmd.arg("-s");
         if !console {
             cmd.arg("-n");
@@ -513,6 +529,29 @@ pub struct Joined {
     pub mlid: u16,
     /// The JoinState in the SA's answer.
     pub join_state: u8,
+}
+
+/// ibsim 0.10 built from upstream's source with ibsim-patches/ applied (scripts/ibsim-tree.sh,
+/// cached under the target directory): the simulator of the handover-by-priority test.
+pub fn patched_ibsim() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ibsim-tree.sh");
+        let mut cmd = Command::new(&script);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let (status, so, se) = run_with_timeout(cmd, Duration::from_secs(300));
+        assert!(
+            status.success(),
+            "{} failed ({status}):\n{se}",
+            script.display()
+        );
+        let bin = PathBuf::from(so.trim());
+        assert!(bin.is_file(), "{} printed {so:?}", script.display());
+        bin
+    })
+    .clone()
 }
 
 /// The `mcjoin` client (tests/tools/mcjoin.c), compiled with gcc once per test process into
