@@ -163,7 +163,23 @@ fn takeover_sls() {
         std::env::var("TAKEOVER_CUTS").map_or(3, |c| c.parse().expect("TAKEOVER_CUTS: a number"));
     let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
     cfg.mcast_lane = McastLane::PLUGIN_DEFAULT;
-    let rc = RerouteConfig::default();
+    for (rc, master_is) in [
+        (RerouteConfig::default(), "keeping unmoved paths' SLs"),
+        (
+            RerouteConfig {
+                canonical_layers: true,
+                ..Default::default()
+            },
+            "canonical (canonical_sls 1)",
+        ),
+    ] {
+        println!("the master {master_is}:");
+        takeover_sls_of(&specs, cuts, &cfg, &rc);
+    }
+}
+
+fn takeover_sls_of(specs: &str, cuts: usize, cfg: &EngineConfig, rc: &RerouteConfig) {
+    let cfg = cfg.clone();
     for spec in specs.split(';') {
         let f = topo::by_name(spec).expect("fabric spec");
         let sw =
@@ -172,14 +188,14 @@ fn takeover_sls() {
             .filter(|l| sw(l.a) && sw(l.b))
             .copied()
             .collect();
-        let out = engine::run(&f, &cfg).expect("routing");
+        let out = engine::run_from(&f, &cfg, None, rc).expect("routing");
         let mut master = Routed::new(f.clone(), cfg.clone(), out);
         let mut fabric = f.clone();
         for k in 0..cuts {
             // Cables spread over the fabric, the same every run.
             let cable = cables[(k * 7919 + 13) % cables.len()];
             fabric = fabric.retain(|_| true, |l| *l != cable);
-            let out = engine::run_from(&fabric, &cfg, Some(master.view()), &rc).expect("re-route");
+            let out = engine::run_from(&fabric, &cfg, Some(master.view()), rc).expect("re-route");
             let after = Routed::new(fabric.clone(), cfg.clone(), out);
             let g = &after.graph;
             let tables: Vec<(u64, Vec<u8>)> = (0..g.num_switches() as u32)

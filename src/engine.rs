@@ -243,6 +243,11 @@ pub struct RerouteConfig {
     pub max_load_growth_pct: u32,
     /// A full computation was asked for (by the admin), and why.
     pub force_full: Option<FullWhy>,
+    /// dfsssp-rs: give every routing the layers the canonical rule derives from its tables
+    /// ([`adopt_tables`]), so that a standby that reads the switches' LFTs answers the same SLs,
+    /// also after incremental re-routes. The price: an SL is then a function of all routes, so
+    /// a fault may move the SLs of paths it did not touch (off: those keep theirs).
+    pub canonical_layers: bool,
 }
 
 impl Default for RerouteConfig {
@@ -251,6 +256,7 @@ impl Default for RerouteConfig {
             incremental: true,
             max_load_growth_pct: DEFAULT_MAX_LOAD_GROWTH_PCT,
             force_full: None,
+            canonical_layers: false,
         }
     }
 }
@@ -272,7 +278,12 @@ pub fn run_from(
         (None, _) => FullWhy::NoPrevious,
         (Some(_), None) if !rc.incremental => FullWhy::IncrementalOff,
         (Some(p), None) => match incremental(fabric, cfg, p, rc) {
-            Ok(out) => return Ok(out),
+            Ok(mut out) => {
+                if rc.canonical_layers {
+                    canonicalize(&mut out, cfg);
+                }
+                return Ok(out);
+            }
             Err(why) => why,
         },
     };
@@ -282,7 +293,74 @@ pub fn run_from(
         format!("{}: full computation: {why_full}", cfg.kind),
     ));
     out.mode = RouteMode::Full(why_full);
+    if rc.canonical_layers {
+        canonicalize(&mut out, cfg);
+    }
     Ok(out)
+}
+
+/// [`RerouteConfig::canonical_layers`]: `out`'s layers replaced by those the canonical rule
+/// derives from its tables ([`adopt::derive_layers`], the standby's own function on the same
+/// graph and tables), with their verification and summary. The routes stay as they are. Where
+/// the rule refuses them (cycle breaking alone cannot fit them into the lanes, or the lane
+/// left to multicast would differ), the computed layers stay and the log warns that a standby
+/// reading these tables computes from scratch.
+fn canonicalize(out: &mut EngineOutput, cfg: &EngineConfig) {
+    if cfg.kind != EngineKind::Dfsssp {
+        return;
+    }
+    let start = Instant::now();
+    let derived = adopt::derive_layers(&out.graph, out.routing.lft.clone(), cfg);
+    let line = match derived {
+        Ok((routing, mut report, sl_offset)) if sl_offset == out.sl_offset => {
+            let (mut moved, mut paths) = (0u64, 0u64);
+            for s in 0..out.graph.num_switches() as u32 {
+                for d in out.graph.dests() {
+                    if out.routing.lft.port(s, d.lid) != crate::routing::NO_PATH {
+                        paths += 1;
+                        moved += u64::from(out.routing.layer(s, d.lid) != routing.layer(s, d.lid));
+                    }
+                }
+            }
+            out.routing = routing;
+            out.stats.layers = out.routing.num_layers;
+            let loads = std::mem::take(&mut out.summary.loads);
+            out.summary = summary_of(loads, Some(&mut report));
+            out.verified = Some(report);
+            (
+                LogLevel::Info,
+                format!(
+                    "{}: SLs canonical (the layers a standby derives from these tables): {moved} \
+                     of {paths} (switch, LID) paths on another layer than computed; {} layer(s), \
+                     derived and verified in {:.3} s",
+                    cfg.kind,
+                    out.routing.num_layers,
+                    start.elapsed().as_secs_f64()
+                ),
+            )
+        }
+        Ok(_) => (
+            LogLevel::Error,
+            format!(
+                "{}: SLs not canonical: the layers derived from these tables would leave \
+                 another lane to multicast; a standby that reads them computes from scratch",
+                cfg.kind
+            ),
+        ),
+        Err(e) => (
+            LogLevel::Error,
+            format!(
+                "{}: SLs not canonical: these tables' routes {}; a standby that reads them \
+                 computes from scratch",
+                cfg.kind,
+                match e {
+                    AdoptError::NotLayerable(why) => format!("need {why}"),
+                    e => format!("are refused ({e})"),
+                }
+            ),
+        ),
+    };
+    out.log.push(line);
 }
 
 /// The incremental re-route, verified and judged; `Err` says why a full computation is needed.

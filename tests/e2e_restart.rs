@@ -482,6 +482,8 @@ enum Storage {
     Shared,
     /// Each its own, and `adopt_switch_tables=1` on both.
     OwnAndSwitchTables,
+    /// As [`Storage::OwnAndSwitchTables`], and `canonical_sls=1` on both.
+    OwnAndSwitchTablesCanonical,
 }
 
 /// An HA pair after a takeover ([`takeover`]). Fields drop in order: the SMs before ibsim.
@@ -514,6 +516,9 @@ enum Takeover {
     /// SIGHUP): the standby announces it by trap 144, the master hands over and stands by.
     /// Run on the patched ibsim, which delivers the master's TrapRepress ([`patched_ibsim`]).
     PriorityRaised,
+    /// A switch-to-switch cable fails under the master, which re-routes incrementally; then
+    /// the master dies.
+    MasterReroutesThenDies,
 }
 
 /// An HA pair on the 4x4x4 torus in one ibsim (console open): the master A (priority 10) and a
@@ -544,6 +549,11 @@ fn takeover(name: &str, storage: Storage, how: Takeover) -> HaPair {
             dir_b.join("dfsssp-rs.state"),
             ",adopt_switch_tables=1",
         ),
+        Storage::OwnAndSwitchTablesCanonical => (
+            dir_a.join("dfsssp-rs.state"),
+            dir_b.join("dfsssp-rs.state"),
+            ",adopt_switch_tables=1,canonical_sls=1",
+        ),
     };
     let a = Sm::start_ready(
         &sock,
@@ -571,7 +581,7 @@ fn takeover(name: &str, storage: Storage, how: Takeover) -> HaPair {
     );
     // The master's tables once it has seen the standby (its trap makes it sweep again).
     a.settle();
-    let ta = check(&sim, &dir_a, &f, "master");
+    let mut ta = check(&sim, &dir_a, &f, "master");
     let (a, now) = match how {
         Takeover::MasterDies => {
             a.kill();
@@ -597,6 +607,25 @@ fn takeover(name: &str, storage: Storage, how: Takeover) -> HaPair {
             a.wait_for("Handing over mastership", 1);
             a.wait_for("Entering STANDBY state", 1);
             (Some(a), f.clone())
+        }
+        Takeover::MasterReroutesThenDies => {
+            // Two cables one after the other (those `cargo bench --bench measure --
+            // takeover-sls` cuts first): after the second, dimension order no longer fits and
+            // the re-route's kept layers are not those the tables give.
+            let links = switch_links(&f);
+            let mut cut = f.clone();
+            for k in 0..2 {
+                let cable = links[(k * 7919 + 13) % links.len()];
+                cut = without(&cut, &[cable]);
+                let (saved, rerouted) = (a.count(SAVED), a.count(INCREMENTAL));
+                sim.console(&format!("Unlink {}", port_name(&f, cable.a)));
+                a.wait_for(SAVED, saved + 1);
+                a.settle();
+                assert!(a.count(INCREMENTAL) > rerouted, "{}", a.log());
+                ta = check(&sim, &dir_a, &cut, "the master re-routed around a cable");
+            }
+            a.kill();
+            (None, cut)
         }
     };
     b.wait_for("Entering MASTER state", 1);
@@ -691,6 +720,52 @@ fn a_handover_by_priority_changes_nothing() {
     // The old master stands by and stays so: it became master once, at its start.
     assert_eq!(a.count("Entering MASTER state"), 1, "{}", a.log());
     assert_eq!(b.count("Entering STANDBY state"), 1, "{}", b.log());
+}
+
+/// No shared storage, both with `canonical_sls=1`: two cables fail under the master, which
+/// re-routes incrementally each time and gives the routes the layers the canonical rule derives
+/// from its tables (after the second, other layers than the re-route kept); then the master
+/// dies. The standby reads the tables back and derives the same layers:
+/// 0 LFT entries and 0 SLs changed (ibdmchk and the SA). Without `canonical_sls` the master
+/// keeps unmoved paths' SLs at the fault, which the derivation from the tables does not
+/// reproduce (README, "HA pairs without shared storage").
+#[test]
+fn canonical_sls_survive_a_takeover_after_an_incremental_re_route() {
+    let pair = takeover(
+        "restart-ha-canonical",
+        Storage::OwnAndSwitchTablesCanonical,
+        Takeover::MasterReroutesThenDies,
+    );
+    let (b, (lft, sl)) = (&pair.b, pair.churn);
+    let a_log = fs::read_to_string(pair.dir_a.join("osm.log")).unwrap_or_default();
+    let canonical: Vec<&str> = a_log
+        .lines()
+        .filter(|l| l.contains("dfsssp-rs: SLs canonical"))
+        .collect();
+    assert!(
+        canonical.len() >= 3,
+        "full computation and re-routes:\n{a_log}"
+    );
+    for l in &canonical {
+        eprintln!("{}", strip_prefix(l));
+    }
+    // The case the rule is for: a re-route whose kept layers were not the canonical ones.
+    assert!(
+        canonical.iter().any(|l| !l.contains(": 0 of ")),
+        "no re-route moved a path to another layer:\n{a_log}"
+    );
+    assert_eq!(
+        b.count("adopted the routing the switches hold"),
+        1,
+        "{}",
+        b.log()
+    );
+    assert_eq!(b.count(FULL), 0, "{}", b.log());
+    eprintln!(
+        "takeover after the master's incremental re-route, canonical SLs: {lft:.2}% LFT \
+         entries, {sl:.2}% SLs changed"
+    );
+    assert_eq!((lft, sl), (0.0, 0.0));
 }
 
 /// No shared storage, and a cable fails while no master runs (after the master's death, before

@@ -223,6 +223,10 @@ struct PreviousArgs {
     /// computation's estimate by more than this many percent
     #[arg(long, default_value_t = engine::DEFAULT_MAX_LOAD_GROWTH_PCT)]
     rebalance_pct: u32,
+    /// Give the re-routed paths the layers (SLs) a standby derives from the tables alone (the
+    /// plug-in's `canonical_sls 1`), instead of keeping unmoved paths' layers
+    #[arg(long)]
+    canonical_sls: bool,
 }
 
 impl EngineArgs {
@@ -468,6 +472,7 @@ fn reroute_from(
         incremental: true,
         max_load_growth_pct: a.rebalance_pct,
         force_full: a.full.then_some(engine::FullWhy::Asked),
+        canonical_layers: a.canonical_sls,
     };
     let out = engine::run_from(f, cfg, Some(prev.view()), &rc).map_err(|e| e.to_string())?;
     let d = diff(

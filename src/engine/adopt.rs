@@ -153,13 +153,34 @@ fn adopt_on(
             switches: down_switches,
         });
     }
-    let mut routing = routing_from_dumps(&graph, lft, None);
-    let dist = SwitchDistances::new(&graph);
+    let (routing, verified, sl_offset) = derive_layers(&graph, lft, cfg)?;
+    Ok(Routed::read_back_verified(
+        fabric,
+        graph,
+        routing,
+        cfg.clone(),
+        sl_offset,
+        verified,
+    ))
+}
+
+/// The canonical rule: the routes `lft` holds, with the layers `cfg`'s deadlock removal assigns
+/// them (cycle breaking alone, within the lane budget, no route changed), verified in full;
+/// with the SL offset of layer 0. What a standby derives from the switches' tables, and what a
+/// master with [`super::RerouteConfig::canonical_layers`] answers. A function of the graph and
+/// the tables only. `O` of a full computation's deadlock removal and verification.
+pub(crate) fn derive_layers(
+    graph: &SwitchGraph,
+    lft: Lft,
+    cfg: &EngineConfig,
+) -> Result<(crate::routing::Routing, crate::verify::VerifyReport, u8), AdoptError> {
+    let mut routing = routing_from_dumps(graph, lft, None);
+    let dist = SwitchDistances::new(graph);
     let (budget, always) = layers_for_deadlock_removal(cfg);
     let before = routing.lft.clone();
     // (Broken routes fail here or in the verification below.)
     let report = dfsssp::make_deadlock_free_with(
-        &graph,
+        graph,
         &mut routing,
         budget,
         &dfsssp_options(cfg),
@@ -171,17 +192,9 @@ fn adopt_on(
             "other routes (more than {budget} layer(s) by cycle breaking)"
         )));
     }
-    let verified = crate::verify::verify_and_load(&graph, &routing)
+    let verified = crate::verify::verify_and_load(graph, &routing)
         .map_err(|e| AdoptError::Incomplete(e.to_string()))?;
-    let sl_offset = u8::from(always || report.spare_lane);
-    Ok(Routed::read_back_verified(
-        fabric,
-        graph,
-        routing,
-        cfg.clone(),
-        sl_offset,
-        verified,
-    ))
+    Ok((routing, verified, u8::from(always || report.spare_lane)))
 }
 
 /// How many entries of `routed`'s tables (its switches, its destination LIDs) the switches'

@@ -95,6 +95,12 @@
 //!   ([`readback`]) and continue from the routing they hold (its layers derived from it,
 //!   [`crate::engine::adopt_tables`]): the one line an HA pair without shared storage needs.
 //!
+//! - `canonical_sls` (`DFSSSP_RS_CANONICAL_SLS`, 0 or 1, default 0): every routing, also an
+//!   incremental re-route, gets the layers the canonical rule derives from its tables
+//!   ([`crate::engine::RerouteConfig::canonical_layers`]), so that a standby with
+//!   `adopt_switch_tables` answers the same SLs at a takeover whatever re-routes came before;
+//!   the price is that a fault may move SLs of paths it did not touch.
+//!
 //! A bad value or an unknown key is logged (`ERR DF06`, with its source and the accepted range)
 //! and the default applies: a routine config mistake never stops routing.
 //!
@@ -193,6 +199,9 @@ pub const ENV_STATE_FILE: &str = "DFSSSP_RS_STATE_FILE";
 /// `adopt_switch_tables` (0 or 1, default 0): read the switches' LFTs back when there is no
 /// routing to continue from.
 pub const ENV_ADOPT_SWITCH_TABLES: &str = "DFSSSP_RS_ADOPT_SWITCH_TABLES";
+/// `canonical_sls` (0 or 1, default 0): every routing's SLs by the canonical rule, also after
+/// incremental re-routes.
+pub const ENV_CANONICAL_SLS: &str = "DFSSSP_RS_CANONICAL_SLS";
 
 /// One registered engine. OpenSM hands its address back as the callbacks' `context`.
 struct EngineCtx {

@@ -42,7 +42,7 @@ enum Value {
     Path,
 }
 
-const KEYS: [Key; 11] = [
+const KEYS: [Key; 12] = [
     Key {
         name: "max_lanes",
         env: super::ENV_MAX_LANES,
@@ -107,6 +107,11 @@ const KEYS: [Key; 11] = [
         env: super::ENV_ADOPT_SWITCH_TABLES,
         value: Value::Flag,
     },
+    Key {
+        name: "canonical_sls",
+        env: super::ENV_CANONICAL_SLS,
+        value: Value::Flag,
+    },
 ];
 
 /// The settings given anywhere (`None`: the engine's default).
@@ -128,6 +133,8 @@ pub(crate) struct Settings {
     pub state_file: Option<Option<PathBuf>>,
     /// Read the switches' LFTs back when there is no routing to continue from.
     pub adopt_switch_tables: Option<bool>,
+    /// Give every routing the layers a standby derives from the tables alone.
+    pub canonical_sls: Option<bool>,
     /// Where each given setting came from ("dfsssp-rs.conf:3", "event_plugin_options", the
     /// environment variable), for the log.
     pub sources: Vec<(&'static str, String)>,
@@ -158,6 +165,7 @@ impl Settings {
             "one_lane_candidate" => &mut self.one_lane_candidate,
             "dor_candidate" => &mut self.dor_candidate,
             "adopt_switch_tables" => &mut self.adopt_switch_tables,
+            "canonical_sls" => &mut self.canonical_sls,
             _ => return None,
         })
     }
@@ -436,6 +444,7 @@ impl EngineCtx {
         if let Some(n) = set.rebalance_pct {
             rc.max_load_growth_pct = n as u32;
         }
+        rc.canonical_layers = set.canonical_sls == Some(true);
         if !heavy_sweep {
             rc.force_full = Some(engine::FullWhy::Reroute);
         }
