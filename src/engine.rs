@@ -302,9 +302,9 @@ pub fn run_from(
 /// [`RerouteConfig::canonical_layers`]: `out`'s layers replaced by those the canonical rule
 /// derives from its tables ([`adopt::derive_layers`], the standby's own function on the same
 /// graph and tables), with their verification and summary. The routes stay as they are. Where
-/// the rule refuses them (cycle breaking alone cannot fit them into the lanes, or the lane
-/// left to multicast would differ), the computed layers stay and the log warns that a standby
-/// reading these tables computes from scratch.
+/// the rule refuses them (cycle breaking alone cannot fit them into the lanes), or would leave
+/// another lane to multicast, the computed layers stay and the log says what a standby reading
+/// these tables does instead.
 fn canonicalize(out: &mut EngineOutput, cfg: &EngineConfig) {
     if cfg.kind != EngineKind::Dfsssp {
         return;
@@ -343,7 +343,7 @@ fn canonicalize(out: &mut EngineOutput, cfg: &EngineConfig) {
             LogLevel::Error,
             format!(
                 "{}: SLs not canonical: the layers derived from these tables would leave \
-                 another lane to multicast; a standby that reads them computes from scratch",
+                 another lane to multicast; a standby that reads them answers other SLs",
                 cfg.kind
             ),
         ),

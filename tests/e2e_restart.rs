@@ -85,6 +85,49 @@ fn cas(f: &Fabric) -> Vec<(u64, u16)> {
         .collect()
 }
 
+/// [`check`], and the SA's SL for every CA pair (one PathRecord query each) equal to the
+/// dump's: what the SMs of an HA pair answer applications, compared before and after a
+/// takeover through the dumps.
+fn check_every_pair(sim: &Sim, dir: &Path, f: &Fabric, step: &str) -> Tables {
+    let t = check(sim, dir, f, step);
+    let ports: Vec<(u64, u64, u16)> = f
+        .endpoints()
+        .iter()
+        .filter(|e| f.nodes()[e.node as usize].kind == NodeKind::Ca)
+        .map(|e| (f.nodes()[e.node as usize].guid, e.port_guid, e.base_lid))
+        .collect();
+    let pairs: Vec<(u64, u64)> = ports
+        .iter()
+        .flat_map(|a| {
+            ports
+                .iter()
+                .filter(move |b| b.1 != a.1)
+                .map(move |b| (a.1, b.1))
+        })
+        .collect();
+    let sa = sim.sa_sls(&pairs);
+    let by_port: BTreeMap<u64, u64> = ports.iter().map(|p| (p.1, p.0)).collect();
+    let mut differ = Vec::new();
+    for (&(port, dlid), &sl) in &sa {
+        let dumped = t.sls.get(&(by_port[&port], dlid));
+        if dumped != Some(&sl) {
+            differ.push(format!("0x{port:x} -> {dlid}: SA {sl}, dump {dumped:?}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{step}: the SA answers other SLs than the dump on {} of {} pairs: {:?}",
+        differ.len(),
+        sa.len(),
+        &differ[..differ.len().min(5)]
+    );
+    eprintln!(
+        "{step}: the SA's SL equals the dump's on all {} CA pairs",
+        sa.len()
+    );
+    t
+}
+
 /// ibdmchk over the dumps in `dir` (every CA pair routed, no credit loop with the path SLs and
 /// SL-to-VL tables), and a sample of the SA's path records against the dump's SLs.
 fn check(sim: &Sim, dir: &Path, f: &Fabric, step: &str) -> Tables {
@@ -565,6 +608,10 @@ fn takeover(name: &str, storage: Storage, how: Takeover) -> HaPair {
     );
     a.wait_for("SUBNET UP", 1);
     a.wait_for(SAVED, 1);
+    // The SA asked for every CA pair while no other SM polls this one: tens of thousands of
+    // queries slow its SMInfo answers, and a standby polling it would take it for dead.
+    a.settle();
+    let alone = check_every_pair(&sim, &dir_a, &f, "master");
     let b = Sm::start_ready(
         &sock,
         &dir_b,
@@ -581,7 +628,12 @@ fn takeover(name: &str, storage: Storage, how: Takeover) -> HaPair {
     );
     // The master's tables once it has seen the standby (its trap makes it sweep again).
     a.settle();
-    let mut ta = check(&sim, &dir_a, &f, "master");
+    let mut ta = check(&sim, &dir_a, &f, "master with a standby");
+    assert_eq!(
+        churn(&alone, &ta),
+        (0.0, 0.0),
+        "the standby's arrival changed the routing"
+    );
     let (a, now) = match how {
         Takeover::MasterDies => {
             a.kill();
@@ -632,7 +684,12 @@ fn takeover(name: &str, storage: Storage, how: Takeover) -> HaPair {
     b.wait_for(SAVED, 1);
     b.wait_for(WROTE, 2);
     b.settle();
-    let tb = check(&sim, &b.dir, &now, "after the takeover");
+    // Every pair once no other SM polls this one (after a handover the old one does).
+    let tb = if a.is_none() {
+        check_every_pair(&sim, &b.dir, &now, "after the takeover")
+    } else {
+        check(&sim, &b.dir, &now, "after the handover")
+    };
     HaPair {
         b,
         a,
@@ -646,6 +703,23 @@ fn takeover(name: &str, storage: Storage, how: Takeover) -> HaPair {
         opts,
         sim,
     }
+}
+
+/// `b` took over from the switches' tables (read back once, no full computation), and the
+/// takeover changed no LFT entry and no SL (`what` names the case in the output).
+fn assert_adopted_unchanged(b: &Sm, (lft, sl): (f64, f64), what: &str) {
+    assert_eq!(
+        b.count("adopted the routing the switches hold"),
+        1,
+        "{}",
+        b.log()
+    );
+    assert_eq!(b.count(FULL), 0, "{}", b.log());
+    eprintln!("{what}: {lft:.2}% LFT entries, {sl:.2}% SLs changed");
+    for l in b.log().lines().filter(|l| l.contains("switches hold")) {
+        eprintln!("{}", strip_prefix(l));
+    }
+    assert_eq!((lft, sl), (0.0, 0.0));
 }
 
 /// An HA pair sharing the state file: the master dies; the standby takes over and programs the
@@ -672,22 +746,17 @@ fn a_standby_without_shared_storage_adopts_the_switches_tables() {
         Storage::OwnAndSwitchTables,
         Takeover::MasterDies,
     );
-    let (b, (lft, sl)) = (&pair.b, pair.churn);
-    assert_eq!(b.count(ADOPTED), 0, "no shared state file:\n{}", b.log());
     assert_eq!(
-        b.count("adopted the routing the switches hold"),
-        1,
-        "{}",
-        b.log()
+        pair.b.count(ADOPTED),
+        0,
+        "no shared state file:\n{}",
+        pair.b.log()
     );
-    assert_eq!(b.count(FULL), 0, "{}", b.log());
-    eprintln!(
-        "standby takeover without shared storage: {lft:.2}% LFT entries, {sl:.2}% SLs changed"
+    assert_adopted_unchanged(
+        &pair.b,
+        pair.churn,
+        "standby takeover without shared storage",
     );
-    for l in b.log().lines().filter(|l| l.contains("switches hold")) {
-        eprintln!("{l}");
-    }
-    assert_eq!((lft, sl), (0.0, 0.0));
 }
 
 /// No shared storage, and an admin raises the standby's `sm_priority` above the master's while
@@ -703,20 +772,8 @@ fn a_handover_by_priority_changes_nothing() {
         Storage::OwnAndSwitchTables,
         Takeover::PriorityRaised,
     );
-    let (b, (lft, sl)) = (&pair.b, pair.churn);
-    let a = pair.a.as_ref().expect("the old master runs on");
-    assert_eq!(
-        b.count("adopted the routing the switches hold"),
-        1,
-        "{}",
-        b.log()
-    );
-    assert_eq!(b.count(FULL), 0, "{}", b.log());
-    eprintln!("handover by priority: {lft:.2}% LFT entries, {sl:.2}% SLs changed");
-    for l in b.log().lines().filter(|l| l.contains("switches hold")) {
-        eprintln!("{l}");
-    }
-    assert_eq!((lft, sl), (0.0, 0.0));
+    let (b, a) = (&pair.b, pair.a.as_ref().expect("the old master runs on"));
+    assert_adopted_unchanged(b, pair.churn, "handover by priority");
     // The old master stands by and stays so: it became master once, at its start.
     assert_eq!(a.count("Entering MASTER state"), 1, "{}", a.log());
     assert_eq!(b.count("Entering STANDBY state"), 1, "{}", b.log());
@@ -736,7 +793,6 @@ fn canonical_sls_survive_a_takeover_after_an_incremental_re_route() {
         Storage::OwnAndSwitchTablesCanonical,
         Takeover::MasterReroutesThenDies,
     );
-    let (b, (lft, sl)) = (&pair.b, pair.churn);
     let a_log = fs::read_to_string(pair.dir_a.join("osm.log")).unwrap_or_default();
     let canonical: Vec<&str> = a_log
         .lines()
@@ -754,18 +810,11 @@ fn canonical_sls_survive_a_takeover_after_an_incremental_re_route() {
         canonical.iter().any(|l| !l.contains(": 0 of ")),
         "no re-route moved a path to another layer:\n{a_log}"
     );
-    assert_eq!(
-        b.count("adopted the routing the switches hold"),
-        1,
-        "{}",
-        b.log()
+    assert_adopted_unchanged(
+        &pair.b,
+        pair.churn,
+        "takeover after the master's incremental re-routes, canonical SLs",
     );
-    assert_eq!(b.count(FULL), 0, "{}", b.log());
-    eprintln!(
-        "takeover after the master's incremental re-route, canonical SLs: {lft:.2}% LFT \
-         entries, {sl:.2}% SLs changed"
-    );
-    assert_eq!((lft, sl), (0.0, 0.0));
 }
 
 /// No shared storage, and a cable fails while no master runs (after the master's death, before

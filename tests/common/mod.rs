@@ -385,6 +385,46 @@ impl Sim {
             .unwrap_or_else(|_| panic!("bad sl {sl:?}"))
     }
 
+    /// The SL OpenSM's SA answers for each (source, destination) CA port GUID pair of `pairs`,
+    /// keyed by (source port GUID, DLID): one PathRecord query by SGID and DGID per pair, as
+    /// applications ask (tools/sapaths.c, pipelined). Every pair must be answered.
+    pub fn sa_sls(&self, pairs: &[(u64, u64)]) -> BTreeMap<(u64, u16), u8> {
+        let input = self.dir().join("sapaths.in");
+        let text: String = pairs
+            .iter()
+            .map(|(s, d)| format!("0x{s:016x} 0x{d:016x}\n"))
+            .collect();
+        fs::write(&input, text).expect("write sapaths.in");
+        let mut cmd = self.client(sapaths_bin());
+        // A narrow window: OpenSM answers its SMInfo polls between the queries.
+        cmd.args(["-t", "2000", "-r", "4", "-w", "8"])
+            .stdin(fs::File::open(&input).expect("sapaths.in"));
+        let (status, out, err) = run_with_timeout(cmd, Duration::from_secs(600));
+        assert!(status.success(), "sapaths failed ({status}):\n{err}");
+        let mut sls = BTreeMap::new();
+        for l in out.lines() {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let hex = |x: &str| u64::from_str_radix(x.trim_start_matches("0x"), 16).ok();
+            match w[..] {
+                [s, _, _, dlid, sl] => {
+                    let (Some(s), Ok(dlid), Ok(sl)) = (hex(s), dlid.parse(), sl.parse()) else {
+                        panic!("sapaths: unexpected line {l:?}");
+                    };
+                    sls.insert((s, dlid), sl);
+                }
+                _ => panic!("sapaths: a pair not answered: {l:?}\n{err}"),
+            }
+        }
+        assert_eq!(
+            sls.len(),
+            pairs.len(),
+            "sapaths answered {} of {} pairs:\n{err}",
+            sls.len(),
+            pairs.len()
+        );
+        sls
+    }
+
     /// The SLs of the paths OpenSM's SA gives the CA `host` (its ibsim node name) for
     /// MultiPathRecord queries to each port GUID of `dests` (tests/tools/mpquery.c): one
     /// (destination GUID, SLID, DLID, SL) per PathRecord in the answers.
@@ -554,6 +594,14 @@ pub fn patched_ibsim() -> PathBuf {
     .clone()
 }
 
+/// The SA PathRecord client `compare --in-opensm` ships (tools/sapaths.c), built like
+/// [`mcjoin_bin`].
+pub fn sapaths_bin() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| build_c_client("sapaths", "tools/sapaths.c"))
+        .clone()
+}
+
 /// The `mcjoin` client (tests/tools/mcjoin.c), compiled with gcc once per test process into
 /// the cargo target directory (`target/<profile>/mcjoin`, written atomically, so test binaries
 /// running at once do not trip over each other).
@@ -570,6 +618,12 @@ pub fn mpquery_bin() -> PathBuf {
 
 /// Compiles tests/tools/NAME.c against libibumad into the target directory; returns its path.
 fn build_tool(name: &str) -> PathBuf {
+    build_c_client(name, &format!("tests/tools/{name}.c"))
+}
+
+/// Compiles the C client `src` (relative to the crate) against libibumad into the target
+/// directory as `name`; returns its path.
+fn build_c_client(name: &str, src: &str) -> PathBuf {
     let missing: Vec<&str> = [
         ("gcc", on_path("gcc")),
         (
@@ -586,7 +640,7 @@ fn build_tool(name: &str) -> PathBuf {
         "building {name} needs {}; scripts/setup.sh installs them",
         missing.join(", ")
     );
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/tools/{name}.c"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
     let exe = std::env::current_exe().expect("test executable path");
     let deps = exe.parent().expect("deps dir");
     let out_dir = deps.parent().unwrap_or(deps);
