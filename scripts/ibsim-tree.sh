@@ -50,9 +50,9 @@ if [ ! -x "$out/ibsim" ]; then
     done
     make -C "$work/ibsim-0.10/ibsim" ibsim >"$work/make.log" 2>&1 ||
         die "make failed: $(tail -20 "$work/make.log")"
-    mkdir -p "$out.tmp"
-    cp "$work/ibsim-0.10/ibsim/ibsim" "$out.tmp/ibsim"
-    rm -rf "$out"
-    mv "$out.tmp" "$out"
+    # Into place in one rename; a build that ran beside this one and got there first wins.
+    mkdir "$work/out"
+    cp "$work/ibsim-0.10/ibsim/ibsim" "$work/out/ibsim"
+    mv -T "$work/out" "$out" 2>/dev/null || [ -x "$out/ibsim" ] || die "cannot move the build to $out"
 fi
 echo "$out/ibsim"

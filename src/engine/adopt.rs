@@ -168,7 +168,7 @@ fn adopt_on(
 /// them (cycle breaking alone, within the lane budget, no route changed), verified in full;
 /// with the SL offset of layer 0. What a standby derives from the switches' tables, and what a
 /// master with [`super::RerouteConfig::canonical_layers`] answers. A function of the graph and
-/// the tables only. `O` of a full computation's deadlock removal and verification.
+/// the tables only. Cost: a full computation's deadlock removal and verification.
 pub(crate) fn derive_layers(
     graph: &SwitchGraph,
     lft: Lft,
