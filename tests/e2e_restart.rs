@@ -396,7 +396,14 @@ struct Sm {
 impl Sm {
     /// Starts opensm attached to CA `host` with `priority`; its cache, dumps and log in `dir`,
     /// the state in `state` (the one line an HA pair needs).
-    fn start(sock: &str, dir: &Path, host: &str, priority: u8, state: &Path, options: &str) -> Sm {
+    fn start(
+        (sock, shim): (&str, &Path),
+        dir: &Path,
+        host: &str,
+        priority: u8,
+        state: &Path,
+        options: &str,
+    ) -> Sm {
         fs::create_dir_all(dir.join("plugin")).unwrap();
         fs::copy(plugin_so(), dir.join("plugin/libdfsssp_rs.so")).unwrap();
         let conf = format!(
@@ -413,7 +420,7 @@ impl Sm {
         // Not `-d 0` (as tests/common runs opensm): to OpenSM that means "ignore other SMs".
         cmd.args(["-F", "osm.conf", "-f", "osm.log", "-D", "0x47"])
             .current_dir(dir)
-            .env("LD_PRELOAD", umad2sim())
+            .env("LD_PRELOAD", shim)
             .env("LD_LIBRARY_PATH", dir.join("plugin"))
             .env("IBSIM_SOCKNAME", sock)
             .env("OSM_TMP_DIR", dir)
@@ -440,7 +447,7 @@ impl Sm {
     /// umad2sim hangs (seen twice in ten runs here: once before it loaded any plug-in, once
     /// while discovering). Another CA each time: ibsim keeps a killed client registered.
     fn start_ready(
-        sock: &str,
+        sock: (&str, &Path),
         dir: &Path,
         hosts: &[String],
         (priority, options): (u8, &str),
@@ -467,6 +474,21 @@ impl Sm {
         fs::read_to_string(self.dir.join("osm.log")).unwrap_or_default()
     }
 
+    /// The ends of its log and of its output (umad2sim's timeouts): the whole log is longer
+    /// than what a CI run keeps of a failure.
+    fn tails(&self) -> String {
+        let tail = |text: String, n: usize| {
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(n)..].join("\n")
+        };
+        let out = fs::read_to_string(self.dir.join("osm.out")).unwrap_or_default();
+        format!(
+            "the log's last lines:\n{}\nosm.out's last lines:\n{}",
+            tail(self.log(), 60),
+            tail(out, 20)
+        )
+    }
+
     fn count(&self, needle: &str) -> usize {
         self.log().lines().filter(|l| l.contains(needle)).count()
     }
@@ -476,9 +498,9 @@ impl Sm {
         while self.count(needle) < n {
             assert!(
                 t.elapsed() < SWEEP,
-                "{} did not log {needle:?} {n} times:\n{}",
+                "{} did not log {needle:?} {n} times in {SWEEP:?}; {}",
                 self.dir.display(),
-                self.log()
+                self.tails()
             );
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -569,10 +591,10 @@ enum Takeover {
 /// B takes over as `how` says (ibdmchk and the SA's SLs checked before and after).
 fn takeover(name: &str, storage: Storage, how: Takeover) -> HaPair {
     let f = dfsssp_rs::topo::by_name("torus:4x4x4,2").unwrap();
-    let mut sim = match how {
-        Takeover::PriorityRaised => Sim::start_patched_with_console(name, &f),
-        _ => Sim::start_with_console(name, &f),
-    };
+    // Two SMs talk through ibsim here: on the patched build, where a request one of them leaves
+    // unanswered times out (stock umad2sim would stall the other's sweep for good) and a
+    // TrapRepress reaches the SM whose trap it answers.
+    let mut sim = Sim::start_patched_with_console(name, &f);
     // Sim's socket name (tests/common: one per test name and process).
     let sock = format!("dfsssp-{name}-{}", std::process::id());
     let ca_nodes: Vec<u32> = (0..f.nodes().len() as u32)
@@ -599,7 +621,7 @@ fn takeover(name: &str, storage: Storage, how: Takeover) -> HaPair {
         ),
     };
     let a = Sm::start_ready(
-        &sock,
+        (&sock, sim.shim()),
         &dir_a,
         &[0, 1, 2].map(|k| sim_host(&f, ca_nodes[k])),
         (10, opts),
@@ -613,7 +635,7 @@ fn takeover(name: &str, storage: Storage, how: Takeover) -> HaPair {
     a.settle();
     let alone = check_every_pair(&sim, &dir_a, &f, "master");
     let b = Sm::start_ready(
-        &sock,
+        (&sock, sim.shim()),
         &dir_b,
         &[0, 1, 2].map(|k| sim_host(&f, ca_nodes[ca_nodes.len() / 2 + k])),
         (5, opts),
@@ -779,6 +801,80 @@ fn a_handover_by_priority_changes_nothing() {
     assert_eq!(b.count("Entering STANDBY state"), 1, "{}", b.log());
 }
 
+/// An HA pair, and the standby's host hangs (SIGSTOP: the process holds its port and answers
+/// nothing). A cable fails; the master's sweep finds the standby's port and asks its SMInfo,
+/// which nothing answers: the request times out (transaction_timeout x retries), the master
+/// finishes the sweep, re-routes around the cable and programs verified tables (ibdmchk, the
+/// SA). On stock umad2sim, which never times a request out, this sweep never ends (the stall
+/// the HA tests once hit on a loaded CI machine, ibsim-patches/0002-*.patch).
+#[test]
+fn a_standby_that_stops_answering_does_not_stall_the_master() {
+    let f = dfsssp_rs::topo::by_name("torus:4x4x4,2").unwrap();
+    let mut sim = Sim::start_patched_with_console("restart-ha-frozen", &f);
+    let sock = format!("dfsssp-restart-ha-frozen-{}", std::process::id());
+    let ca_nodes: Vec<u32> = (0..f.nodes().len() as u32)
+        .filter(|&n| f.nodes()[n as usize].kind == NodeKind::Ca)
+        .collect();
+    let (dir_a, dir_b) = (sim.dir().join("sm-a"), sim.dir().join("sm-b"));
+    let opts = ",adopt_switch_tables=1";
+    let a = Sm::start_ready(
+        (&sock, sim.shim()),
+        &dir_a,
+        &[0, 1, 2].map(|k| sim_host(&f, ca_nodes[k])),
+        (10, opts),
+        &dir_a.join("dfsssp-rs.state"),
+        &["SUBNET UP"],
+    );
+    a.wait_for(SAVED, 1);
+    let b = Sm::start_ready(
+        (&sock, sim.shim()),
+        &dir_b,
+        &[0, 1, 2].map(|k| sim_host(&f, ca_nodes[ca_nodes.len() / 2 + k])),
+        (5, opts),
+        &dir_b.join("dfsssp-rs.state"),
+        &["Entering STANDBY state", "Entering MASTER state"],
+    );
+    assert_eq!(b.count("Entering MASTER state"), 0, "{}", b.log());
+    a.settle();
+    let before = check(&sim, &dir_a, &f, "master with a standby");
+    let signal = |sig: &str| {
+        let st = Command::new("kill")
+            .args([sig, &b.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success(), "kill {sig} {}", b.child.id());
+    };
+    signal("-STOP");
+    let cable = switch_links(&f)[7];
+    let cut = without(&f, &[cable]);
+    let saved = a.count(SAVED);
+    sim.console(&format!("Unlink {}", port_name(&f, cable.a)));
+    a.wait_for(SAVED, saved + 1);
+    a.settle();
+    let after = check(
+        &sim,
+        &dir_a,
+        &cut,
+        "the master re-routed beside a hung standby",
+    );
+    assert!(
+        churn(&before, &after).0 > 0.0,
+        "the master re-routed around the cable"
+    );
+    let out = fs::read_to_string(dir_a.join("osm.out")).unwrap_or_default();
+    let timed_out: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("umad2sim: no response to class 0x81"))
+        .collect();
+    assert!(
+        !timed_out.is_empty(),
+        "the master's SMInfo to the hung standby did not time out:\n{out}"
+    );
+    eprintln!("{}", timed_out.join("\n"));
+    // Resumed, the standby is still there; both stop by PID when dropped.
+    signal("-CONT");
+}
+
 /// No shared storage, both with `canonical_sls=1`: two cables fail under the master, which
 /// re-routes incrementally each time and gives the routes the layers the canonical rule derives
 /// from its tables (after the second, other layers than the re-route kept); then the master
@@ -882,7 +978,7 @@ fn the_old_master_returning_adopts_what_the_switches_hold() {
     let hosts = [3, 4, 5].map(|k| sim_host(&f, ca_nodes[k]));
     let _ = fs::remove_file(dir_a.join("osm.log"));
     let a = Sm::start_ready(
-        &sock,
+        (&sock, sim.shim()),
         &dir_a,
         &hosts,
         (1, opts),

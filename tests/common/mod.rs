@@ -149,6 +149,9 @@ pub struct Sim {
     pub fabric: Fabric,
     /// ibsim's console (started with [`Sim::start_with_console`]): `Unlink`, `ReLink`, ...
     console: Option<std::process::ChildStdin>,
+    /// The umad2sim shim its clients load: Debian's, or the patched build's beside a patched
+    /// ibsim ([`patched_umad2sim`]).
+    shim: PathBuf,
 }
 
 impl Sim {
@@ -169,9 +172,17 @@ impl Sim {
     }
 
     /// [`Sim::start_with_console`] on the ibsim built with ibsim-patches/ ([`patched_ibsim`]),
-    /// which forwards a TrapRepress to the SM that sent the trap instead of dropping it.
+    /// which forwards a TrapRepress to the SM that sent the trap instead of dropping it, its
+    /// clients on the patched shim, which times out a request no response answers.
     pub fn start_patched_with_console(name: &str, fabric: &Fabric) -> Sim {
-        Self::spawn_program(&patched_ibsim(), name, fabric, &write_net(fabric), true)
+        let mut sim = Self::spawn_program(&patched_ibsim(), name, fabric, &write_net(fabric), true);
+        sim.shim = patched_umad2sim();
+        sim
+    }
+
+    /// The umad2sim shim this simulator's clients load (`LD_PRELOAD`).
+    pub fn shim(&self) -> &Path {
+        &self.shim
     }
 
     /// Sends one console command (e.g. `Unlink "S-..."[3]`).
@@ -225,6 +236,7 @@ impl Sim {
             child,
             fabric: fabric.clone(),
             console,
+            shim: umad2sim(),
         };
         sim.wait_ready(Duration::from_secs(30));
         sim
@@ -313,7 +325,7 @@ impl Sim {
         cmd.args(["-F", "osm.conf", "-f", log, "-d", "0", "-D"])
             .arg(format!("0x{:x}", o.log_flags))
             .current_dir(dir)
-            .env("LD_PRELOAD", umad2sim())
+            .env("LD_PRELOAD", &self.shim)
             .env("LD_LIBRARY_PATH", lib_path)
             .env("IBSIM_SOCKNAME", &self.sock)
             .env("OSM_TMP_DIR", dir)
@@ -529,7 +541,7 @@ impl Sim {
     fn client(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut cmd = Command::new(program);
         cmd.current_dir(self.dir())
-            .env("LD_PRELOAD", umad2sim())
+            .env("LD_PRELOAD", &self.shim)
             .env("IBSIM_SOCKNAME", &self.sock)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -572,7 +584,7 @@ pub struct Joined {
 }
 
 /// ibsim 0.10 built from upstream's source with ibsim-patches/ applied (scripts/ibsim-tree.sh,
-/// cached under the target directory): the simulator of the handover-by-priority test.
+/// cached under the target directory): the simulator of the HA pair tests.
 pub fn patched_ibsim() -> PathBuf {
     static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
@@ -592,6 +604,12 @@ pub fn patched_ibsim() -> PathBuf {
         bin
     })
     .clone()
+}
+
+/// The umad2sim shim of the same build as [`patched_ibsim`], beside it: it times out a request
+/// that no response answers, as the kernel's MAD layer does.
+pub fn patched_umad2sim() -> PathBuf {
+    patched_ibsim().with_file_name("libumad2sim.so")
 }
 
 /// The SA PathRecord client `compare --in-opensm` ships (tools/sapaths.c), built like
