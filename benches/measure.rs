@@ -10,6 +10,11 @@
 //!   and how many SLs the master itself would change per fault if it followed the canonical
 //!   rule instead of keeping unchanged paths' SLs.
 //!
+//! - adopt: the routing phase a standby adds when it takes over from the switches' tables
+//!   (`engine::adopt_tables`: routes from the tables, their layers derived and verified) beside
+//!   an incremental re-route after one cable fails, medians of ADOPT_RUNS=5
+//!   (ADOPT_SPECS=spec;spec...).
+//!
 //! Timings are wall clock of one run: quote them with `uptime`'s load; `benches/core.rs` has the
 //! criterion medians.
 
@@ -37,6 +42,9 @@ fn main() {
     }
     if wanted("takeover-sls") {
         takeover_sls();
+    }
+    if wanted("adopt") {
+        adopt();
     }
 }
 
@@ -218,5 +226,72 @@ fn takeover_sls_of(specs: &str, cuts: usize, cfg: &EngineConfig, rc: &RerouteCon
             );
             master = after;
         }
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn adopt() {
+    let specs = std::env::var("ADOPT_SPECS").unwrap_or_else(|_| {
+        "ktree:18,3;torus:6x6x6,4;dragonfly:4,2,2,9;random:64,36,16,512,seed=1".into()
+    });
+    let runs: usize =
+        std::env::var("ADOPT_RUNS").map_or(5, |c| c.parse().expect("ADOPT_RUNS: a number"));
+    let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+    cfg.mcast_lane = McastLane::PLUGIN_DEFAULT;
+    let rc = RerouteConfig::default();
+    for spec in specs.split(';') {
+        let f = topo::by_name(spec).expect("fabric spec");
+        let out = engine::run_from(&f, &cfg, None, &rc).expect("routing");
+        let master = Routed::new(f.clone(), cfg.clone(), out);
+        let g = &master.graph;
+        let tables: Vec<(u64, Vec<u8>)> = (0..g.num_switches() as u32)
+            .map(|s| (g.switch_guid(s), master.routing.lft.table(s).to_vec()))
+            .collect();
+        let mut adopted = None;
+        let mut times = Vec::new();
+        for _ in 0..runs {
+            let t = Instant::now();
+            let r = engine::adopt_tables(f.clone(), &cfg, &tables);
+            times.push(t.elapsed().as_secs_f64());
+            adopted = Some(r);
+        }
+        let t_adopt = median(times);
+        let adopted = match adopted.expect("runs >= 1") {
+            Ok(a) => a,
+            Err(e) => {
+                println!("{spec}: a standby computes from scratch after {t_adopt:.3} s ({e})");
+                continue;
+            }
+        };
+        let differ = engine::disagreements(adopted.view(), &tables);
+        let sw =
+            |p: dfsssp_rs::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
+        let cable = *(f.links().iter())
+            .filter(|l| sw(l.a) && sw(l.b))
+            .nth(13)
+            .expect("a switch-to-switch cable");
+        let cut = f.retain(|_| true, |l| *l != cable);
+        let t_reroute = median(
+            (0..runs)
+                .map(|_| {
+                    let t = Instant::now();
+                    engine::run_from(&cut, &cfg, Some(adopted.view()), &rc).expect("re-route");
+                    t.elapsed().as_secs_f64()
+                })
+                .collect(),
+        );
+        println!(
+            "{spec}: {} switches, {} LIDs: adopting the tables {t_adopt:.3} s ({differ} entries \
+             differ, SLs {:.2}% changed); a re-route after one cable fails {t_reroute:.3} s; \
+             ratio {:.2}",
+            g.num_switches(),
+            g.dests().len(),
+            sl_changed_pct(&master, &adopted),
+            t_adopt / t_reroute,
+        );
     }
 }

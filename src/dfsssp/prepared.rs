@@ -159,12 +159,12 @@ impl<'r> WorkingRoutes<'r> {
     /// The views of `routing`, validating every destination's tree.
     pub fn new(prep: &Prepared, routing: &'r mut Routing) -> Result<Self, DfssspError> {
         let cols = transpose(prep.g, &routing.lft);
-        let counts0 = build_layer0(prep, &cols)?;
+        let (counts0, ca_counts) = build_layer0(prep, &cols)?;
         Ok(WorkingRoutes {
             routing,
             cols,
             counts0,
-            ca_counts: None,
+            ca_counts: Some(ca_counts),
             unfitted: None,
         })
     }
@@ -326,30 +326,37 @@ fn transpose(g: &SwitchGraph, lft: &Lft) -> Vec<u8> {
     cols
 }
 
-/// Edge counts of layer 0 with every path, validating every destination's tree.
-fn build_layer0(prep: &Prepared, cols: &[u8]) -> Result<Vec<u32>, DfssspError> {
-    let (g, ei) = (prep.g, &prep.ei);
-    let ns = g.num_switches();
-    let ne = ei.num_edges();
-    let nd = g.dests().len();
-    let chunk = (nd / (rayon::current_num_threads() * 2)).max(64);
-    g.dests()
+/// Edge counts of layer 0 with every path, and those of the routes to CA (and router) LIDs
+/// alone (what re-routing the switch LIDs starts from, [`WorkingRoutes::ca_counts`]),
+/// validating every destination's tree.
+fn build_layer0(prep: &Prepared, cols: &[u8]) -> Result<(Vec<u32>, Vec<u32>), DfssspError> {
+    let attached = (0..prep.g.dests().len()).filter(|&di| prep.g.dests()[di].switch != NO_SWITCH);
+    let (ca, switch): (Vec<usize>, Vec<usize>) =
+        attached.partition(|&di| prep.g.dests()[di].exit_port != 0);
+    let ca_counts = count_routes(prep, cols, &ca)?;
+    let mut counts0 = count_routes(prep, cols, &switch)?;
+    counts0
+        .par_iter_mut()
+        .zip(&ca_counts)
+        .for_each(|(a, b)| *a += b);
+    Ok((counts0, ca_counts))
+}
+
+/// Edge counts of the routes to `dests` (indices into `g.dests()`, attached to a switch). With
+/// the switch distances given, minimal trees are linked by them and the order is shared by the
+/// destinations of one switch ([`Prepared::count_minimal_dest`]; the same counts, fewer walks).
+fn count_routes(prep: &Prepared, cols: &[u8], dests: &[usize]) -> Result<Vec<u32>, DfssspError> {
+    let ns = prep.g.num_switches();
+    let ne = prep.ei.num_edges();
+    let chunk = (dests.len() / (rayon::current_num_threads() * 2)).max(64);
+    dests
         .par_chunks(chunk)
-        .enumerate()
-        .map(|(ci, ds)| {
+        .map(|dis| {
             let mut tree = DestTree::new(ns);
             let mut counts = vec![0u32; ne];
-            for (k, d) in ds.iter().enumerate() {
-                if d.switch == NO_SWITCH {
-                    continue;
-                }
-                prep.count_dest(
-                    &mut tree,
-                    cols,
-                    ci * chunk + k,
-                    &mut counts,
-                    CountChange::Add,
-                )?;
+            let mut linked_for = NO_SWITCH;
+            for &di in dis {
+                prep.count_minimal_dest(&mut tree, cols, di, &mut counts, &mut linked_for)?;
             }
             Ok(counts)
         })

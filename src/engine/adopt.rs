@@ -7,8 +7,9 @@
 //! budget by cycle breaking alone (no route changed) and pass the full verification, else the
 //! caller computes from scratch.
 //!
-//! Cost: building the routing `O(S * L)` for `S` switches and `L` LIDs, then deadlock removal and
-//! verification as after a full computation. That verification's loads and dependency edges go
+//! Cost: building the routing `O(S * L)` for `S` switches and `L` LIDs (the hops of minimal
+//! tables read off the switch distances, others walked), then deadlock removal and
+//! verification as after a full computation (its layer-0 CDG linked by the distances too). That verification's loads and dependency edges go
 //! with the routing (its summary), so the re-route that follows traverses and verifies only
 //! what changed since the tables were written.
 
@@ -174,8 +175,17 @@ pub(crate) fn derive_layers(
     lft: Lft,
     cfg: &EngineConfig,
 ) -> Result<(crate::routing::Routing, crate::verify::VerifyReport, u8), AdoptError> {
-    let mut routing = routing_from_dumps(graph, lft, None);
     let dist = SwitchDistances::new(graph);
+    // SSSP's tables are minimal: their hops are the distances, checked entry by entry.
+    let mut routing = match crate::routing::minimal_hops(graph, &lft, &dist) {
+        Some(hops) => crate::routing::Routing {
+            lft,
+            hops,
+            layers: None,
+            num_layers: 1,
+        },
+        None => routing_from_dumps(graph, lft, None),
+    };
     let (budget, always) = layers_for_deadlock_removal(cfg);
     let before = routing.lft.clone();
     // (Broken routes fail here or in the verification below.)

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 mod traverse;
 
-pub use traverse::{for_each_column, walked_hops, Columns, DestPaths};
+pub use traverse::{for_each_column, minimal_hops, walked_hops, Columns, DestPaths};
 
 use crate::graph::{SwitchGraph, NO_SWITCH};
 

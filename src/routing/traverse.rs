@@ -293,6 +293,55 @@ pub fn walked_hops(g: &SwitchGraph, lft: &Lft) -> SwitchLidTable {
     hops
 }
 
+/// [`walked_hops`] where every route of the tables is minimal, read off the switch distances
+/// `dist` instead of walked: each switch's entry for a destination must lead one hop closer to
+/// the destination's switch (which delivers), and a switch that cannot reach it must have none.
+/// `None` as soon as one entry is otherwise (then walk). `O(S * L)` in switch-major rows, no
+/// transpose: a standby adopting SSSP's tables needs their hops before any other pass.
+pub fn minimal_hops(
+    g: &SwitchGraph,
+    lft: &Lft,
+    dist: &crate::graph::SwitchDistances,
+) -> Option<SwitchLidTable> {
+    use rayon::prelude::*;
+    let ns = g.num_switches();
+    let mut hops = SwitchLidTable::new(ns, lft.max_lid, NO_PATH);
+    let stride = hops.shape().1;
+    let dests: Vec<&Dest> = (g.dests().iter())
+        .filter(|d| d.lid <= lft.max_lid)
+        .collect();
+    let all_minimal = hops
+        .values_mut()
+        .par_chunks_mut(stride.max(1))
+        .enumerate()
+        .all(|(s, row)| {
+            let s = s as u32;
+            let table = lft.table(s);
+            dests.iter().all(|d| {
+                let (lid, port) = (usize::from(d.lid), table[usize::from(d.lid)]);
+                if d.switch == NO_SWITCH {
+                    return port == NO_PATH;
+                }
+                let to = dist.to(d.switch);
+                let here = to[s as usize];
+                if s == d.switch {
+                    row[lid] = u8::from(d.exit_port != 0);
+                    return port == d.exit_port;
+                }
+                if here == u16::MAX {
+                    return port == NO_PATH;
+                }
+                let Some(c) = (port != NO_PATH).then(|| g.channel_at(s, port)).flatten() else {
+                    return false;
+                };
+                let h = u32::from(here) + u32::from(d.exit_port != 0);
+                row[lid] = h.min(u32::from(NO_PATH) - 1) as u8;
+                to[g.chan_head()[c as usize] as usize].wrapping_add(1) == here
+            })
+        });
+    all_minimal.then_some(hops)
+}
+
 /// Calls `f(d, ports, layers)` for every destination of `dests` (sorted by LID, as `g.dests()`)
 /// with its LFT column (`None` beyond the tables) and, when `layers` is given, its layer column,
 /// gathering the columns a window of [`Columns::WIDTH`] LIDs at a time.
@@ -336,6 +385,57 @@ pub fn for_each_column(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graph::SwitchDistances;
+
+    /// Read off the distances, the hops of minimal tables are the walked ones, on fabrics with
+    /// LMC, CAs on several ports, failed cables and switches cut off (no entry, no hops); tables
+    /// with a detour or a loop are refused, never given other hops.
+    #[test]
+    fn minimal_hops_are_the_walked_ones_or_refused() {
+        let mut refused = 0;
+        for spec in [
+            "ktree:4,3",
+            "ktree:6,3,cut=10",
+            "torus:4x4x4,2",
+            "torus:3x1,2,lmc=1",
+            "random:24,8,3,50",
+            "dragonfly:2,1,1,3",
+        ] {
+            let f = crate::topo::by_name(spec).unwrap();
+            let g = SwitchGraph::new(&f).unwrap();
+            let dist = SwitchDistances::new(&g);
+            let r = crate::sssp::route_with_distances(&g, &dist);
+            let walked = walked_hops(&g, &r.lft);
+            assert_eq!(minimal_hops(&g, &r.lft, &dist), Some(walked), "{spec}");
+            // Up*/Down* detours (valleys between switches on trees, wrap-arounds on tori):
+            // refused where they are taken, the walked hops where not.
+            let ud = crate::updown::route(&g);
+            let ud_hops = minimal_hops(&g, &ud.lft, &dist);
+            let minimal = ud.hops == r.hops;
+            assert_eq!(ud_hops.is_some(), minimal, "{spec}: Up*/Down*");
+            if let Some(h) = ud_hops {
+                assert_eq!(h, walked_hops(&g, &ud.lft), "{spec}: Up*/Down*");
+            }
+            refused += usize::from(!minimal);
+            // A loop between a switch and the next hop of its route to some LID.
+            let mut looped = r.lft.clone();
+            let d = g.dests().iter().find(|d| d.exit_port != 0).unwrap();
+            let s = (0..g.num_switches() as u32)
+                .find(|&s| s != d.switch && r.lft.port(s, d.lid) != NO_PATH)
+                .unwrap();
+            let c = g.channel_at(s, r.lft.port(s, d.lid)).unwrap();
+            let t = g.chan_head()[c as usize];
+            let back = g
+                .out_channels(t)
+                .find(|&b| g.chan_head()[b as usize] == s)
+                .unwrap();
+            if t != d.switch {
+                looped.set(t, d.lid, g.chan_port()[back as usize]);
+                assert_eq!(minimal_hops(&g, &looped, &dist), None, "{spec}: a loop");
+            }
+        }
+        assert!(refused > 0, "some Up*/Down* routing takes a detour");
+    }
 
     /// The blocked gathering equals the byte-by-byte one for every shape: switch counts and
     /// window widths that are and are not multiples of eight, windows anywhere in the rows.
