@@ -286,11 +286,13 @@ fn adopt() {
         );
         println!(
             "{spec}: {} switches, {} LIDs: adopting the tables {t_adopt:.3} s ({differ} entries \
-             differ, SLs {:.2}% changed); a re-route after one cable fails {t_reroute:.3} s; \
-             ratio {:.2}",
+             differ, SLs {:.2}% changed, {} layer(s) against the master's {}); a re-route after \
+             one cable fails {t_reroute:.3} s; ratio {:.2}",
             g.num_switches(),
             g.dests().len(),
             sl_changed_pct(&master, &adopted),
+            adopted.routing.num_layers,
+            master.routing.num_layers,
             t_adopt / t_reroute,
         );
     }
