@@ -9,9 +9,10 @@
 //!
 //! Cost: building the routing `O(S * L)` for `S` switches and `L` LIDs (the hops of minimal
 //! tables read off the switch distances, others walked), then deadlock removal and
-//! verification as after a full computation (its layer-0 CDG linked by the distances too). That verification's loads and dependency edges go
-//! with the routing (its summary), so the re-route that follows traverses and verifies only
-//! what changed since the tables were written.
+//! verification as after a full computation (its layer-0 CDG linked by the distances too).
+//! That verification's loads and dependency edges go with the routing (its summary), so the
+//! re-route that follows traverses and verifies only what changed since the tables were
+//! written.
 
 use super::{dfsssp_options, layers_for_deadlock_removal, EngineConfig, EngineKind, Routed};
 use crate::dfsssp;
