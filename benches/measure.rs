@@ -190,12 +190,7 @@ fn takeover_sls_of(specs: &str, cuts: usize, cfg: &EngineConfig, rc: &RerouteCon
     let cfg = cfg.clone();
     for spec in specs.split(';') {
         let f = topo::by_name(spec).expect("fabric spec");
-        let sw =
-            |p: dfsssp_rs::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
-        let cables: Vec<_> = (f.links().iter())
-            .filter(|l| sw(l.a) && sw(l.b))
-            .copied()
-            .collect();
+        let cables = switch_cables(&f);
         let out = engine::run_from(&f, &cfg, None, rc).expect("routing");
         let mut master = Routed::new(f.clone(), cfg.clone(), out);
         let mut fabric = f.clone();
@@ -227,6 +222,15 @@ fn takeover_sls_of(specs: &str, cuts: usize, cfg: &EngineConfig, rc: &RerouteCon
             master = after;
         }
     }
+}
+
+/// The fabric's cables between two switches, in its link order.
+fn switch_cables(f: &dfsssp_rs::fabric::Fabric) -> Vec<dfsssp_rs::fabric::Link> {
+    let sw = |p: dfsssp_rs::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
+    (f.links().iter())
+        .filter(|l| sw(l.a) && sw(l.b))
+        .copied()
+        .collect()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -268,12 +272,7 @@ fn adopt() {
             }
         };
         let differ = engine::disagreements(adopted.view(), &tables);
-        let sw =
-            |p: dfsssp_rs::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
-        let cable = *(f.links().iter())
-            .filter(|l| sw(l.a) && sw(l.b))
-            .nth(13)
-            .expect("a switch-to-switch cable");
+        let cable = *switch_cables(&f).get(13).expect("a switch-to-switch cable");
         let cut = f.retain(|_| true, |l| *l != cable);
         let t_reroute = median(
             (0..runs)
