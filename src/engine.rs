@@ -786,10 +786,11 @@ fn make_deadlock_free(
         report,
         lambda: None,
     };
-    // Deadlock removal may have routed in one lane already (fat trees with failed cables); and
-    // where the candidate has never won it is not computed (random 20k CAs: 3.5-18 s saved).
+    // Deadlock removal may have routed in one lane already (fat trees with failed cables; its
+    // layer spread over the lanes since); and where the candidate has never won it is not
+    // computed (random 20k CAs: 3.5-18 s saved).
     let one_lane_candidate = one_lane_candidate
-        .filter(|_| layered.routing.num_layers > 1)
+        .filter(|_| layered.report.one_lane.is_none())
         .and_then(|one| {
             let torus = crate::dor::recognise(graph).is_some();
             match candidates::one_lane_cannot_win(&layered.report, torus) {

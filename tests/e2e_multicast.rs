@@ -237,7 +237,7 @@ fn multicast(
         assert!(
             log.contains("layers used: 7 of 7")
                 && !log.contains("(1 before balancing)")
-                && !log.contains("routing in one lane")
+                && !log.contains("routing deadlock-free in one layer")
                 && !log.contains("routing in dimension order"),
             "not the layers of minimal routes over the 7 unicast lanes:\n{log}"
         );

@@ -295,7 +295,7 @@ pub fn make_deadlock_free_fed(
         };
         if let Some(oriented) = oriented {
             onelane::route(&prep, routes, oriented, opts.deadline, &mut report)?;
-            report.spare_lane = opts.spare_lane && budget >= 2;
+            spread_one_layer(g, &prep.weight, routing, budget, opts, &mut report);
             report.seconds_total = t0.elapsed().as_secs_f64();
             return Ok(report);
         }
@@ -643,30 +643,79 @@ fn assign_layers(
 fn finish(
     prep: &Prepared,
     routing: &mut Routing,
-    mut layers: SwitchLidTable,
+    layers: SwitchLidTable,
     needed: Option<u8>,
     budget: u8,
     opts: &DfssspOptions,
     report: &mut LayerReport,
 ) {
-    let g = prep.g;
     // A lane left free only costs balancing room, never a layer cycle breaking needs.
     report.spare_lane =
         opts.spare_lane && report.escape_layer.is_none() && matches!(needed, Some(n) if n < budget);
-    if opts.balance {
-        let room = budget - u8::from(report.spare_lane);
-        balance(g, routing, &mut layers, &prep.weight, room);
-    }
-    let per_layer = routes_per_layer(g, routing, &layers);
-    report.routes = per_layer.iter().sum();
-    report.layers_used = per_layer.iter().filter(|&&n| n > 0).count() as u8;
-    report.routes_per_layer = per_layer;
+    spread(prep.g, &prep.weight, routing, layers, budget, opts, report);
     report.kept_routes = report.routes - report.escape_routes;
     report.minimal_fraction = if report.routes == 0 {
         1.0
     } else {
         (report.kept_routes + report.escape_routes_minimal) as f64 / report.routes as f64
     };
+}
+
+/// A routing deadlock-free in one layer (every path in layer 0: the one-lane routes) spread over
+/// `budget` layers as [`finish`] spreads any routing whose layer 0 is acyclic. That is what the
+/// deadlock removal of these tables gives, the canonical rule a standby derives its SLs by
+/// ([`crate::engine::adopt_tables`]): routed in one lane and left there, a faulty fat tree's
+/// takeover changed 85.7% of the CA pairs' SLs (the standby's layers balanced, the master's not).
+/// Moves no route; `weight` as [`DfssspOptions::weight`] gives. Budget 1: nothing to spread.
+fn spread_one_layer(
+    g: &SwitchGraph,
+    weight: &[u32],
+    routing: &mut Routing,
+    budget: u8,
+    opts: &DfssspOptions,
+    report: &mut LayerReport,
+) {
+    report.spare_lane = opts.spare_lane && budget >= 2;
+    if budget < 2 {
+        return;
+    }
+    report.budget = budget;
+    let layers = SwitchLidTable::new(g.num_switches(), routing.lft.max_lid, 0);
+    spread(g, weight, routing, layers, budget, opts, report);
+}
+
+/// [`spread_one_layer`] for a routing made deadlock-free in one layer by a caller (the one-lane
+/// candidate), with the budget of the layers it replaces.
+pub fn spread_one_layer_routing(
+    g: &SwitchGraph,
+    routing: &mut Routing,
+    budget: u8,
+    opts: &DfssspOptions,
+    report: &mut LayerReport,
+) {
+    let weight = prepared::path_weights(g, opts.weight);
+    spread_one_layer(g, &weight, routing, budget, opts, report);
+}
+
+/// Balancing over the layers left free (`budget`, less a spare lane), then the routes per layer
+/// and the layers into the routing.
+fn spread(
+    g: &SwitchGraph,
+    weight: &[u32],
+    routing: &mut Routing,
+    mut layers: SwitchLidTable,
+    budget: u8,
+    opts: &DfssspOptions,
+    report: &mut LayerReport,
+) {
+    if opts.balance {
+        let room = budget - u8::from(report.spare_lane);
+        balance(g, routing, &mut layers, weight, room);
+    }
+    let per_layer = routes_per_layer(g, routing, &layers);
+    report.routes = per_layer.iter().sum();
+    report.layers_used = per_layer.iter().filter(|&&n| n > 0).count() as u8;
+    report.routes_per_layer = per_layer;
     // Layer numbers stay below the highest used one + 1 (dense after balancing or an escape):
     // the last layer with routes.
     routing.num_layers = report.routes_per_layer.len() as u8;

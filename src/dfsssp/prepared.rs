@@ -30,23 +30,26 @@ pub(crate) struct Prepared<'a> {
     own_dist: OnceLock<SwitchDistances>,
 }
 
+/// Every source switch's path weight under `weight`.
+pub(crate) fn path_weights(g: &SwitchGraph, weight: PathWeight) -> Vec<u32> {
+    match weight {
+        PathWeight::SourcePorts => g.terminal_count().iter().map(|&t| t + 1).collect(),
+        PathWeight::Unit => vec![1; g.num_switches()],
+        PathWeight::CaPorts => g.terminal_count().to_vec(),
+    }
+}
+
 impl<'a> Prepared<'a> {
     pub fn new(
         g: &'a SwitchGraph,
         opts: &DfssspOptions,
         dist: Option<&'a SwitchDistances>,
     ) -> Self {
-        let ns = g.num_switches();
-        let weight = match opts.weight {
-            PathWeight::SourcePorts => g.terminal_count().iter().map(|&t| t + 1).collect(),
-            PathWeight::Unit => vec![1; ns],
-            PathWeight::CaPorts => g.terminal_count().to_vec(),
-        };
         Prepared {
             g,
             ei: EdgeIndex::new(g),
             comp: g.components(),
-            weight,
+            weight: path_weights(g, opts.weight),
             reclaim: opts.reclaim,
             given_dist: dist,
             own_dist: OnceLock::new(),

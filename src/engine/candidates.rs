@@ -101,7 +101,7 @@ pub(super) fn one_lane_if_better(
     report.spare_lane = opts.spare_lane;
     let line = format!(
         "the one-lane routing measures better than {} layers of minimal routes (Λ {l_one:.4} vs \
-         {l_multi:.4} over {CANDIDATE_PATTERNS} patterns): routing in one lane",
+         {l_multi:.4} over {CANDIDATE_PATTERNS} patterns): routing deadlock-free in one layer, spread over the lanes",
         multi.num_layers
     );
     OneLaneVerdict::Better(Box::new(report), line, l_one)
@@ -258,7 +258,16 @@ pub(super) fn try_one_lane(
         set.opts,
     );
     match verdict {
-        OneLaneVerdict::Better(one_report, line, l) => {
+        OneLaneVerdict::Better(mut one_report, line, l) => {
+            // Spread over the lanes the layers had, as a standby derives it from the tables.
+            let budget = kept.report.budget;
+            dfsssp::spread_one_layer_routing(
+                set.graph,
+                &mut one,
+                budget,
+                set.opts,
+                &mut one_report,
+            );
             kept.routing = one;
             kept.report = *one_report;
             kept.lambda = Some(l);

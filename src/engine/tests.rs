@@ -103,7 +103,8 @@ fn dimension_order_taken_leaves_the_one_lane_candidate_out() {
 
 /// The one-lane candidate runs where it may win: on a random fabric whose 8 layers need no
 /// escape it is not computed (and the routing is the layers'); with 2 lanes the escape carries
-/// over an eighth of the routes, the candidate is computed and measures better.
+/// over an eighth of the routes, the candidate is computed, measures better and is spread over
+/// the lanes.
 #[test]
 fn the_one_lane_candidate_runs_only_where_it_may_win() {
     let f = crate::topo::by_name("random:128,32,16,300,seed=1").unwrap();
@@ -116,16 +117,20 @@ fn the_one_lane_candidate_runs_only_where_it_may_win() {
             said("candidate one-lane routing not computed"),
             said("one-lane routing measures better"),
         );
-        (verdict, out.routing.num_layers)
+        let rep = out.layer_report.expect("layers");
+        // Taken, the one-lane routing is spread over the lanes the layers had.
+        let spread = rep.layers_before_balancing == 1
+            && out.routing.num_layers == rep.budget - u8::from(rep.spare_lane);
+        (verdict, out.routing.num_layers, spread)
     };
-    let ((skipped, taken), layers) = run_with(8);
+    let ((skipped, taken), layers, _) = run_with(8);
     assert!(
         skipped && !taken && layers > 1,
         "8 lanes: {skipped} {taken} {layers}"
     );
-    let ((skipped, taken), layers) = run_with(2);
+    let ((skipped, taken), layers, spread) = run_with(2);
     assert!(
-        !skipped && taken && layers == 1,
+        !skipped && taken && spread,
         "2 lanes: {skipped} {taken} {layers}"
     );
 }
@@ -260,16 +265,37 @@ fn always_leaves_a_lane_even_when_the_layers_need_every_one() {
 }
 
 /// The tables of a full computation, read back as a standby would read them from the switches:
-/// the same routes and the same layers (the canonical SL rule) on a fat tree and on a torus
-/// routed in dimension order; a table pointing at a port the switch lacks, or a loop, is
-/// refused with the switch named.
+/// the same routes and the same layers (the canonical SL rule) on a fat tree, on one with failed
+/// cables (deadlock-free in one layer, spread over the lanes), on a torus routed in dimension
+/// order and on one routed by the one-lane candidate; a table pointing at a port the switch
+/// lacks, or a loop, is refused with the switch named.
 #[test]
 fn tables_read_back_give_the_routing_and_layers_the_master_computed() {
-    for spec in ["ktree:4,3", "torus:4x4x4,2", "torus:3x3x3,1"] {
+    for (spec, dor) in [
+        ("ktree:4,3", true),
+        ("ktree:6,3,cut=10", true),
+        ("torus:4x4x4,2", true),
+        ("torus:4x4x4,2", false),
+        ("torus:3x3x3,1", true),
+    ] {
         let f = crate::topo::by_name(spec).unwrap();
-        let cfg = EngineConfig::new(EngineKind::Dfsssp);
+        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.dor_candidate = dor;
         let out = run(&f, &cfg).unwrap();
         let g = &out.graph;
+        let one_layer = out
+            .layer_report
+            .as_ref()
+            .is_some_and(|r| r.one_lane.is_some());
+        let candidate = out
+            .log
+            .iter()
+            .any(|(_, l)| l.contains("deadlock-free in one layer"));
+        // The one-layer routings are among them, spread over the lanes.
+        if spec.contains("cut") || !dor {
+            assert!(one_layer || candidate, "{spec}: not routed in one layer");
+            assert!(out.routing.num_layers > 1, "{spec}: one layer not spread");
+        }
         let tables = tables_of(&out);
         let adopted = adopt_tables(f.clone(), &cfg, &tables).unwrap();
         assert_eq!(adopted.routing.lft, out.routing.lft, "{spec}");
