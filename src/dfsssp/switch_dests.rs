@@ -15,6 +15,8 @@
 //! is left to cycle breaking. CA routes never change; switch-LID routes stay minimal (hops are
 //! unchanged), only their balance may suffer, which matters little for management traffic.
 
+use rayon::prelude::*;
+
 use crate::balance::{write_dest, Balancer};
 use crate::graph::order_by_distance;
 use crate::graph::{Dest, NO_CHANNEL, NO_SWITCH};
@@ -144,6 +146,9 @@ pub(crate) fn fit(
     let Some((switch_dests, ca)) = ca_route_counts(prep, cols, counts, ca_counts)? else {
         return Ok(None);
     };
+    if !minimal_routes(prep, cols, &switch_dests) {
+        return Ok(None);
+    }
     let Some(order) = topological_order(g, ei, &ca) else {
         return Ok(None);
     };
@@ -248,6 +253,32 @@ pub(crate) fn fit(
         counts: left,
     });
     Ok(Some(out))
+}
+
+/// Whether every route to the switch LIDs `switch_dests` is minimal (each hop one closer): what
+/// [`fit`] re-chooses among, in distance order, keeping the hop counts. Tables with detours (an
+/// incremental re-route of a one-layer routing, read back) are left as they are.
+fn minimal_routes(prep: &Prepared, cols: &[u8], switch_dests: &[usize]) -> bool {
+    let g = prep.g;
+    let ns = g.num_switches();
+    switch_dests.par_iter().all(|&di| {
+        let d = g.dests()[di];
+        let own;
+        let dist: &[u16] = match prep.given_dist() {
+            Some(all) => all.to(d.switch),
+            None => {
+                own = (g.bfs_distances_to(d.switch).into_iter())
+                    .map(|x| u16::try_from(x).unwrap_or(u16::MAX))
+                    .collect::<Vec<_>>();
+                &own
+            }
+        };
+        let col = &cols[di * ns..(di + 1) * ns];
+        (0..ns as u32).all(|s| match g.channel_at(s, col[s as usize]) {
+            Some(c) => dist[g.chan_head()[c as usize] as usize].wrapping_add(1) == dist[s as usize],
+            None => true,
+        })
+    })
 }
 
 /// What routing the switch LIDs on Up*/Down* did ([`fit_updown`]).

@@ -105,6 +105,9 @@ pub struct RerouteStats {
     pub max_load: u64,
     /// A re-balance in place: how many overloaded channels had their paths routed again.
     pub shed_channels: usize,
+    /// A re-routed path fit no layer and the re-routed tables were made deadlock-free in one
+    /// layer instead ([`crate::engine`]): the routes made legal Up*/Down* routes then.
+    pub relayered: Option<u64>,
 }
 
 impl RerouteStats {
@@ -132,6 +135,12 @@ impl RerouteStats {
             )
         } else {
             String::new()
+        }) + &(match self.relayered {
+            Some(legal) => format!(
+                "; a re-routed path fit no layer: the tables made deadlock-free in one layer \
+                 instead ({legal} route(s) made legal Up*/Down* routes), spread over the lanes"
+            ),
+            None => String::new(),
         }) + &self
             .repair
             .map(|m| {
