@@ -13,7 +13,7 @@
 //! - adopt: the routing phase a standby adds when it takes over from the switches' tables
 //!   (`engine::adopt_tables`: routes from the tables, their layers derived and verified) beside
 //!   an incremental re-route after one cable fails, medians of ADOPT_RUNS=5
-//!   (ADOPT_SPECS=spec;spec...).
+//!   (ADOPT_SPECS=spec;spec...; ADOPT_LOG=1 prints the re-route's log).
 //!
 //! Timings are wall clock of one run: quote them with `uptime`'s load; `benches/core.rs` has the
 //! criterion medians.
@@ -274,15 +274,43 @@ fn adopt() {
         let differ = engine::disagreements(adopted.view(), &tables);
         let cable = *switch_cables(&f).get(13).expect("a switch-to-switch cable");
         let cut = f.retain(|_| true, |l| *l != cable);
+        let show_log = std::env::var_os("ADOPT_LOG").is_some();
         let t_reroute = median(
             (0..runs)
-                .map(|_| {
+                .map(|i| {
                     let t = Instant::now();
-                    engine::run_from(&cut, &cfg, Some(adopted.view()), &rc).expect("re-route");
-                    t.elapsed().as_secs_f64()
+                    let out =
+                        engine::run_from(&cut, &cfg, Some(adopted.view()), &rc).expect("re-route");
+                    let took = t.elapsed().as_secs_f64();
+                    if show_log && i == 0 {
+                        for (_, line) in &out.log {
+                            println!("  re-route: {line}");
+                        }
+                        let after = Routed::new(cut.clone(), cfg.clone(), out);
+                        let d = reroute::diff(routed_fabric(&adopted), routed_fabric(&after));
+                        println!("  re-route changed: {}", d.summary());
+                    }
+                    took
                 })
                 .collect(),
         );
+        if show_log {
+            // The master's own re-route of the same fault, from the routing it computed.
+            let t = Instant::now();
+            let out = engine::run_from(&cut, &cfg, Some(master.view()), &rc).expect("re-route");
+            println!(
+                "  the master's re-route took {:.3} s",
+                t.elapsed().as_secs_f64()
+            );
+            let how = out.log.iter().map(|(_, l)| l.as_str());
+            let how = how.filter(|l| l.contains("incremental") || l.contains("full computation"));
+            for line in how {
+                println!("  the master's re-route: {line}");
+            }
+            let after = Routed::new(cut.clone(), cfg.clone(), out);
+            let d = reroute::diff(routed_fabric(&master), routed_fabric(&after));
+            println!("  the master's re-route changed: {}", d.summary());
+        }
         println!(
             "{spec}: {} switches, {} LIDs: adopting the tables {t_adopt:.3} s ({differ} entries \
              differ, SLs {:.2}% changed, {} layer(s) against the master's {}); a re-route after \
