@@ -208,9 +208,13 @@ fn takeover_sls_of(specs: &str, cuts: usize, cfg: &EngineConfig, rc: &RerouteCon
             let line = match engine::adopt_tables(fabric.clone(), &cfg, &tables) {
                 Err(e) => format!("standby computes from scratch ({e})"),
                 Ok(standby) => format!(
-                    "a standby's canonical SLs differ on {:.2}% of them; a canonical master would \
-                     have changed {:.2}% at this fault",
+                    "a standby's canonical SLs differ on {:.2}% of them{}; a canonical master \
+                     would have changed {:.2}% at this fault",
                     sl_changed_pct(&after, &standby),
+                    match engine::disagreements(standby.view(), &tables) {
+                        0 => String::new(),
+                        n => format!(" ({n} LFT entries that carry no data made legal)"),
+                    },
                     sl_changed_pct(&master, &standby),
                 ),
             };

@@ -313,6 +313,9 @@ fn canonicalize(out: &mut EngineOutput, cfg: &EngineConfig) {
     let derived = adopt::derive_layers(&out.graph, out.routing.lft.clone(), cfg);
     let line = match derived {
         Ok((routing, mut report, sl_offset)) if sl_offset == out.sl_offset => {
+            // Routes that carry no data made legal (a faulty fat tree's re-route, whose layers
+            // cycle only through them): their entries change, and the loads with them.
+            let made_legal = routing.lft.differing_entries(&out.routing.lft);
             let (mut moved, mut paths) = (0u64, 0u64);
             for s in 0..out.graph.num_switches() as u32 {
                 for d in out.graph.dests() {
@@ -324,16 +327,32 @@ fn canonicalize(out: &mut EngineOutput, cfg: &EngineConfig) {
             }
             out.routing = routing;
             out.stats.layers = out.routing.num_layers;
-            let loads = std::mem::take(&mut out.summary.loads);
+            let loads = match made_legal {
+                0 => std::mem::take(&mut out.summary.loads),
+                _ => {
+                    let loads = (report.channel_loads.take()).unwrap_or_else(|| {
+                        crate::balance::channel_loads(&out.graph, &out.routing.lft)
+                    });
+                    out.max_load = loads.iter().copied().max().unwrap_or(0);
+                    loads
+                }
+            };
             out.summary = summary_of(loads, Some(&mut report));
             out.verified = Some(report);
             (
                 LogLevel::Info,
                 format!(
                     "{}: SLs canonical (the layers a standby derives from these tables): {moved} \
-                     of {paths} (switch, LID) paths on another layer than computed; {} layer(s), \
-                     derived and verified in {:.3} s",
+                     of {paths} (switch, LID) paths on another layer than computed{}; {} \
+                     layer(s), derived and verified in {:.3} s",
                     cfg.kind,
+                    match made_legal {
+                        0 => String::new(),
+                        n => format!(
+                            ", {n} that carry no data made legal Up*/Down* routes (deadlock-free \
+                             in one layer)"
+                        ),
+                    },
                     out.routing.num_layers,
                     start.elapsed().as_secs_f64()
                 ),

@@ -11,9 +11,13 @@ fn first_cable_cut(f: &Fabric) -> Fabric {
 
 /// The switches' tables of `out` as a standby reads them back: (node GUID, port per LID).
 fn tables_of(out: &EngineOutput) -> Vec<(u64, Vec<u8>)> {
-    let g = &out.graph;
+    switch_tables(&out.graph, &out.routing)
+}
+
+/// [`tables_of`] for any routing on `g`.
+fn switch_tables(g: &SwitchGraph, routing: &Routing) -> Vec<(u64, Vec<u8>)> {
     (0..g.num_switches() as u32)
-        .map(|s| (g.switch_guid(s), out.routing.lft.table(s).to_vec()))
+        .map(|s| (g.switch_guid(s), routing.lft.table(s).to_vec()))
         .collect()
 }
 
@@ -622,4 +626,74 @@ fn a_faulty_fat_tree_re_routes_in_one_layer_where_a_path_fits_no_layer() {
         }
     }
     assert!(relayered > 0, "no cable needed the one-layer re-route");
+}
+
+/// A faulty fat tree re-routed incrementally after one cable more: its layers are cyclic only
+/// through routes that carry no data (a switch above the leaves kept its detour). A standby
+/// reading the tables makes just those legal Up*/Down* routes (before: refused, computed from
+/// scratch), no CA pair's path moves, and those tables derive to the same layers again; a
+/// canonical master gives them itself, so the standby then changes nothing.
+#[test]
+fn a_standby_makes_legal_what_carries_no_data_where_a_faulty_fat_trees_re_route_left_cycles() {
+    let cfg = EngineConfig::new(EngineKind::Dfsssp);
+    let f = crate::topo::by_name("ktree:6,3,cut=10").unwrap();
+    let sw = |p: crate::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
+    let cables: Vec<_> = (f.links().iter())
+        .filter(|l| sw(l.a) && sw(l.b))
+        .copied()
+        .collect();
+    // (The cable the takeover-sls bench cuts first.)
+    let cut = f.retain(|_| true, |l| *l != cables[13 % cables.len()]);
+    let same_layers = |a: &Routed, out: &EngineOutput| {
+        let g = &out.graph;
+        (0..g.num_switches() as u32).all(|s| {
+            (g.dests().iter()).all(|d| a.routing.layer(s, d.lid) == out.routing.layer(s, d.lid))
+        })
+    };
+    for canonical in [false, true] {
+        let rc = RerouteConfig {
+            canonical_layers: canonical,
+            ..Default::default()
+        };
+        let out = run_from(&f, &cfg, None, &rc).unwrap();
+        let next = run_from(&cut, &cfg, Some(prior_of(&f, &cfg, &out)), &rc).unwrap();
+        assert!(
+            matches!(next.mode, RouteMode::Incremental(_)),
+            "{canonical}"
+        );
+        let tables = tables_of(&next);
+        let adopted = adopt_tables(cut.clone(), &cfg, &tables).unwrap();
+        let made_legal = disagreements(adopted.view(), &tables);
+        let d = crate::reroute::diff(
+            RoutedFabric {
+                fabric: &cut,
+                graph: &next.graph,
+                routing: &next.routing,
+            },
+            adopted.view().routed_fabric(),
+        );
+        assert_eq!(d.ca_pairs_moved, 0, "{canonical}: {d:?}");
+        if canonical {
+            let said = next
+                .log
+                .iter()
+                .any(|(_, l)| l.contains("made legal Up*/Down*"));
+            assert!(said, "{canonical}: {:?}", next.log);
+            assert_eq!(
+                made_legal, 0,
+                "the canonical master's tables changed at the takeover"
+            );
+            assert!(
+                same_layers(&adopted, &next),
+                "canonical SLs differ at the takeover"
+            );
+            assert!(next.verified.is_some());
+        } else {
+            assert!(made_legal > 0, "the re-route left no cycle to make legal");
+            let again = switch_tables(&adopted.graph, &adopted.routing);
+            let twice = adopt_tables(cut.clone(), &cfg, &again).unwrap();
+            assert_eq!(disagreements(twice.view(), &again), 0);
+            assert_eq!(twice.routing.layers, adopted.routing.layers);
+        }
+    }
 }

@@ -246,6 +246,14 @@ impl EngineCtx {
                 } else {
                     differ
                 };
+                // Uploaded with the re-route that follows, not counted in its changes.
+                let differ = match engine::disagreements(routed.view(), &tables) {
+                    0 => differ,
+                    n => format!(
+                        "{differ}; {n} entries that carry no data made legal Up*/Down* routes \
+                         (the tables deadlock-free in one layer), uploaded with the re-route"
+                    ),
+                };
                 self.log.info(&format!(
                     "{name}: adopted the routing the switches hold ({read}, {} request(s) \
                      refused; {} layer(s) derived from the routes in {:.3} s{differ}); verified in full \

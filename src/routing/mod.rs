@@ -78,6 +78,16 @@ impl Lft {
     pub fn values_mut(&mut self) -> &mut [u8] {
         &mut self.ports
     }
+
+    /// How many entries differ from `other`'s (tables of the same shape; every entry where not).
+    pub fn differing_entries(&self, other: &Lft) -> usize {
+        if (self.max_lid, self.num_switches) != (other.max_lid, other.num_switches) {
+            return self.ports.len().max(other.ports.len());
+        }
+        (self.ports.iter().zip(&other.ports))
+            .filter(|(a, b)| a != b)
+            .count()
+    }
 }
 
 /// Fills the switch-major tables `out` (`ns` rows of `stride` bytes, as [`Lft`]) from the
