@@ -213,7 +213,7 @@ fn takeover_sls_of(specs: &str, cuts: usize, cfg: &EngineConfig, rc: &RerouteCon
                     sl_changed_pct(&after, &standby),
                     match engine::disagreements(standby.view(), &tables) {
                         0 => String::new(),
-                        n => format!(" ({n} LFT entries that carry no data made legal)"),
+                        n => format!(" ({n} LFT entries that carry no data re-routed)"),
                     },
                     sl_changed_pct(&master, &standby),
                 ),

@@ -313,9 +313,9 @@ fn canonicalize(out: &mut EngineOutput, cfg: &EngineConfig) {
     let derived = adopt::derive_layers(&out.graph, out.routing.lft.clone(), cfg);
     let line = match derived {
         Ok((routing, mut report, sl_offset)) if sl_offset == out.sl_offset => {
-            // Routes that carry no data made legal (a faulty fat tree's re-route, whose layers
-            // cycle only through them): their entries change, and the loads with them.
-            let made_legal = routing.lft.differing_entries(&out.routing.lft);
+            // Routes that carry no data re-routed by deadlock removal (a faulty fat tree's
+            // re-route, whose layers cycle through them): their entries change, and the loads.
+            let rerouted = routing.lft.differing_entries(&out.routing.lft);
             let (mut moved, mut paths) = (0u64, 0u64);
             for s in 0..out.graph.num_switches() as u32 {
                 for d in out.graph.dests() {
@@ -327,7 +327,7 @@ fn canonicalize(out: &mut EngineOutput, cfg: &EngineConfig) {
             }
             out.routing = routing;
             out.stats.layers = out.routing.num_layers;
-            let loads = match made_legal {
+            let loads = match rerouted {
                 0 => std::mem::take(&mut out.summary.loads),
                 _ => {
                     let loads = (report.channel_loads.take()).unwrap_or_else(|| {
@@ -346,12 +346,9 @@ fn canonicalize(out: &mut EngineOutput, cfg: &EngineConfig) {
                      of {paths} (switch, LID) paths on another layer than computed{}; {} \
                      layer(s), derived and verified in {:.3} s",
                     cfg.kind,
-                    match made_legal {
+                    match rerouted {
                         0 => String::new(),
-                        n => format!(
-                            ", {n} that carry no data made legal Up*/Down* routes (deadlock-free \
-                             in one layer)"
-                        ),
+                        n => format!(", {n} LFT entries {NO_DATA_REROUTED}"),
                     },
                     out.routing.num_layers,
                     start.elapsed().as_secs_f64()
@@ -381,6 +378,11 @@ fn canonicalize(out: &mut EngineOutput, cfg: &EngineConfig) {
     };
     out.log.push(line);
 }
+
+/// How a log line names the routes deadlock removal of read-back tables changed
+/// ([`adopt::derive_layers`]).
+pub const NO_DATA_REROUTED: &str = "that carry no data re-routed as deadlock removal does (to \
+     switch LIDs among minimal routes, or legal Up*/Down* routes)";
 
 /// The incremental re-route, verified and judged; `Err` says why a full computation is needed.
 fn incremental(

@@ -4,9 +4,8 @@
 //! routes, so an SM that only read the tables assigns the same SLs as the master that computed
 //! them from scratch (the canonical rule, README "High availability without shared storage").
 //! Nothing is trusted: the routes must reach every destination without a loop, fit the lane
-//! budget by cycle breaking alone (no route changed; or on a faulty fat tree every data route
-//! legal under one Up*/Down* order, the routes that carry no data made legal) and pass the full
-//! verification, else the caller computes from scratch.
+//! budget by cycle breaking (no route that carries data changed: [`derive_layers`]) and pass the
+//! full verification, else the caller computes from scratch.
 //!
 //! Cost: building the routing `O(S * L)` for `S` switches and `L` LIDs (the hops of minimal
 //! tables read off the switch distances, others walked), then deadlock removal and
@@ -168,15 +167,20 @@ fn adopt_on(
 }
 
 /// The canonical rule: the routes `lft` holds, with the layers `cfg`'s deadlock removal assigns
-/// them (cycle breaking alone, within the lane budget, no route changed), verified in full;
-/// with the SL offset of layer 0. One exception changes routes: where every route that carries
-/// data (from a switch with CAs to a CA LID, and each route those pass through) is legal under one Up*/Down* order and
-/// the layers are cyclic only through routes that carry none (a fat tree with failed cables,
-/// re-routed incrementally), those are made legal Up*/Down* routes as deadlock removal does
-/// after a computation (`dfsssp`'s one lane), and the layer spread over the lanes; no CA pair's
-/// path moves ([`disagreements`] with the input counts the entries). What a standby derives from the switches' tables, and what a
-/// master with [`super::RerouteConfig::canonical_layers`] answers. A function of the graph and
-/// the tables only. Cost: a full computation's deadlock removal and verification.
+/// them (cycle breaking within the lane budget), verified in full; with the SL offset of layer 0.
+/// What a standby derives from the switches' tables, and what a master with
+/// [`super::RerouteConfig::canonical_layers`] answers. A function of the graph and the tables
+/// only. Cost: a full computation's deadlock removal and verification.
+///
+/// No route that carries data changes. Deadlock removal may change the others, as it does after
+/// a computation, and the tables are taken with those changes ([`disagreements`] with the input
+/// counts them): routes to switch LIDs re-chosen among the minimal ones (hops kept) where that
+/// fits the lanes, and, where every data route (from a switch with CAs to a CA LID, and each
+/// route those pass through) is legal under one Up*/Down* order, the others made legal too and
+/// the layer spread over the lanes (`dfsssp`'s one lane). A fat tree re-routed incrementally
+/// after a cable fault needs them: its layers cycle through such routes (a switch above the
+/// leaves turns down, then up). Those tables derive to the same layers again. Any other change
+/// (the Up*/Down* escape, which moves data routes) is refused.
 pub(crate) fn derive_layers(
     graph: &SwitchGraph,
     lft: Lft,
@@ -204,11 +208,17 @@ pub(crate) fn derive_layers(
         Some(&dist),
     )
     .map_err(|e| AdoptError::Incomplete(e.to_string()))?;
-    // Routes changed only where every data route was legal under one Up*/Down* order and the
-    // others were made legal (deadlock-free in one layer): what a computation of these tables
-    // gives, and tables acyclic in one layer then, that derive to the same layers again.
     let made_legal = (report.one_lane.as_ref()).and_then(|o| o.legal_rerouted);
-    if report.escape_layer.is_some() || (routing.lft != before && made_legal.is_none()) {
+    let only_switch_lids = || {
+        (0..graph.num_switches() as u32).all(|s| {
+            let (now, was) = (routing.lft.table(s), before.table(s));
+            (graph.dests().iter())
+                .all(|d| d.exit_port == 0 || now[usize::from(d.lid)] == was[usize::from(d.lid)])
+        })
+    };
+    if report.escape_layer.is_some()
+        || (made_legal.is_none() && routing.lft != before && !only_switch_lids())
+    {
         return Err(AdoptError::NotLayerable(format!(
             "other routes (more than {budget} layer(s) by cycle breaking)"
         )));

@@ -628,72 +628,66 @@ fn a_faulty_fat_tree_re_routes_in_one_layer_where_a_path_fits_no_layer() {
     assert!(relayered > 0, "no cable needed the one-layer re-route");
 }
 
-/// A faulty fat tree re-routed incrementally after one cable more: its layers are cyclic only
-/// through routes that carry no data (a switch above the leaves kept its detour). A standby
-/// reading the tables makes just those legal Up*/Down* routes (before: refused, computed from
-/// scratch), no CA pair's path moves, and those tables derive to the same layers again; a
-/// canonical master gives them itself, so the standby then changes nothing.
+/// Fat trees re-routed incrementally after a cable fault: their layers cycle through routes
+/// that carry no data (a switch above the leaves turns down, then up), which cycle breaking
+/// alone cannot fit in the lanes. A standby reading the tables re-routes just those as deadlock
+/// removal does (before: refused, computed from scratch): on the faulty tree they are made legal
+/// Up*/Down* routes, on the pristine one routes to switch LIDs are re-chosen among minimal ones;
+/// no CA pair's path moves, and those tables derive to the same layers again. A canonical
+/// master re-routes them itself, so the standby then changes nothing.
 #[test]
-fn a_standby_makes_legal_what_carries_no_data_where_a_faulty_fat_trees_re_route_left_cycles() {
+fn a_standby_re_routes_only_what_carries_no_data_where_a_fat_trees_re_route_left_cycles() {
     let cfg = EngineConfig::new(EngineKind::Dfsssp);
-    let f = crate::topo::by_name("ktree:6,3,cut=10").unwrap();
-    let sw = |p: crate::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
-    let cables: Vec<_> = (f.links().iter())
-        .filter(|l| sw(l.a) && sw(l.b))
-        .copied()
-        .collect();
-    // (The cable the takeover-sls bench cuts first.)
-    let cut = f.retain(|_| true, |l| *l != cables[13 % cables.len()]);
-    let same_layers = |a: &Routed, out: &EngineOutput| {
-        let g = &out.graph;
-        (0..g.num_switches() as u32).all(|s| {
-            (g.dests().iter()).all(|d| a.routing.layer(s, d.lid) == out.routing.layer(s, d.lid))
-        })
-    };
-    for canonical in [false, true] {
-        let rc = RerouteConfig {
-            canonical_layers: canonical,
-            ..Default::default()
+    for spec in ["ktree:6,3,cut=10", "ktree:8,3"] {
+        let f = crate::topo::by_name(spec).unwrap();
+        let sw = |p: crate::fabric::PortRef| f.nodes()[p.node as usize].kind == NodeKind::Switch;
+        let cables: Vec<_> = (f.links().iter())
+            .filter(|l| sw(l.a) && sw(l.b))
+            .copied()
+            .collect();
+        // (The cable the takeover-sls bench cuts first.)
+        let cut = f.retain(|_| true, |l| *l != cables[13 % cables.len()]);
+        let same_layers = |a: &Routed, b: &Routing| {
+            let g = &a.graph;
+            (0..g.num_switches() as u32)
+                .all(|s| (g.dests().iter()).all(|d| a.routing.layer(s, d.lid) == b.layer(s, d.lid)))
         };
-        let out = run_from(&f, &cfg, None, &rc).unwrap();
-        let next = run_from(&cut, &cfg, Some(prior_of(&f, &cfg, &out)), &rc).unwrap();
-        assert!(
-            matches!(next.mode, RouteMode::Incremental(_)),
-            "{canonical}"
-        );
-        let tables = tables_of(&next);
-        let adopted = adopt_tables(cut.clone(), &cfg, &tables).unwrap();
-        let made_legal = disagreements(adopted.view(), &tables);
-        let d = crate::reroute::diff(
-            RoutedFabric {
-                fabric: &cut,
-                graph: &next.graph,
-                routing: &next.routing,
-            },
-            adopted.view().routed_fabric(),
-        );
-        assert_eq!(d.ca_pairs_moved, 0, "{canonical}: {d:?}");
-        if canonical {
-            let said = next
-                .log
-                .iter()
-                .any(|(_, l)| l.contains("made legal Up*/Down*"));
-            assert!(said, "{canonical}: {:?}", next.log);
-            assert_eq!(
-                made_legal, 0,
-                "the canonical master's tables changed at the takeover"
+        for canonical in [false, true] {
+            let rc = RerouteConfig {
+                canonical_layers: canonical,
+                ..Default::default()
+            };
+            let out = run_from(&f, &cfg, None, &rc).unwrap();
+            let next = run_from(&cut, &cfg, Some(prior_of(&f, &cfg, &out)), &rc).unwrap();
+            assert!(matches!(next.mode, RouteMode::Incremental(_)), "{spec}");
+            let tables = tables_of(&next);
+            let adopted = adopt_tables(cut.clone(), &cfg, &tables).unwrap();
+            let rerouted = disagreements(adopted.view(), &tables);
+            let d = crate::reroute::diff(
+                RoutedFabric {
+                    fabric: &cut,
+                    graph: &next.graph,
+                    routing: &next.routing,
+                },
+                adopted.view().routed_fabric(),
             );
-            assert!(
-                same_layers(&adopted, &next),
-                "canonical SLs differ at the takeover"
-            );
-            assert!(next.verified.is_some());
-        } else {
-            assert!(made_legal > 0, "the re-route left no cycle to make legal");
-            let again = switch_tables(&adopted.graph, &adopted.routing);
-            let twice = adopt_tables(cut.clone(), &cfg, &again).unwrap();
-            assert_eq!(disagreements(twice.view(), &again), 0);
-            assert_eq!(twice.routing.layers, adopted.routing.layers);
+            assert_eq!(d.ca_pairs_moved, 0, "{spec} {canonical}: {d:?}");
+            if canonical {
+                let said = (next.log.iter()).any(|(_, l)| l.contains(NO_DATA_REROUTED));
+                assert!(said, "{spec}: {:?}", next.log);
+                assert!(next.verified.is_some());
+                assert_eq!(rerouted, 0, "{spec}: the canonical master's tables changed");
+                assert!(same_layers(&adopted, &next.routing), "{spec}: SLs differ");
+            } else {
+                assert!(
+                    rerouted > 0,
+                    "{spec}: the re-route left no cycle to re-route"
+                );
+                let again = switch_tables(&adopted.graph, &adopted.routing);
+                let twice = adopt_tables(cut.clone(), &cfg, &again).unwrap();
+                assert_eq!(disagreements(twice.view(), &again), 0, "{spec}");
+                assert!(same_layers(&twice, &adopted.routing), "{spec}");
+            }
         }
     }
 }

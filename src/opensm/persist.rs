@@ -250,8 +250,8 @@ impl EngineCtx {
                 let differ = match engine::disagreements(routed.view(), &tables) {
                     0 => differ,
                     n => format!(
-                        "{differ}; {n} entries that carry no data made legal Up*/Down* routes \
-                         (the tables deadlock-free in one layer), uploaded with the re-route"
+                        "{differ}; {n} entries {}, uploaded with the re-route",
+                        engine::NO_DATA_REROUTED
                     ),
                 };
                 self.log.info(&format!(
