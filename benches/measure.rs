@@ -164,7 +164,8 @@ fn sl_changed_pct(a: &Routed, b: &Routed) -> f64 {
 
 fn takeover_sls() {
     let specs = std::env::var("TAKEOVER_SPECS").unwrap_or_else(|_| {
-        "ktree:4,3;ktree:8,3;torus:4x4x4,2;torus:6x6x6,4;dragonfly:4,2,2,9;random:64,36,16,512,seed=1"
+        "ktree:4,3;ktree:8,3;torus:4x4x4,2;torus:6x6x6,4;dragonfly:4,2,2,9;random:64,36,16,512,seed=1;\
+         ktree:6,3,cut=10;ktree:8,3,cut=5"
             .into()
     });
     let cuts: usize =

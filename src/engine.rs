@@ -301,8 +301,9 @@ pub fn run_from(
 
 /// [`RerouteConfig::canonical_layers`]: `out`'s layers replaced by those the canonical rule
 /// derives from its tables ([`adopt::derive_layers`], the standby's own function on the same
-/// graph and tables), with their verification and summary. The routes stay as they are. Where
-/// the rule refuses them (cycle breaking alone cannot fit them into the lanes), or would leave
+/// graph and tables), with their verification and summary. The routes that carry data stay as
+/// they are (the others as the rule re-routes them). Where the rule refuses them (cycle
+/// breaking cannot fit them into the lanes without moving a data route), or would leave
 /// another lane to multicast, the computed layers stay and the log says what a standby reading
 /// these tables does instead.
 fn canonicalize(out: &mut EngineOutput, cfg: &EngineConfig) {
