@@ -14,8 +14,7 @@
 //! re-route that follows traverses and verifies only what changed since the tables were
 //! written.
 
-use super::{dfsssp_options, layers_for_deadlock_removal, EngineConfig, EngineKind, Routed};
-use crate::dfsssp;
+use super::{remove_deadlocks, EngineConfig, EngineKind, Routed};
 use crate::fabric::Fabric;
 use crate::graph::{SwitchDistances, SwitchGraph};
 use crate::io::osm_dump::routing_from_dumps;
@@ -197,17 +196,10 @@ pub(crate) fn derive_layers(
         },
         None => routing_from_dumps(graph, lft, None),
     };
-    let (budget, always) = layers_for_deadlock_removal(cfg);
     let before = routing.lft.clone();
     // (Broken routes fail here or in the verification below.)
-    let report = dfsssp::make_deadlock_free_with(
-        graph,
-        &mut routing,
-        budget,
-        &dfsssp_options(cfg),
-        Some(&dist),
-    )
-    .map_err(|e| AdoptError::Incomplete(e.to_string()))?;
+    let (report, sl_offset) = remove_deadlocks(graph, &mut routing, cfg, &dist)
+        .map_err(|e| AdoptError::Incomplete(e.to_string()))?;
     let made_legal = (report.one_lane.as_ref()).and_then(|o| o.legal_rerouted);
     let only_switch_lids = || {
         (0..graph.num_switches() as u32).all(|s| {
@@ -220,12 +212,13 @@ pub(crate) fn derive_layers(
         || (made_legal.is_none() && routing.lft != before && !only_switch_lids())
     {
         return Err(AdoptError::NotLayerable(format!(
-            "other routes (more than {budget} layer(s) by cycle breaking)"
+            "other routes (more than {} layer(s) by cycle breaking)",
+            report.budget
         )));
     }
     let verified = crate::verify::verify_and_load(graph, &routing)
         .map_err(|e| AdoptError::Incomplete(e.to_string()))?;
-    Ok((routing, verified, u8::from(always || report.spare_lane)))
+    Ok((routing, verified, sl_offset))
 }
 
 /// How many entries of `routed`'s tables (its switches, its destination LIDs) the switches'
