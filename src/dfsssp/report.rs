@@ -116,7 +116,17 @@ impl LayerReport {
     /// Human-readable summary for the engine's log.
     pub fn log_lines(&self) -> Vec<String> {
         let mut v = Vec::new();
+        // With more lanes, one layer is taken without cycle breaking only where the CA routes
+        // cycle through routes that carry no data alone (a fat tree with failed cables).
+        let legal_one_layer = self.budget > 1
+            && (self.one_lane.as_ref()).is_some_and(|o| o.legal_rerouted.is_some())
+            && self.cuts == 0;
         v.push(match self.dfsssp_layers_needed {
+            _ if legal_one_layer => {
+                "cycle breaking (DFSSSP) not run: the routes close cycles only \
+                                     through routes that carry no data, made legal in one layer"
+                    .to_string()
+            }
             Some(n) => format!(
                 "cycle breaking (DFSSSP) needs {n} layer(s); budget {} layer(s)",
                 self.budget
@@ -137,16 +147,18 @@ impl LayerReport {
                 self.switch_dests_fitted, self.switch_dests_changed, self.switch_dests_unfitted
             ));
         }
-        v.push(format!(
-            "cycle breaking cut {} dependency edge(s){}, moving {} path(s) between layers",
-            self.cuts,
-            if self.batched_cutting {
-                " in batches"
-            } else {
-                ""
-            },
-            self.moved_paths
-        ));
+        v.extend((!legal_one_layer).then(|| {
+            format!(
+                "cycle breaking cut {} dependency edge(s){}, moving {} path(s) between layers",
+                self.cuts,
+                if self.batched_cutting {
+                    " in batches"
+                } else {
+                    ""
+                },
+                self.moved_paths
+            )
+        }));
         if let Some((o, rerouted)) =
             (self.one_lane.as_ref()).and_then(|o| o.legal_rerouted.map(|r| (o, r)))
         {

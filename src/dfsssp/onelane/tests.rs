@@ -258,6 +258,15 @@ fn faulty_fat_tree_keeps_every_data_route_in_one_layer() {
                 (1, spread, spread),
                 "{spec} {budget}"
             );
+            // The log says cycle breaking did not run (with more lanes than one).
+            let not_run =
+                (rep.log_lines().iter()).any(|l| l.contains("cycle breaking (DFSSSP) not run"));
+            assert_eq!(
+                not_run,
+                budget > 1,
+                "{spec} {budget}: {:?}",
+                rep.log_lines()
+            );
             let v = crate::verify::verify(&g, &r).unwrap();
             assert_eq!(v.unreachable, 0, "{spec} {budget}");
             // routes that carry no data were made legal, some longer than minimal
