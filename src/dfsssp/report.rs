@@ -122,11 +122,10 @@ impl LayerReport {
             && (self.one_lane.as_ref()).is_some_and(|o| o.legal_rerouted.is_some())
             && self.cuts == 0;
         v.push(match self.dfsssp_layers_needed {
-            _ if legal_one_layer => {
-                "cycle breaking (DFSSSP) not run: the routes close cycles only \
-                                     through routes that carry no data, made legal in one layer"
-                    .to_string()
-            }
+            _ if legal_one_layer => String::from(
+                "cycle breaking (DFSSSP) not run: the routes close cycles only through routes \
+                 that carry no data, made legal in one layer",
+            ),
             Some(n) => format!(
                 "cycle breaking (DFSSSP) needs {n} layer(s); budget {} layer(s)",
                 self.budget

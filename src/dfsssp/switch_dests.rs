@@ -261,18 +261,9 @@ pub(crate) fn fit(
 fn minimal_routes(prep: &Prepared, cols: &[u8], switch_dests: &[usize]) -> bool {
     let g = prep.g;
     let ns = g.num_switches();
+    let all = prep.dist();
     switch_dests.par_iter().all(|&di| {
-        let d = g.dests()[di];
-        let own;
-        let dist: &[u16] = match prep.given_dist() {
-            Some(all) => all.to(d.switch),
-            None => {
-                own = (g.bfs_distances_to(d.switch).into_iter())
-                    .map(|x| u16::try_from(x).unwrap_or(u16::MAX))
-                    .collect::<Vec<_>>();
-                &own
-            }
-        };
+        let dist = all.to(g.dests()[di].switch);
         let col = &cols[di * ns..(di + 1) * ns];
         (0..ns as u32).all(|s| match g.channel_at(s, col[s as usize]) {
             Some(c) => dist[g.chan_head()[c as usize] as usize].wrapping_add(1) == dist[s as usize],

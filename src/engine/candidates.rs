@@ -101,7 +101,8 @@ pub(super) fn one_lane_if_better(
     report.spare_lane = opts.spare_lane;
     let line = format!(
         "the one-lane routing measures better than {} layers of minimal routes (Λ {l_one:.4} vs \
-         {l_multi:.4} over {CANDIDATE_PATTERNS} patterns): routing deadlock-free in one layer, spread over the lanes",
+         {l_multi:.4} over {CANDIDATE_PATTERNS} patterns): routing deadlock-free in one layer, \
+         spread over the lanes",
         multi.num_layers
     );
     OneLaneVerdict::Better(Box::new(report), line, l_one)
