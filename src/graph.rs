@@ -257,6 +257,26 @@ impl SwitchGraph {
         &self.port_chan
     }
 
+    /// Whether `other` routes exactly like `self`: the same switches (by GUID, so the same ids),
+    /// channels (tail, port, head, head port), LIDs on the same switch ports, and CA ports and
+    /// aggregation nodes per switch (the sources the channel loads count). A routing verified on
+    /// one is then verified on the other, loads and dependency edges alike, whatever order the
+    /// fabrics list their nodes in (the endpoint indices are left out). `O(S + C + L)`.
+    pub fn routes_like(&self, other: &SwitchGraph) -> bool {
+        let dest_key = |d: &Dest| (d.lid, d.switch, d.exit_port, d.lid_offset);
+        self.max_lid == other.max_lid
+            && self.switch_guid == other.switch_guid
+            && self.out_start == other.out_start
+            && self.chan_tail == other.chan_tail
+            && self.chan_head == other.chan_head
+            && self.chan_port == other.chan_port
+            && self.chan_head_port == other.chan_head_port
+            && self.terminal_count == other.terminal_count
+            && self.aggregation_count == other.aggregation_count
+            && self.dests.len() == other.dests.len()
+            && (self.dests.iter().map(dest_key)).eq(other.dests.iter().map(dest_key))
+    }
+
     #[inline]
     pub fn dests(&self) -> &[Dest] {
         &self.dests

@@ -691,3 +691,50 @@ fn a_standby_re_routes_only_what_carries_no_data_where_a_fat_trees_re_route_left
         }
     }
 }
+
+/// A re-route where nothing changed that routing sees keeps the routing whole and takes its
+/// verification over: the report and the summary are what a complete check of the routing
+/// gives, exactly; any change (a cable) goes the incremental way.
+#[test]
+fn an_unchanged_fabric_keeps_the_routing_and_its_verification() {
+    const NOTE: &str = "nothing changed that routing sees";
+    for spec in [
+        "ktree:4,3",
+        "torus:4x4x4,2",
+        "random:32,16,4,64,lmc=1",
+        "ktree:6,3,cut=10",
+    ] {
+        let f = crate::topo::by_name(spec).unwrap();
+        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.mcast_lane = McastLane::Always;
+        let first = run(&f, &cfg).unwrap();
+        let rc = RerouteConfig::default();
+        let same = run_from(&f, &cfg, Some(prior_of(&f, &cfg, &first)), &rc).unwrap();
+        assert!(matches!(same.mode, RouteMode::Incremental(_)), "{spec}");
+        assert!(same.log.iter().any(|(_, l)| l.contains(NOTE)), "{spec}");
+        assert_eq!(same.routing.lft, first.routing.lft, "{spec}");
+        assert_eq!(same.routing.hops, first.routing.hops, "{spec}");
+        assert_eq!(same.routing.layers, first.routing.layers, "{spec}");
+        assert_eq!(same.sl_offset, first.sl_offset, "{spec}");
+        let exact = verify::verify(&same.graph, &same.routing).unwrap();
+        let v = same.verified.as_ref().unwrap();
+        assert_eq!(v.paths, exact.paths, "{spec}");
+        assert_eq!(v.paths_per_layer, exact.paths_per_layer, "{spec}");
+        assert_eq!(v.cdg_edges_per_layer, exact.cdg_edges_per_layer, "{spec}");
+        assert_eq!(v.unreachable, exact.unreachable, "{spec}");
+        assert_eq!(same.summary.layer_edges, exact.layer_edges, "{spec}");
+        assert_eq!(
+            same.summary.loads,
+            crate::balance::channel_loads(&same.graph, &same.routing.lft),
+            "{spec}"
+        );
+        // Continued once more from the kept routing: the same again.
+        let again = run_from(&f, &cfg, Some(prior_of(&f, &cfg, &same)), &rc).unwrap();
+        assert_eq!(again.routing.lft, first.routing.lft, "{spec}");
+        assert!(again.log.iter().any(|(_, l)| l.contains(NOTE)), "{spec}");
+
+        let cut = first_cable_cut(&f);
+        let after = run_from(&cut, &cfg, Some(prior_of(&f, &cfg, &first)), &rc).unwrap();
+        assert!(!after.log.iter().any(|(_, l)| l.contains(NOTE)), "{spec}");
+    }
+}
