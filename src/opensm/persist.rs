@@ -142,16 +142,11 @@ impl EngineCtx {
     ///
     /// Must be called from `build_lid_matrices` with no view of the subnet alive: OpenSM's lock
     /// is released while the switches answer ([`readback`]).
-    pub(super) fn adopt_switch_tables(
-        &self,
-        api: &ffi::Api,
-        fabric: &Fabric,
-        cfg: &EngineConfig,
-    ) -> Option<Routed> {
+    pub(super) fn adopt_switch_tables(&self, api: &ffi::Api) -> Prior {
         if std::mem::replace(&mut self.persist().tables_tried, true) {
-            return None;
+            return Prior::Ready(None);
         }
-        self.adopt_read_back(api, fabric, cfg, None)
+        self.read_back(api, None)
     }
 
     /// At the first run after this SM came out of standby (`took_over`, with
@@ -162,21 +157,15 @@ impl EngineCtx {
     /// them entry for entry is continued instead (it keeps its layers exactly: on shared
     /// storage, the other master wrote it). Where the tables cannot be adopted, what was kept
     /// is continued after all.
-    pub(super) fn check_at_takeover(
-        &self,
-        api: &ffi::Api,
-        fabric: &Fabric,
-        cfg: &EngineConfig,
-        kept: Option<Kept>,
-    ) -> Option<Routed> {
+    pub(super) fn check_at_takeover(&self, api: &ffi::Api, kept: Option<Kept>) -> Prior {
         {
             let mut p = self.persist();
             p.tables_tried = true;
             if std::mem::replace(&mut p.read_at_takeover, true) {
-                return kept.map(Kept::into_routed);
+                return Prior::Ready(kept.map(Kept::into_routed));
             }
         }
-        self.adopt_read_back(api, fabric, cfg, kept)
+        self.read_back(api, kept)
     }
 
     /// Starts a new takeover's reading: called at runs that are no takeover's first.
@@ -184,34 +173,19 @@ impl EngineCtx {
         self.persist().read_at_takeover = false;
     }
 
-    /// Reads the switches' tables back and adopts them, unless `kept` is a state file that
-    /// agrees with them entry for entry; every outcome logged.
-    fn adopt_read_back(
-        &self,
-        api: &ffi::Api,
-        fabric: &Fabric,
-        cfg: &EngineConfig,
-        kept: Option<Kept>,
-    ) -> Option<Routed> {
+    /// Reads the switches' tables back, unless `kept` is a state file that agrees with them entry
+    /// for entry (then continued); every outcome but the adoption itself logged here. The
+    /// adoption (the layers' derivation, CPU-bound) is left to [`Self::adopt_read_back`], which
+    /// runs beside OpenSM's LID matrix: this part must run before it, with no view of the subnet
+    /// alive, as OpenSM's lock is released while the switches answer.
+    fn read_back(&self, api: &ffi::Api, kept: Option<Kept>) -> Prior {
         let name = self.kind.name();
-        let fallback = |kept: Option<Kept>, why: String| {
-            let then = kept
-                .as_ref()
-                .map_or("computing from scratch".to_string(), |k| {
-                    format!("continuing from {}", k.source())
-                });
-            self.log.info(&format!(
-                "{}: {name}: the switches' tables not adopted ({why}): {then}",
-                Code::StateIgnored
-            ));
-            kept.map(Kept::into_routed)
-        };
         let t = Instant::now();
         // SAFETY: OpenSM is in build_lid_matrices (its lock held by this thread) and the caller
         // keeps no view of the subnet across this call.
         let rb = match unsafe { readback::read_back_lfts(self.osm, api, READBACK_LIMIT) } {
             Ok(rb) => rb,
-            Err(e) => return fallback(kept, e),
+            Err(e) => return Prior::Ready(self.not_adopted(kept, e)),
         };
         let read = format!(
             "{} switches, {} LFT blocks read back in {:.3} s",
@@ -228,7 +202,7 @@ impl EngineCtx {
                         "{name}: the switches hold the routing state file's tables entry for \
                          entry ({read}): continuing from it"
                     ));
-                    return kept.map(Kept::into_routed);
+                    return Prior::Ready(kept.map(Kept::into_routed));
                 }
                 n => format!("; the routing state file differs from them in {n} entries"),
             },
@@ -238,6 +212,31 @@ impl EngineCtx {
             },
             None => String::new(),
         };
+        Prior::ReadBack(TablesRead {
+            tables,
+            read,
+            refused: rb.refused,
+            differ,
+            kept,
+        })
+    }
+
+    /// Adopts the tables read back ([`Self::read_back`]) for `fabric`, or falls back to what was
+    /// kept; the outcome logged. Needs no lock: it runs beside OpenSM's LID matrix.
+    pub(super) fn adopt_read_back(
+        &self,
+        rb: TablesRead,
+        fabric: &Fabric,
+        cfg: &EngineConfig,
+    ) -> Option<Routed> {
+        let name = self.kind.name();
+        let TablesRead {
+            tables,
+            read,
+            refused,
+            differ,
+            kept,
+        } = rb;
         let t = Instant::now();
         match engine::adopt_tables(fabric.clone(), cfg, &tables) {
             Ok(routed) => {
@@ -255,17 +254,31 @@ impl EngineCtx {
                     ),
                 };
                 self.log.info(&format!(
-                    "{name}: adopted the routing the switches hold ({read}, {} request(s) \
+                    "{name}: adopted the routing the switches hold ({read}, {refused} request(s) \
                      refused; {} layer(s) derived from the routes in {:.3} s{differ}); verified in full \
                      when read, so only what changed since is re-routed and checked again",
-                    rb.refused,
                     routed.routing.num_layers,
                     t.elapsed().as_secs_f64()
                 ));
                 Some(routed)
             }
-            Err(e) => fallback(kept, format!("{read}: {e}{differ}")),
+            Err(e) => self.not_adopted(kept, format!("{read}: {e}{differ}")),
         }
+    }
+
+    /// The switches' tables not adopted, and why: what was kept is continued, if anything.
+    fn not_adopted(&self, kept: Option<Kept>, why: String) -> Option<Routed> {
+        let then = kept
+            .as_ref()
+            .map_or("computing from scratch".to_string(), |k| {
+                format!("continuing from {}", k.source())
+            });
+        self.log.info(&format!(
+            "{}: {}: the switches' tables not adopted ({why}): {then}",
+            Code::StateIgnored,
+            self.kind.name()
+        ));
+        kept.map(Kept::into_routed)
     }
 
     /// Saves the active routing to its state file, if due (once per upload), on a thread of its
@@ -326,6 +339,23 @@ impl EngineCtx {
             )),
         }
     }
+}
+
+/// What a routing run continues from: a routing at hand, or the switches' tables read back and
+/// still to be adopted ([`EngineCtx::adopt_read_back`]).
+pub(super) enum Prior {
+    Ready(Option<Routed>),
+    ReadBack(TablesRead),
+}
+
+/// The switches' tables read back at a takeover ([`EngineCtx::read_back`]): (node GUID, port per
+/// LID), the read-back's log text, and what this SM kept.
+pub(super) struct TablesRead {
+    tables: Vec<(u64, Vec<u8>)>,
+    read: String,
+    refused: usize,
+    differ: String,
+    kept: Option<Kept>,
 }
 
 /// What this SM kept from before a takeover ([`EngineCtx::check_at_takeover`]).

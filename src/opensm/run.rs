@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::time::Instant;
 
 use super::lid_matrix::LidMatrixWriter;
-use super::persist::{self, Kept};
+use super::persist::{self, Kept, Prior};
 use super::qos::SlRange;
 use super::raw::{self, LockedSubnet};
 use super::{ffi, log, subnet, tables};
@@ -21,8 +21,8 @@ struct RunSetup {
     sls: SlRange,
     rc: engine::RerouteConfig,
     /// The routing to re-route from: the one uploaded last by this process, or one adopted
-    /// from the state file.
-    prior: Option<Routed>,
+    /// from the state file, or the switches' tables read back, adopted beside the LID matrix.
+    prior: Prior,
     /// Where the routing's state is kept.
     state_path: Option<std::path::PathBuf>,
 }
@@ -58,6 +58,7 @@ impl EngineCtx {
             (hook.as_deref() == Some("lid-matrix")).then(|| subnet.fabric.switch_count() / 2);
         let matrix = LidMatrixWriter::new(api, &mut osm, &subnet.fabric, fail_from)?;
         let helper = raw::IdleHelper::default();
+        let prior = setup.prior;
         let (out, beside) = std::thread::scope(|scope| {
             let beside = scope.spawn(|| {
                 helper.enter();
@@ -72,10 +73,16 @@ impl EngineCtx {
                         super::ENV_INJECT_FAILURE
                     );
                 }
+                // Tables read back at a takeover are adopted here: the layers' derivation
+                // (CPU-bound) overlaps the LID matrix instead of preceding it.
+                let prior = match prior {
+                    Prior::Ready(p) => p,
+                    Prior::ReadBack(rb) => self.adopt_read_back(rb, &subnet.fabric, &setup.cfg),
+                };
                 let out = engine::run_from(
                     &subnet.fabric,
                     &setup.cfg,
-                    setup.prior.as_ref().map(Routed::view),
+                    prior.as_ref().map(Routed::view),
                     &setup.rc,
                 );
                 // From here on this thread may wait for the helper (the matrix it builds, the
@@ -86,7 +93,7 @@ impl EngineCtx {
                     matrix.stop();
                 }
                 matrix.work();
-                out
+                (out, prior)
             }));
             // A panic stops the helper too, before the join.
             if out.is_err() {
@@ -97,7 +104,7 @@ impl EngineCtx {
         });
         // On any failure from here on, the hop counts written are reset; a panic then goes on
         // to the callback's guard, which logs it and gives OpenSM its fallback.
-        let out = match (out, beside) {
+        let (out, prior) = match (out, beside) {
             (Ok(out), Ok(())) => out,
             (Err(p), _) | (_, Err(p)) => {
                 matrix.reset(api);
@@ -131,7 +138,7 @@ impl EngineCtx {
             started,
             sls: setup.sls,
             // Only compared with the new routing: its summary is not needed.
-            previous: setup.prior.map(|p| Routed { summary: None, ..p }),
+            previous: prior.map(|p| Routed { summary: None, ..p }),
             state_path: setup.state_path,
         });
         raw::release_free_heap();
@@ -215,12 +222,12 @@ impl EngineCtx {
                     (None, Some(a)) => Some(Kept::LastMastership(a.into_routed())),
                     (None, None) => None,
                 };
-                self.check_at_takeover(api, &subnet.fabric, &cfg, kept)
+                self.check_at_takeover(api, kept)
             }
-            (Some(p), _) => Some(p),
-            (None, Some(a)) => Some(a.into_routed()),
-            (None, None) if adopt_tables => self.adopt_switch_tables(api, &subnet.fabric, &cfg),
-            (None, None) => None,
+            (Some(p), _) => Prior::Ready(Some(p)),
+            (None, Some(a)) => Prior::Ready(Some(a.into_routed())),
+            (None, None) if adopt_tables => self.adopt_switch_tables(api),
+            (None, None) => Prior::Ready(None),
         };
         let mut rc = self.reroute_config(&set, heavy_sweep)?;
         if let Some(changed) = self.traffic_classes(subnet, &mut cfg) {
