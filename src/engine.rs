@@ -463,31 +463,96 @@ fn incremental(
     let route_time = start.elapsed();
     let verify_start = Instant::now();
     let (verified, scope_note) = verify_incremental(&p, fabric, &graph, &routing, cfg)?;
+    let checked = Checked {
+        verified,
+        scope_note,
+        route_time,
+        verify_time: verify_start.elapsed(),
+    };
+    // The estimate for this fabric: the next change is judged from it, so that a repair after
+    // several faults is scaled back from the faulty fabric, not from the first one.
+    let full_max_load = if estimate > 0 {
+        estimate
+    } else {
+        p.full_max_load
+    };
+    let re_routed = Rerouted {
+        graph,
+        routing,
+        st,
+        loads,
+        full_max_load,
+    };
+    Ok(rerouted_output(fabric, cfg, &p, re_routed, checked, ""))
+}
+
+/// An incremental re-route's result, before its output is put together ([`rerouted_output`]).
+struct Rerouted {
+    graph: SwitchGraph,
+    routing: Routing,
+    st: RerouteStats,
+    /// Its channel loads.
+    loads: Vec<u64>,
+    full_max_load: u64,
+}
+
+/// The check of an incremental re-route, and how long routing and checking took.
+struct Checked {
+    verified: Option<VerifyReport>,
+    /// Why every LID was verified, where it was.
+    scope_note: Option<&'static str>,
+    route_time: Duration,
+    verify_time: Duration,
+}
+
+/// The output of an incremental re-route of `p`: its statistics, its log (the re-route's line
+/// with `note` after it, the check's), its metrics and the summary the next re-route starts from.
+fn rerouted_output(
+    fabric: &Fabric,
+    cfg: &EngineConfig,
+    p: &RoutedRef<'_>,
+    r: Rerouted,
+    checked: Checked,
+    note: &str,
+) -> EngineOutput {
+    let Rerouted {
+        graph,
+        routing,
+        st,
+        loads,
+        full_max_load,
+    } = r;
     let stats = EngineStats {
         switches: graph.num_switches(),
         ca_ports: graph.terminals().len(),
         lids: graph.dests().len(),
         channels: graph.num_channels(),
         layers: routing.num_layers,
-        unreachable: verified.as_ref().map_or(0, |v| v.unreachable),
-        route_time,
-        verify_time: verify_start.elapsed(),
+        unreachable: checked.verified.as_ref().map_or(0, |v| v.unreachable),
+        route_time: checked.route_time,
+        verify_time: checked.verify_time,
     };
     let mut log = vec![(
         LogLevel::Info,
-        format!("{}: incremental re-route: {}", cfg.kind, st.summary()),
+        format!("{}: incremental re-route: {}{note}", cfg.kind, st.summary()),
     )];
-    log_verified(cfg, verified.as_ref(), &stats, "re-routed", &mut log);
-    if let Some(why) = scope_note {
+    log_verified(
+        cfg,
+        checked.verified.as_ref(),
+        &stats,
+        "re-routed",
+        &mut log,
+    );
+    if let Some(why) = checked.scope_note {
         log.push((
             LogLevel::Verbose,
             format!("{}: verified every LID: {why}", cfg.kind),
         ));
     }
     let metrics = metrics_logged(fabric, &graph, &routing, cfg, p.sl_offset, &mut log);
-    let mut verified = verified;
+    let mut verified = checked.verified;
     let summary = summary_of(loads, verified.as_mut());
-    Ok(EngineOutput {
+    EngineOutput {
         graph,
         routing,
         log,
@@ -499,14 +564,8 @@ fn incremental(
         summary,
         sl_offset: p.sl_offset,
         mode: RouteMode::Incremental(st),
-        // The estimate for this fabric: the next change is judged from it, so that a repair
-        // after several faults is scaled back from the faulty fabric, not from the first one.
-        full_max_load: if estimate > 0 {
-            estimate
-        } else {
-            p.full_max_load
-        },
-    })
+        full_max_load,
+    }
 }
 
 /// Whether `sm` is the summary of a verification of `p`'s routing as it is: per layer, its
@@ -571,43 +630,21 @@ fn unchanged(
         dests_reused: graph.dests().len() as u64,
         edges_upper_bound: sm.edges_upper_bound,
     };
-    let stats = EngineStats {
-        switches: graph.num_switches(),
-        ca_ports: graph.terminals().len(),
-        lids: graph.dests().len(),
-        channels: graph.num_channels(),
-        layers: routing.num_layers,
-        unreachable: sm.unreachable,
+    let checked = Checked {
+        verified: Some(verified),
+        scope_note: None,
         route_time,
         verify_time: verify_start.elapsed(),
     };
-    let mut log = vec![(
-        LogLevel::Info,
-        format!(
-            "{}: incremental re-route: {}; nothing changed that routing sees, the previous \
-             routing kept as verified",
-            cfg.kind,
-            st.summary()
-        ),
-    )];
-    log_verified(cfg, Some(&verified), &stats, "re-routed", &mut log);
-    let metrics = metrics_logged(fabric, &graph, &routing, cfg, p.sl_offset, &mut log);
-    let mut verified = Some(verified);
-    let summary = summary_of(sm.loads.clone(), verified.as_mut());
-    EngineOutput {
+    let kept = Rerouted {
         graph,
         routing,
-        log,
-        stats,
-        layer_report: None,
-        verified,
-        metrics,
-        max_load,
-        summary,
-        sl_offset: p.sl_offset,
-        mode: RouteMode::Incremental(st),
+        st,
+        loads: sm.loads.clone(),
         full_max_load: p.full_max_load,
-    }
+    };
+    let note = "; nothing changed that routing sees, the previous routing kept as verified";
+    rerouted_output(fabric, cfg, p, kept, checked, note)
 }
 
 /// Where a re-routed path fits no layer ([`FullReason::NoLayer`]) on a fabric whose routes are
