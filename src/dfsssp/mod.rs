@@ -152,7 +152,10 @@ pub enum Cutting {
 /// (switch, destination) pairs from which [`Cutting::Auto`] considers batches: the exact search
 /// reads every destination behind a cut at a scattered place (a cache miss each), which on the
 /// random 10k-CA fabric (7 M pairs) costs seconds, while the batched passes stream the trees.
-pub const BATCHED_CUTTING_MIN_PATHS: usize = 1 << 22;
+/// Random fabrics gain from 0.5 M pairs on (200 switches, 3,200 CAs: routed in 0.16-0.21 s ->
+/// 0.14-0.15 s; 320 switches: 0.77-0.81 s -> 0.67-0.70 s; Λ the same); below, the probe's own
+/// search costs more than the batches save.
+pub const BATCHED_CUTTING_MIN_PATHS: usize = 1 << 19;
 
 impl Default for DfssspOptions {
     fn default() -> Self {
