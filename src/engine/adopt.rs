@@ -15,7 +15,7 @@
 //! written.
 
 use super::{remove_deadlocks, EngineConfig, EngineKind, Routed};
-use crate::fabric::Fabric;
+use crate::fabric::{Fabric, PortRef};
 use crate::graph::{SwitchDistances, SwitchGraph};
 use crate::io::osm_dump::routing_from_dumps;
 use crate::routing::{Lft, NO_PATH};
@@ -45,12 +45,12 @@ pub enum AdoptError {
 /// The routing the switches' `tables` (node GUID, port per LID from 0) hold for `fabric`, with
 /// its layers as `cfg`'s deadlock removal assigns them.
 ///
-/// Where the tables send routes over switch ports that are down now and those are the two ends
-/// of one cable (a cable that failed while no master ran, or during the takeover), they are
-/// the routing of the fabric with that cable: that fabric is returned with them, so the
-/// incremental re-route moves only the routes that crossed the cable. Two or more failed
-/// cables cannot be told apart from the tables alone (which down port faced which): refused
-/// with [`AdoptError::DownPorts`].
+/// Where the tables send routes over switch ports that are down now (cables that failed while
+/// no master ran, or during the takeover), they are the routing of the fabric with those
+/// cables: that fabric is returned with them, so the incremental re-route moves only the
+/// routes that crossed them. Two down ports are one cable. Which of more down ports faced which
+/// the tables tell by their hops ([`failed_cables`]); where they do not tell it unambiguously,
+/// refused with [`AdoptError::DownPorts`].
 pub fn adopt_tables(
     fabric: Fabric,
     cfg: &EngineConfig,
@@ -60,21 +60,191 @@ pub fn adopt_tables(
         Err(e @ AdoptError::DownPorts { .. }) => e,
         other => return other,
     };
-    let &[a, b] = down_ports_used(&fabric, tables).as_slice() else {
+    let down = down_ports_used(&fabric, tables);
+    let Some(cables) = failed_cables(&fabric, tables, &down) else {
         return Err(refused);
     };
-    let mut with_cable = crate::fabric::FabricBuilder::from_fabric(fabric);
-    with_cable
-        .link(a, b)
-        .map_err(|e| AdoptError::Fabric(e.to_string()))?;
-    let with_cable = with_cable
-        .build()
-        .map_err(|e| AdoptError::Fabric(e.to_string()))?;
-    adopt_on(with_cable, cfg, tables)
+    adopt_on(with_cables(fabric, &cables)?, cfg, tables)
+}
+
+/// `fabric` with `cables` linked.
+fn with_cables(fabric: Fabric, cables: &[Cable]) -> Result<Fabric, AdoptError> {
+    let mut with = crate::fabric::FabricBuilder::from_fabric(fabric);
+    for &(a, b) in cables {
+        with.link(a, b)
+            .map_err(|e| AdoptError::Fabric(e.to_string()))?;
+    }
+    with.build().map_err(|e| AdoptError::Fabric(e.to_string()))
+}
+
+/// A cable that failed: the two switch ports it joined.
+type Cable = (PortRef, PortRef);
+
+/// At most this many pairings of the down ports are weighed ([`failed_cables`]): 15 is every
+/// pairing of three cables' six ends.
+const MAX_PAIRINGS: usize = 16;
+
+/// The cables the `down` switch ports (used by `tables`, unlinked in `fabric`) were, if the
+/// tables tell it. Two ports: one cable. More: every pairing of them into cables between two
+/// different switches is a candidate fabric, and the one on which the fewest table entries take
+/// a hop that is not a shortest one wins: the tables of a full computation are minimal on the
+/// fabric they were computed for and on no other (a wrong pairing is a shortcut or a detour
+/// their hops do not follow). Refused (`None`) when the ports are odd in number (a switch or a
+/// CA gone too), when there are more pairings than [`MAX_PAIRINGS`] after pruning by the
+/// tables' own evidence (a port faced a switch whose own LIDs it forwarded, or that forwarded
+/// the port's switch's LIDs back over its down port), or when two pairings between different
+/// switches tie. Parallel cables between the same two switches are one answer whichever way
+/// their ports pair: the routes over them are the same. Cost per candidate: a switch graph and
+/// its all-pairs distances, `O(S·(S+C))`, and one pass over the tables.
+fn failed_cables(
+    fabric: &Fabric,
+    tables: &[(u64, Vec<u8>)],
+    down: &[PortRef],
+) -> Option<Vec<Cable>> {
+    match down {
+        [a, b] => return Some(vec![(*a, *b)]),
+        _ if down.is_empty() || down.len() % 2 == 1 => return None,
+        _ => {}
+    }
+    let by_guid: std::collections::HashMap<u64, &[u8]> =
+        tables.iter().map(|(g, t)| (*g, t.as_slice())).collect();
+    // The LIDs each switch delivers itself: its own and its CAs'.
+    let mut delivered: std::collections::HashMap<u32, Vec<u16>> = Default::default();
+    let links = fabric.port_table();
+    for e in fabric.endpoints() {
+        let switch =
+            |node: u32| fabric.nodes()[node as usize].kind == crate::fabric::NodeKind::Switch;
+        let at = if switch(e.node) {
+            Some(e.node)
+        } else {
+            links
+                .remote(e.node as usize, e.port)
+                .map(|r| r.node)
+                .filter(|&n| switch(n))
+        };
+        if let Some(at) = at {
+            let lids = e.lids().filter_map(|l| u16::try_from(l).ok());
+            delivered.entry(at).or_default().extend(lids);
+        }
+    }
+    let forwards_to = |a: PortRef, b: PortRef| {
+        let (Some(table), Some(lids)) = (
+            by_guid.get(&fabric.nodes()[a.node as usize].guid),
+            delivered.get(&b.node),
+        ) else {
+            return false;
+        };
+        lids.iter()
+            .any(|&l| table.get(usize::from(l)).copied() == Some(a.port))
+    };
+    let may_pair =
+        |a: PortRef, b: PortRef| a.node != b.node && (forwards_to(a, b) || forwards_to(b, a));
+    let mut pairings = Vec::new();
+    let mut current = Vec::new();
+    let mut free = vec![true; down.len()];
+    if !enumerate_pairings(down, &may_pair, &mut free, &mut current, &mut pairings) {
+        return None;
+    }
+    // Parallel cables pair either way: a pairing is told by the switches it joins.
+    let switches = |pairing: &[Cable]| {
+        let mut key: Vec<(u32, u32)> = (pairing.iter())
+            .map(|(a, b)| (a.node.min(b.node), a.node.max(b.node)))
+            .collect();
+        key.sort_unstable();
+        key
+    };
+    // (Entries off a shortest hop, index of the pairing.)
+    let mut best: Option<(usize, usize)> = None;
+    let mut tied = false;
+    for (i, pairing) in pairings.iter().enumerate() {
+        let Ok(candidate) = with_cables(fabric.clone(), pairing) else {
+            continue;
+        };
+        let Some(off) = off_shortest(&candidate, &by_guid) else {
+            continue;
+        };
+        match best {
+            Some((o, j)) if off == o => tied |= switches(&pairings[j]) != switches(pairing),
+            Some((o, _)) if off > o => {}
+            _ => {
+                tied = false;
+                best = Some((off, i));
+            }
+        }
+    }
+    match best {
+        Some((_, i)) if !tied => Some(pairings.swap_remove(i)),
+        _ => None,
+    }
+}
+
+/// Every pairing of the `free` ports of `down` into pairs `may_pair` allows, appended to `out`;
+/// false once more than [`MAX_PAIRINGS`] are found.
+fn enumerate_pairings(
+    down: &[PortRef],
+    may_pair: &impl Fn(PortRef, PortRef) -> bool,
+    free: &mut [bool],
+    current: &mut Vec<Cable>,
+    out: &mut Vec<Vec<Cable>>,
+) -> bool {
+    let Some(i) = free.iter().position(|&f| f) else {
+        out.push(current.clone());
+        return out.len() <= MAX_PAIRINGS;
+    };
+    free[i] = false;
+    for j in i + 1..down.len() {
+        if !free[j] || !may_pair(down[i], down[j]) {
+            continue;
+        }
+        free[j] = false;
+        current.push((down[i], down[j]));
+        let more = enumerate_pairings(down, may_pair, free, current, out);
+        current.pop();
+        free[j] = true;
+        if !more {
+            return false;
+        }
+    }
+    free[i] = true;
+    true
+}
+
+/// How many table entries of `fabric`'s switches for its destinations do not take a hop one
+/// closer to the destination's switch (or deliver there); `None` without a switch graph or a
+/// table for each switch.
+fn off_shortest(fabric: &Fabric, by_guid: &std::collections::HashMap<u64, &[u8]>) -> Option<usize> {
+    use rayon::prelude::*;
+    let g = SwitchGraph::new(fabric).ok()?;
+    let dist = SwitchDistances::new(&g);
+    let tables: Vec<&[u8]> = (0..g.num_switches() as u32)
+        .map(|s| by_guid.get(&g.switch_guid(s)).copied())
+        .collect::<Option<_>>()?;
+    let off = (0..g.num_switches() as u32)
+        .into_par_iter()
+        .map(|s| {
+            let table = tables[s as usize];
+            g.dests()
+                .iter()
+                .filter(|d| d.switch != crate::graph::NO_SWITCH)
+                .filter(|d| {
+                    let port = table.get(usize::from(d.lid)).copied().unwrap_or(NO_PATH);
+                    if d.switch == s {
+                        return port != d.exit_port;
+                    }
+                    let to = dist.to(d.switch);
+                    g.channel_at(s, port).is_none_or(|c| {
+                        let h = g.chan_head()[c as usize];
+                        u32::from(to[h as usize]) + 1 != u32::from(to[s as usize])
+                    })
+                })
+                .count()
+        })
+        .sum();
+    Some(off)
 }
 
 /// The switch ports, unlinked in `fabric`, that `tables` forward some LID of `fabric` over.
-fn down_ports_used(fabric: &Fabric, tables: &[(u64, Vec<u8>)]) -> Vec<crate::fabric::PortRef> {
+fn down_ports_used(fabric: &Fabric, tables: &[(u64, Vec<u8>)]) -> Vec<PortRef> {
     use crate::fabric::{NodeKind, PortRef};
     let lids: Vec<u16> = fabric
         .endpoints()

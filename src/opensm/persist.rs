@@ -240,10 +240,13 @@ impl EngineCtx {
         let t = Instant::now();
         match engine::adopt_tables(fabric.clone(), cfg, &tables) {
             Ok(routed) => {
-                let differ = if routed.fabric.links().len() > fabric.links().len() {
-                    format!("{differ}; they route over a cable that failed since: re-routed")
-                } else {
-                    differ
+                let differ = match routed.fabric.links().len() - fabric.links().len() {
+                    0 => differ,
+                    1 => format!("{differ}; they route over a cable that failed since: re-routed"),
+                    n => format!(
+                        "{differ}; they route over {n} cables that failed since (told apart by \
+                         the tables' hops): re-routed"
+                    ),
                 };
                 // Uploaded with the re-route that follows, not counted in its changes.
                 let differ = match engine::disagreements(routed.view(), &tables) {
