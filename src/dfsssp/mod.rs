@@ -122,8 +122,10 @@ pub struct DfssspOptions {
     /// marked in batches and their paths moved together ([`Cutting`]).
     pub cutting: Cutting,
     /// When cutting in batches, prepare the escape on the other core while cycle breaking runs
-    /// (for every destination overflowing; used only if that is the outcome). Changes nothing
-    /// but the time; off to check exactly that.
+    /// (for every destination overflowing; restricted to those that do where fewer overflow,
+    /// unused where none does). Where all overflow it changes nothing but the time (off to check
+    /// exactly that); where fewer do, their Up*/Down* trees are balanced without the SSSP routes
+    /// of the others.
     pub prepare_escape_ahead: bool,
     /// Stop with [`DfssspError::Stopped`] once past this instant (checked between stages and
     /// per destination of the one-lane search): a candidate routing may cost no more than it
@@ -546,8 +548,9 @@ fn breaking_run(
     report.batched_cutting = batched;
     // On large fabrics (those cut in batches) the escape is prepared on the other core while
     // cycle breaking runs, for the outcome of large irregular fabrics: every destination
-    // overflows. If that is not what cycle breaking leaves, the escape prepares anew (the same
-    // result either way; only the time differs).
+    // overflows. Where fewer do, that is restricted to them (`escape::Prologue::restrict`: the
+    // Up*/Down* trees of those that overflow stay as balanced without the others' SSSP routes);
+    // where cycle breaking fits the budget it goes unused.
     let speculate =
         batched && opts.prepare_escape_ahead && prep.reclaim && opts.measure_up_to <= budget;
     let breaking = |br: &mut Breaker| {
