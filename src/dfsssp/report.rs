@@ -146,7 +146,8 @@ impl LayerReport {
                 self.switch_dests_fitted, self.switch_dests_changed, self.switch_dests_unfitted
             ));
         }
-        v.extend((!legal_one_layer).then(|| {
+        // (One-lane routing replaces cycle breaking: nothing cut to report.)
+        v.extend((!legal_one_layer && self.one_lane.is_none()).then(|| {
             format!(
                 "cycle breaking cut {} dependency edge(s){}, moving {} path(s) between layers",
                 self.cuts,
