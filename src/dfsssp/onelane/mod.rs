@@ -604,7 +604,7 @@ struct Router<'a> {
     settled: Vec<u32>,
     /// The search's queue `(cost, switch, channel)`: an entry whenever a switch's cheapest
     /// candidate channel changes; entries a cheaper one replaced stay behind, stale.
-    heap: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    heap: BinaryHeap<Reverse<u128>>,
     flow: Vec<u64>,
     stack: Vec<u32>,
     hops: Vec<u16>,
@@ -613,6 +613,17 @@ struct Router<'a> {
     kept: bool,
     /// Per destination switch, the switches of `A` in its last search (but itself).
     followers: Vec<Vec<u32>>,
+}
+
+/// `(cost, switch, channel)` as one key whose order is theirs, lexicographic.
+#[inline(always)]
+fn pack(cost: u64, switch: u32, chan: u32) -> u128 {
+    u128::from(cost) << 64 | u128::from(switch) << 32 | u128::from(chan)
+}
+
+#[inline(always)]
+fn unpack(key: u128) -> (u64, u32, u32) {
+    ((key >> 64) as u64, (key >> 32) as u32, key as u32)
 }
 
 /// A switch in a search: its cost once settled (`u64::MAX` until then) and its cheapest
@@ -870,7 +881,7 @@ impl<'a> Router<'a> {
             let k = cost + self.load[e.chan as usize];
             if (k, e.chan) < label.best {
                 label.best = (k, e.chan);
-                self.heap.push(Reverse((k, e.tail, e.chan)));
+                self.heap.push(Reverse(pack(k, e.tail, e.chan)));
             }
         }
     }
@@ -925,7 +936,8 @@ impl<'a> Router<'a> {
             let s = self.settled[i];
             self.relax(s, self.label[s as usize].cost);
         }
-        while let Some(Reverse((k, w, c))) = self.heap.pop() {
+        while let Some(Reverse(key)) = self.heap.pop() {
+            let (k, w, c) = unpack(key);
             let label = &mut self.label[w as usize];
             if label.cost != u64::MAX || label.best != (k, c) {
                 continue; // settled, or a stale entry
