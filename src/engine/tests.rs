@@ -366,14 +366,19 @@ fn tables_read_back_give_the_routing_and_layers_the_master_computed() {
 #[test]
 fn a_standby_tells_several_failed_cables_apart_by_the_tables_hops() {
     use std::collections::BTreeSet;
-    let cfg = EngineConfig::new(EngineKind::Dfsssp);
-    for spec in [
-        "ktree:4,3",
-        "ktree:8,3",
-        "torus:4x4x4,2",
-        "ktree:6,3,cut=10",
-        "torus:6x6x6,4",
+    // (Lanes 1: QoS off, the one-lane search's detours in the tables.)
+    for (spec, lanes) in [
+        ("ktree:4,3", 8),
+        ("ktree:8,3", 8),
+        ("torus:4x4x4,2", 8),
+        ("ktree:6,3,cut=10", 8),
+        ("torus:6x6x6,4", 8),
+        ("torus:4x4x4,2", 1),
+        ("random:64,36,16,512,seed=1", 1),
+        ("random:64,36,16,512,seed=1", 8),
     ] {
+        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.lanes = lanes;
         let f = crate::topo::by_name(spec).unwrap();
         let out = run(&f, &cfg).unwrap();
         let tables = tables_of(&out);
@@ -407,15 +412,19 @@ fn a_standby_tells_several_failed_cables_apart_by_the_tables_hops() {
                 "{spec}, {k} cables"
             );
             assert_eq!(back.routing.lft, out.routing.lft, "{spec}, {k} cables");
-            // The re-route from it is the one the master would have made: it moves only what
-            // crossed the cables.
+            // The re-route from it is the one the master would have made: where that is
+            // incremental, it moves only what crossed the cables (one lane on a torus has no
+            // room for the detours: a full computation either way).
             let rc = RerouteConfig::default();
             let next = run_from(&cut, &cfg, Some(back.view()), &rc).unwrap();
-            assert!(
-                matches!(next.mode, RouteMode::Incremental(_)),
+            let master = run_from(&cut, &cfg, Some(prior_of(&f, &cfg, &out)), &rc).unwrap();
+            let incremental = matches!(next.mode, RouteMode::Incremental(_));
+            assert_eq!(
+                incremental,
+                matches!(master.mode, RouteMode::Incremental(_)),
                 "{spec}, {k} cables"
             );
-            let master = run_from(&cut, &cfg, Some(prior_of(&f, &cfg, &out)), &rc).unwrap();
+            assert!(incremental || lanes == 1, "{spec}, {k} cables");
             assert_eq!(next.routing.lft, master.routing.lft, "{spec}, {k} cables");
             let g = &next.graph;
             for s in 0..g.num_switches() as u32 {
@@ -438,13 +447,14 @@ fn a_standby_tells_several_failed_cables_apart_by_the_tables_hops() {
             );
             let pairs_total = (f.endpoints().len() * (f.endpoints().len() - 1)) as f64;
             assert!(
-                (d.ca_pairs_sl_changed() as f64) < 0.02 * pairs_total,
+                !incremental || (d.ca_pairs_sl_changed() as f64) < 0.02 * pairs_total,
                 "{spec}, {k} cables: {d:?}"
             );
         }
     }
     // A switch gone with its cables: the down ports its neighbours route over face no port
     // that is down now.
+    let cfg = EngineConfig::new(EngineKind::Dfsssp);
     for spec in ["ktree:4,3", "ktree:8,3", "torus:4x4x4,2"] {
         let f = crate::topo::by_name(spec).unwrap();
         let out = run(&f, &cfg).unwrap();
