@@ -961,21 +961,7 @@ fn a_faulty_fat_tree_re_routed_then_taken_over_keeps_every_sl() {
 /// crossed it: at most 2% of the LFT entries and SLs change (ibdmchk, the SA's SLs).
 #[test]
 fn a_cable_failing_before_the_takeover_moves_only_what_crossed_it() {
-    let pair = takeover(
-        "restart-ha-fault",
-        Storage::OwnAndSwitchTables,
-        Takeover::MasterDiesThenCablesFail(1),
-    );
-    let (b, (lft, sl)) = (&pair.b, pair.churn);
-    assert_eq!(
-        b.count("they route over a cable that failed since"),
-        1,
-        "{}",
-        b.log()
-    );
-    assert_eq!(b.count(FULL), 0, "{}", b.log());
-    eprintln!("a cable failed before the takeover: {lft:.2}% LFT entries, {sl:.2}% SLs changed");
-    assert!(lft <= 2.0 && sl <= 2.0, "{lft}% / {sl}%");
+    cables_failing_before_the_takeover("restart-ha-fault", 1, "a cable", 2.0);
 }
 
 /// The same with two cables failing while no master runs: four down ports the tables route
@@ -986,21 +972,24 @@ fn a_cable_failing_before_the_takeover_moves_only_what_crossed_it() {
 /// `a_standby_tells_several_failed_cables_apart_by_the_tables_hops`), at most 2% per cable.
 #[test]
 fn two_cables_failing_before_the_takeover_move_only_what_crossed_them() {
+    cables_failing_before_the_takeover("restart-ha-faults", 2, "2 cables", 4.0);
+}
+
+/// `cables` fail after the master's death, then the standby takes over: its log says it routed
+/// around `said` ("they route over {said} that failed since"), it computes nothing from
+/// scratch, and at most `max_lft` % of the LFT entries and 2% of the SLs change.
+fn cables_failing_before_the_takeover(name: &str, cables: usize, said: &str, max_lft: f64) {
     let pair = takeover(
-        "restart-ha-faults",
+        name,
         Storage::OwnAndSwitchTables,
-        Takeover::MasterDiesThenCablesFail(2),
+        Takeover::MasterDiesThenCablesFail(cables),
     );
     let (b, (lft, sl)) = (&pair.b, pair.churn);
-    assert_eq!(
-        b.count("they route over 2 cables that failed since"),
-        1,
-        "{}",
-        b.log()
-    );
+    let line = format!("they route over {said} that failed since");
+    assert_eq!(b.count(&line), 1, "{}", b.log());
     assert_eq!(b.count(FULL), 0, "{}", b.log());
-    eprintln!("two cables failed before the takeover: {lft:.2}% LFT entries, {sl:.2}% SLs changed");
-    assert!(lft <= 4.0 && sl <= 2.0, "{lft}% / {sl}%");
+    eprintln!("{said} failed before the takeover: {lft:.2}% LFT entries, {sl:.2}% SLs changed");
+    assert!(lft <= max_lft && sl <= 2.0, "{lft}% / {sl}%");
 }
 
 /// The rest of an HA pair's life without shared storage, after the takeover above: a cable fails

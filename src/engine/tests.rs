@@ -21,6 +21,25 @@ fn switch_tables(g: &SwitchGraph, routing: &Routing) -> Vec<(u64, Vec<u8>)> {
         .collect()
 }
 
+/// What changed from `a` (routed on `fa`) to `b` (routed on `fb`).
+fn changes(
+    (fa, a): (&Fabric, &EngineOutput),
+    (fb, b): (&Fabric, &EngineOutput),
+) -> crate::reroute::RoutingDiff {
+    crate::reroute::diff(
+        RoutedFabric {
+            fabric: fa,
+            graph: &a.graph,
+            routing: &a.routing,
+        },
+        RoutedFabric {
+            fabric: fb,
+            graph: &b.graph,
+            routing: &b.routing,
+        },
+    )
+}
+
 /// What the plug-in keeps of `out` (computed on `f` with `cfg`) to re-route from.
 fn prior_of<'a>(f: &'a Fabric, cfg: &'a EngineConfig, out: &'a EngineOutput) -> RoutedRef<'a> {
     RoutedRef::of_output(f, cfg, out)
@@ -433,18 +452,7 @@ fn a_standby_tells_several_failed_cables_apart_by_the_tables_hops() {
                     assert_eq!(a, b, "{spec}, {k} cables: switch {s} LID {}", d.lid);
                 }
             }
-            let d = crate::reroute::diff(
-                RoutedFabric {
-                    fabric: &f,
-                    graph: &out.graph,
-                    routing: &out.routing,
-                },
-                RoutedFabric {
-                    fabric: &cut,
-                    graph: &next.graph,
-                    routing: &next.routing,
-                },
-            );
+            let d = changes((&f, &out), (&cut, &next));
             let pairs_total = (f.endpoints().len() * (f.endpoints().len() - 1)) as f64;
             assert!(
                 !incremental || (d.ca_pairs_sl_changed() as f64) < 0.02 * pairs_total,
@@ -589,17 +597,9 @@ fn a_ca_joining_after_faults_re_balances_in_place() {
         "{}",
         st.summary()
     );
-    let moved = crate::reroute::diff(
-        RoutedFabric {
-            fabric: fabrics[fabrics.len() - 2],
-            graph: &before.graph,
-            routing: &before.routing,
-        },
-        RoutedFabric {
-            fabric: fabrics[fabrics.len() - 1],
-            graph: &last.graph,
-            routing: &last.routing,
-        },
+    let moved = changes(
+        (fabrics[fabrics.len() - 2], before),
+        (fabrics[fabrics.len() - 1], last),
     );
     assert_eq!(moved.ca_pairs_sl_changed_path_kept, 0, "{moved:?}");
     let fresh = run(fabrics[fabrics.len() - 1], &cfg).unwrap();
@@ -701,20 +701,7 @@ fn a_faulty_fat_tree_re_routes_in_one_layer_where_a_path_fits_no_layer() {
             (relayered, here) = (relayered + 1, here + 1);
             assert!(next.verified.is_some(), "{spec}");
             assert_eq!(st.layer_moves, 0, "{spec}: {}", st.summary());
-            let from_out = |to: &EngineOutput| {
-                crate::reroute::diff(
-                    RoutedFabric {
-                        fabric: &f,
-                        graph: &out.graph,
-                        routing: &out.routing,
-                    },
-                    RoutedFabric {
-                        fabric: &cut,
-                        graph: &to.graph,
-                        routing: &to.routing,
-                    },
-                )
-            };
+            let from_out = |to: &EngineOutput| changes((&f, &out), (&cut, to));
             let (moved, full) = (from_out(&next), from_out(&run(&cut, &cfg).unwrap()));
             assert_eq!(moved.ca_pairs_sl_changed(), 0, "{spec}: {moved:?}");
             // (ktree:6,3,cut=10: 58 of 648 LFT blocks changed, a full computation 390.)
