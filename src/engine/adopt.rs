@@ -12,7 +12,10 @@
 //! verification as after a full computation (its layer-0 CDG linked by the distances too).
 //! That verification's loads and dependency edges go with the routing (its summary), so the
 //! re-route that follows traverses and verifies only what changed since the tables were
-//! written.
+//! written. Where the tables forward over switch ports that are down now (cables that failed
+//! since), pairing those ports into cables costs, per candidate pairing (at most
+//! [`MAX_PAIRINGS`]), a switch graph with its all-pairs distances, `O(S·(S+C))`, and one pass
+//! over the tables, `O(S·L)`.
 
 use super::{remove_deadlocks, EngineConfig, EngineKind, Routed};
 use crate::fabric::{Fabric, PortRef};
