@@ -248,7 +248,7 @@ fn off_shortest(fabric: &Fabric, by_guid: &std::collections::HashMap<u64, &[u8]>
 
 /// The switch ports, unlinked in `fabric`, that `tables` forward some LID of `fabric` over.
 fn down_ports_used(fabric: &Fabric, tables: &[(u64, Vec<u8>)]) -> Vec<PortRef> {
-    use crate::fabric::{NodeKind, PortRef};
+    use crate::fabric::NodeKind;
     let lids: Vec<u16> = fabric
         .endpoints()
         .iter()

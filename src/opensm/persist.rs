@@ -240,7 +240,9 @@ impl EngineCtx {
         let t = Instant::now();
         match engine::adopt_tables(fabric.clone(), cfg, &tables) {
             Ok(routed) => {
-                let differ = match routed.fabric.links().len() - fabric.links().len() {
+                let differ = match (routed.fabric.links().len())
+                    .saturating_sub(fabric.links().len())
+                {
                     0 => differ,
                     1 => format!("{differ}; they route over a cable that failed since: re-routed"),
                     n => format!(
