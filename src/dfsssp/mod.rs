@@ -156,8 +156,13 @@ pub enum Cutting {
 /// random 10k-CA fabric (7 M pairs) costs seconds, while the batched passes stream the trees.
 /// Random fabrics gain from 0.5 M pairs on (200 switches, 3,200 CAs: routed in 0.16-0.21 s ->
 /// 0.14-0.15 s; 320 switches: 0.77-0.81 s -> 0.67-0.70 s; Λ the same); below, the probe's own
-/// search costs more than the batches save.
+/// search costs more than the batches save. Below [`BATCHED_CUTTING_LARGE_PATHS`] the probe asks
+/// for more marks ([`breaking::BATCH_MARKS_PER_100_EDGES_MID`]).
 pub const BATCHED_CUTTING_MIN_PATHS: usize = 1 << 19;
+
+/// (switch, destination) pairs from which the probe chooses batches at its first bound (45
+/// marks per 100 edges; random 10k CAs and more, and tori of that size with cables missing).
+pub const BATCHED_CUTTING_LARGE_PATHS: usize = 1 << 22;
 
 impl Default for DfssspOptions {
     fn default() -> Self {
@@ -535,12 +540,14 @@ fn breaking_run(
         );
     }
     let first = br.first_layer();
+    let pairs = g.num_switches() * g.dests().len();
     br.cutting = match opts.cutting {
-        Cutting::Auto if g.num_switches() * g.dests().len() < BATCHED_CUTTING_MIN_PATHS => {
-            Cutting::Exact
-        }
+        Cutting::Auto if pairs < BATCHED_CUTTING_MIN_PATHS => Cutting::Exact,
         c => c,
     };
+    if pairs < BATCHED_CUTTING_LARGE_PATHS {
+        br.batch_marks_per_100 = breaking::BATCH_MARKS_PER_100_EDGES_MID;
+    }
     if br.cutting == Cutting::Auto {
         br.probe();
     }

@@ -920,3 +920,25 @@ fn linking_by_distances_equals_linking_by_chains() {
     }
     assert!(refused > 0);
 }
+
+/// Below [`BATCHED_CUTTING_LARGE_PATHS`] pairs the probe cuts random fabrics in batches (51-55
+/// marks per 100 edges) but not tori with a cable missing (46-47), which batches cut worse.
+#[test]
+fn mid_sized_faulty_tori_cut_exactly_random_fabrics_in_batches() {
+    for (spec, batched) in [
+        ("torus:8x8x8,2,cut=1", false),
+        ("random:200,36,16,1600,seed=1", true),
+    ] {
+        let f = crate::topo::by_name(spec).unwrap();
+        let g = SwitchGraph::new(&f).unwrap();
+        let pairs = g.num_switches() * g.dests().len();
+        assert!(
+            (BATCHED_CUTTING_MIN_PATHS..BATCHED_CUTTING_LARGE_PATHS).contains(&pairs),
+            "{spec}: {pairs} pairs"
+        );
+        let mut r = sssp::route(&g);
+        let rep = make_deadlock_free_with(&g, &mut r, 8, &DfssspOptions::default(), None).unwrap();
+        assert_eq!(rep.batched_cutting, batched, "{spec}");
+        crate::verify::verify(&g, &r).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    }
+}
