@@ -259,8 +259,17 @@ impl Prologue {
                 tree.apply(g, ei, &mut self.esc_counts, weight, CountChange::Remove);
                 self.sssp_legal[di] = false;
             } else {
-                let users = &mut self.esc_users;
-                tree.edge_weights(g, ei, weight, |e, _| users[e] -= 1);
+                let (users, mut missing) = (&mut self.esc_users, false);
+                tree.edge_weights(g, ei, weight, |e, _| match users[e].checked_sub(1) {
+                    Some(n) => users[e] = n,
+                    None => missing = true,
+                });
+                if missing {
+                    return Err(internal(format!(
+                        "Up*/Down* tree for LID {} not among the escape layer's users",
+                        d.lid
+                    )));
+                }
             }
         }
         self.esc = esc;
