@@ -36,14 +36,12 @@
 //!
 //! **Cost.** Fitting the order: the input's dependency edges sorted, one bounded cycle check
 //! each, and the local search's sweeps ([`seeds`]). Routing: per destination and pass, a search
-//! over the `C` channels of its component with one queue entry per switch and cheaper candidate
-//! (`O(C + S log S)`), and `O(S)` to write its column of the tables and update the loads; in all
-//! `O(D (C + S log S))` for `D` destination LIDs, the order of SSSP's own cost, independent of
+//! over the `C` channels of its component whose queue holds one entry per switch, lowered when a
+//! cheaper candidate appears ([`queue`], `O(C log S)`), and `O(S)` to write its column of the
+//! tables and update the loads; in all `O(D C log S)` for `D` destination LIDs, the order of SSSP's own cost, independent of
 //! faults and of how full the layer is. The tables are written only for destinations whose routes
 //! changed.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::atomic::AtomicBool;
 
 use rayon::prelude::*;
@@ -63,10 +61,12 @@ use super::prepared::WorkingRoutes;
 use super::{layer_table, routes_per_layer, DfssspError, LayerReport, OneLaneReport};
 
 pub(crate) mod legal;
+mod queue;
 mod seeds;
 #[cfg(test)]
 mod tests;
 
+use queue::{pack, unpack, SwitchQueue};
 use seeds::seed_input_turns;
 
 /// Rip-up-and-reroute passes after the first: each destination is taken out (its loads and
@@ -602,9 +602,8 @@ struct Router<'a> {
     in_a: Vec<bool>,
     tree_next: Vec<u32>,
     settled: Vec<u32>,
-    /// The search's queue `(cost, switch, channel)`: an entry whenever a switch's cheapest
-    /// candidate channel changes; entries a cheaper one replaced stay behind, stale.
-    heap: BinaryHeap<Reverse<u128>>,
+    /// The search's queue: each unsettled switch's cheapest candidate `(cost, switch, channel)`.
+    queue: SwitchQueue,
     flow: Vec<u64>,
     stack: Vec<u32>,
     hops: Vec<u16>,
@@ -615,19 +614,10 @@ struct Router<'a> {
     followers: Vec<Vec<u32>>,
 }
 
-/// `(cost, switch, channel)` as one key whose order is theirs, lexicographic.
-#[inline(always)]
-fn pack(cost: u64, switch: u32, chan: u32) -> u128 {
-    u128::from(cost) << 64 | u128::from(switch) << 32 | u128::from(chan)
-}
-
-#[inline(always)]
-fn unpack(key: u128) -> (u64, u32, u32) {
-    ((key >> 64) as u64, (key >> 32) as u32, key as u32)
-}
-
 /// A switch in a search: its cost once settled (`u64::MAX` until then) and its cheapest
-/// candidate `(cost, channel)` so far (`u64::MAX`: none), side by side since a relaxation reads both.
+/// candidate `(cost, channel)` so far (`u64::MAX`: none; [`Label::SETTLED`] once settled, below
+/// every candidate, so a relaxation needs no test of its own for settled switches: that test's
+/// branch, unpredictable, cost more than the rest of the scan).
 #[derive(Clone, Copy)]
 struct Label {
     cost: u64,
@@ -639,6 +629,14 @@ impl Label {
         cost: u64::MAX,
         best: (u64::MAX, NO_CHANNEL),
     };
+    /// `best` of a settled switch: no candidate `(cost, channel)` is below it.
+    const SETTLED: (u64, u32) = (0, 0);
+
+    #[inline(always)]
+    fn settle(&mut self, cost: u64) {
+        self.cost = cost;
+        self.best = Label::SETTLED;
+    }
 }
 
 /// A channel into a switch, with what the search reads of it.
@@ -676,7 +674,7 @@ impl<'a> Router<'a> {
             in_a: vec![false; ns],
             tree_next: vec![NO_CHANNEL; ns],
             settled: Vec::with_capacity(ns),
-            heap: BinaryHeap::new(),
+            queue: SwitchQueue::new(ns),
             flow: vec![0; ns],
             stack: Vec::new(),
             hops: vec![u16::MAX; ns],
@@ -874,14 +872,12 @@ impl<'a> Router<'a> {
             if e.ord >= bound {
                 break;
             }
+            // (A settled switch's `best` is below every candidate.)
             let label = &mut self.label[e.tail as usize];
-            if label.cost != u64::MAX {
-                continue;
-            }
             let k = cost + self.load[e.chan as usize];
             if (k, e.chan) < label.best {
                 label.best = (k, e.chan);
-                self.heap.push(Reverse(pack(k, e.tail, e.chan)));
+                self.queue.push_or_lower(pack(k, e.tail, e.chan));
             }
         }
     }
@@ -903,7 +899,8 @@ impl<'a> Router<'a> {
             while let Some(v) = self.stack.pop() {
                 let c = self.tree_next[v as usize];
                 let h = g.chan_head()[c as usize] as usize;
-                self.label[v as usize].cost = self.label[h].cost + self.load[c as usize];
+                let cost = self.label[h].cost + self.load[c as usize];
+                self.label[v as usize].settle(cost);
                 self.depth[v as usize] = self.depth[h] + 1;
                 self.next[v as usize] = c;
             }
@@ -916,9 +913,9 @@ impl<'a> Router<'a> {
         self.next.fill(NO_CHANNEL);
         self.label.fill(Label::UNSEEN);
         self.settled.clear();
-        self.heap.clear();
+        self.queue.clear();
         // Switches of `A` forward along the tree; their costs along it.
-        self.label[root as usize].cost = 0;
+        self.label[root as usize].settle(0);
         self.depth[root as usize] = 0;
         self.settle_tree();
         // `A` in order of depth, so each after its next hop.
@@ -931,19 +928,17 @@ impl<'a> Router<'a> {
         order_by_distance(&self.hops, &mut self.settled, &mut self.sort_counts);
         // Candidates are taken in increasing (cost, switch, channel) order; the queue holds each
         // switch's cheapest one (a queue of every candidate gives the same order, with a queue as
-        // long as the channels).
+        // long as the channels and its stale entries popped too).
         for i in 0..self.settled.len() {
             let s = self.settled[i];
             self.relax(s, self.label[s as usize].cost);
         }
-        while let Some(Reverse(key)) = self.heap.pop() {
+        while let Some(key) = self.queue.pop() {
             let (k, w, c) = unpack(key);
             let label = &mut self.label[w as usize];
-            if label.cost != u64::MAX || label.best != (k, c) {
-                continue; // settled, or a stale entry
-            }
+            debug_assert!(label.cost == u64::MAX && label.best == (k, c));
             let u = g.chan_head()[c as usize];
-            label.cost = k;
+            label.settle(k);
             self.next[w as usize] = c;
             self.depth[w as usize] = self.depth[u as usize] + 1;
             self.settled.push(w);
