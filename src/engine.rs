@@ -30,7 +30,7 @@ mod candidates;
 mod full_why;
 pub(crate) mod routed;
 
-pub use adopt::{adopt_tables, disagreements, AdoptError};
+pub use adopt::{adopt_tables, disagreements, AdoptError, STAND_IN_GUID};
 pub use full_why::FullWhy;
 pub use routed::{Routed, RoutedRef};
 

@@ -593,10 +593,14 @@ impl<'a> Breaker<'a> {
                         }
                         let lid = blk * BLOCK + j;
                         let di = g.lid_dest().get(lid).copied().unwrap_or(NO_DEST);
-                        // (Destinations without a row have no path that can move.)
+                        // (Destinations without a row have no path that can move, nor has a
+                        // switch outside the destination's tree: an entry for a LID no switch
+                        // delivers, left in tables read back from the switches.)
                         if di != NO_DEST && self.trees.has_row(di as usize) {
                             let k = self.trees.position(di as usize, u);
-                            self.behind.push(di << 16 | u32::from(k));
+                            if k != super::cdg::NOT_IN_TREE {
+                                self.behind.push(di << 16 | u32::from(k));
+                            }
                         }
                     }
                 }

@@ -15,7 +15,8 @@
 //! written. Where the tables forward over switch ports that are down now (cables that failed
 //! since), pairing those ports into cables costs, per candidate pairing (at most
 //! [`MAX_PAIRINGS`]), a switch graph with its all-pairs distances, `O(S·(S+C))`, and one pass
-//! over the tables, `O(S·L)`.
+//! over the tables, `O(S·L)`. Where no pairing explains them (a switch gone), a stand-in switch
+//! takes their other ends ([`with_stand_in`]): `O(P·L·S)` for `P` such ports.
 
 use super::{remove_deadlocks, EngineConfig, EngineKind, Routed};
 use crate::fabric::{Fabric, PortRef};
@@ -52,8 +53,10 @@ pub enum AdoptError {
 /// no master ran, or during the takeover), they are the routing of the fabric with those
 /// cables: that fabric is returned with them, so the incremental re-route moves only the
 /// routes that crossed them. Two down ports are one cable. Which of more down ports faced which
-/// the tables tell by their hops ([`failed_cables`]); where they do not tell it unambiguously,
-/// refused with [`AdoptError::DownPorts`].
+/// the tables tell by their hops ([`failed_cables`]). Where no pairing explains them (a switch
+/// gone with its cables and CAs, or cables the tables do not tell apart), a stand-in switch is
+/// put at the ports instead ([`with_stand_in`]), and the re-route moves what entered it; where
+/// that does not fit either, refused with [`AdoptError::DownPorts`].
 pub fn adopt_tables(
     fabric: Fabric,
     cfg: &EngineConfig,
@@ -64,10 +67,191 @@ pub fn adopt_tables(
         other => return other,
     };
     let down = down_ports_used(&fabric, tables);
-    let Some(cables) = failed_cables(&fabric, tables, &down) else {
+    if let Some(cables) = failed_cables(&fabric, tables, &down) {
+        // (A pairing of the ports around a switch that is gone can fit the tables' hops too;
+        // the tables then do not route on it.)
+        if let Ok(routed) = adopt_on(with_cables(fabric.clone(), &cables)?, cfg, tables) {
+            return Ok(routed);
+        }
+    }
+    let Some((with, tables)) =
+        with_stand_in(&fabric, tables, &unlinked_ports_used(&fabric, tables))
+    else {
         return Err(refused);
     };
-    adopt_on(with_cables(fabric, &cables)?, cfg, tables)
+    adopt_on(with, cfg, &tables)
+}
+
+/// Node (and port) GUID of the stand-in switch ([`with_stand_in`]): not a GUID an IBA vendor
+/// assigns (its company ID is all ones), so it meets no real node.
+pub const STAND_IN_GUID: u64 = 0xffff_ff00_5354_414e;
+
+/// `fabric` with one switch standing in for whatever the `down` ports faced (a switch gone with
+/// its cables, several switches or cables the tables do not tell apart), linked to each of them,
+/// and `tables` with a table for it; `None` when the tables route no LID to those ports that
+/// could be its LID, or the ports are more than a switch has. The routes that enter it are the
+/// ones the re-route from the adopted routing moves, as it moves those through a switch that
+/// failed under a master: every route over a down port, and no other.
+///
+/// The stand-in needs a LID (every switch has one): of the LIDs nobody holds now that every
+/// switch's table routes to the down ports, the lowest (the gone switch's own, as OpenSM numbers
+/// a switch before the CAs behind it); each of the others gets a CA on the stand-in, as the
+/// gone switch's CAs had, so that the layers are derived from routes like those the master
+/// derived them from. Its table sends every destination to the neighbour whose route from there, as the tables give
+/// it, arrives without entering the stand-in again in the fewest hops (ties to the lowest
+/// port): what the gone switch forwarded is not known, and changes nothing that stays, since
+/// every route through it is re-routed. Only the layers derived for the routes that stay may
+/// differ from those the master derived with its real tables (default mode; with
+/// `canonical_sls` the layers are derived again from the tables after the re-route).
+/// `O(P·L·S)` for `P` down ports and `L` LIDs, and `O(L·S)` per LID tried as its LID.
+fn with_stand_in(
+    fabric: &Fabric,
+    tables: &[(u64, Vec<u8>)],
+    down: &[PortRef],
+) -> Option<(Fabric, SwitchTables)> {
+    use crate::fabric::NodeKind;
+    if down.is_empty() {
+        return None;
+    }
+    let by_guid: std::collections::HashMap<u64, &[u8]> =
+        tables.iter().map(|(g, t)| (*g, t.as_slice())).collect();
+    let links = fabric.port_table();
+    let switch = |n: u32| fabric.nodes()[n as usize].kind == NodeKind::Switch;
+    let switches: Vec<u32> = (0..fabric.nodes().len() as u32)
+        .filter(|&n| switch(n))
+        .collect();
+    let table = |n: u32| by_guid.get(&fabric.nodes()[n as usize].guid).copied();
+    let entry = |n: u32, lid: usize| table(n).and_then(|t| t.get(lid).copied());
+    let is_down = |n: u32, p: u8| down.binary_search(&PortRef { node: n, port: p }).is_ok();
+    // Where a LID is delivered now: (switch, port to the CA, or 0 for the switch's own).
+    let mut held: std::collections::HashMap<usize, (u32, u8)> = Default::default();
+    for e in fabric.endpoints() {
+        let at = match switch(e.node) {
+            true => Some((e.node, 0)),
+            false => links
+                .remote(e.node as usize, e.port)
+                .filter(|r| switch(r.node))
+                .map(|r| (r.node, r.port)),
+        };
+        if let Some(at) = at {
+            for lid in e.lids() {
+                held.insert(lid as usize, at);
+            }
+        }
+    }
+    // Hops from switch `n` to `lid` along the tables (`None` where they do not deliver it or
+    // enter a down port first).
+    let walk = |mut n: u32, lid: usize| -> Option<usize> {
+        let &(to, exit) = held.get(&lid)?;
+        for hops in 0..=switches.len() {
+            let p = entry(n, lid)?;
+            if n == to && p == exit {
+                return Some(hops);
+            }
+            if is_down(n, p) {
+                return None;
+            }
+            n = links
+                .remote(n as usize, p)
+                .map(|r| r.node)
+                .filter(|&r| switch(r))?;
+        }
+        None
+    };
+    // Its LID: held by nobody now, forwarded over a down port, and every switch's route to it
+    // ends in a down port.
+    let reaches_down = |lid: usize| {
+        switches.iter().all(|&s| {
+            let mut n = s;
+            for _ in 0..=switches.len() {
+                let Some(p) = entry(n, lid) else {
+                    return false;
+                };
+                if is_down(n, p) {
+                    return true;
+                }
+                match links.remote(n as usize, p).filter(|r| switch(r.node)) {
+                    Some(r) => n = r.node,
+                    None => return false,
+                }
+            }
+            false
+        })
+    };
+    // LIDs nobody holds now that every switch routes to the down ports: the gone switch's own
+    // (the lowest) and its CAs'.
+    let gone: Vec<usize> = (down.iter())
+        .filter_map(|d| table(d.node).map(|t| (d.port, t)))
+        .flat_map(|(port, t)| (1..t.len()).filter(move |&l| t[l] == port))
+        .filter(|l| !held.contains_key(l) && *l <= usize::from(crate::fabric::MAX_UNICAST_LID))
+        .collect::<std::collections::BTreeSet<usize>>()
+        .into_iter()
+        .filter(|&l| reaches_down(l))
+        .collect();
+    let (&lid, cas) = gone.split_first()?;
+    let ports = u8::try_from(down.len() + cas.len())
+        .ok()
+        .filter(|&p| p < u8::MAX)?;
+    let len = tables
+        .iter()
+        .map(|(_, t)| t.len())
+        .max()
+        .unwrap_or(0)
+        .max(lid + 1);
+    let mut own = vec![NO_PATH; len];
+    own[lid] = 0;
+    for (i, &l) in cas.iter().enumerate() {
+        own[l] = (down.len() + i + 1) as u8;
+    }
+    for (&l, _) in held.iter() {
+        let best = (down.iter().enumerate())
+            .filter_map(|(i, d)| walk(d.node, l).map(|h| (h, i)))
+            .min();
+        if let (Some((_, i)), Some(slot)) = (best, own.get_mut(l)) {
+            *slot = i as u8 + 1;
+        }
+    }
+    let mut with = crate::fabric::FabricBuilder::from_fabric(fabric.clone());
+    let x = with
+        .add_node(
+            NodeKind::Switch,
+            STAND_IN_GUID,
+            ports,
+            "stand-in for what the down ports faced (adopted tables)",
+        )
+        .ok()?;
+    for (i, &d) in down.iter().enumerate() {
+        let at = PortRef {
+            node: x,
+            port: i as u8 + 1,
+        };
+        with.link(d, at).ok()?;
+    }
+    let lid = u16::try_from(lid).ok()?;
+    with.set_lid(PortRef { node: x, port: 0 }, STAND_IN_GUID, lid, 0)
+        .ok()?;
+    for (i, &l) in cas.iter().enumerate() {
+        let guid = STAND_IN_GUID + 1 + i as u64;
+        let ca = with
+            .add_node(
+                NodeKind::Ca,
+                guid,
+                1,
+                "stand-in for a CA gone (adopted tables)",
+            )
+            .ok()?;
+        let at = PortRef { node: ca, port: 1 };
+        let on = PortRef {
+            node: x,
+            port: (down.len() + i + 1) as u8,
+        };
+        with.link(at, on).ok()?;
+        with.set_lid(at, guid, u16::try_from(l).ok()?, 0).ok()?;
+    }
+    let with = with.build().ok()?;
+    let mut tables = tables.to_vec();
+    tables.push((STAND_IN_GUID, own));
+    Some((with, tables))
 }
 
 /// `fabric` with `cables` linked.
@@ -79,6 +263,9 @@ fn with_cables(fabric: Fabric, cables: &[Cable]) -> Result<Fabric, AdoptError> {
     }
     with.build().map_err(|e| AdoptError::Fabric(e.to_string()))
 }
+
+/// Switches' tables as read back: (node GUID, port per LID from 0).
+type SwitchTables = Vec<(u64, Vec<u8>)>;
 
 /// A cable that failed: the two switch ports it joined.
 type Cable = (PortRef, PortRef);
@@ -281,6 +468,35 @@ fn down_ports_used(fabric: &Fabric, tables: &[(u64, Vec<u8>)]) -> Vec<PortRef> {
         .collect()
 }
 
+/// The switch ports, unlinked in `fabric`, that `tables` forward any LID over (not only those
+/// of `fabric`'s destinations: also those of CAs and switches gone): they were linked when the
+/// tables were written. Sorted.
+fn unlinked_ports_used(fabric: &Fabric, tables: &[(u64, Vec<u8>)]) -> Vec<PortRef> {
+    use crate::fabric::NodeKind;
+    let linked = fabric.port_table();
+    let by_guid: std::collections::HashMap<u64, &[u8]> =
+        tables.iter().map(|(g, t)| (*g, t.as_slice())).collect();
+    let mut ports = Vec::new();
+    for (node, n) in fabric.nodes().iter().enumerate() {
+        let Some(table) = by_guid.get(&n.guid).filter(|_| n.kind == NodeKind::Switch) else {
+            continue;
+        };
+        let mut used = [false; 256];
+        for &p in table.iter() {
+            used[usize::from(p)] = true;
+        }
+        for port in 1..=n.num_ports {
+            if used[usize::from(port)] && linked.remote(node, port).is_none() {
+                ports.push(PortRef {
+                    node: node as u32,
+                    port,
+                });
+            }
+        }
+    }
+    ports
+}
+
 /// [`adopt_tables`] on `fabric` as it is.
 fn adopt_on(
     fabric: Fabric,
@@ -301,9 +517,13 @@ fn adopt_on(
             .get(&graph.switch_guid(s))
             .ok_or_else(|| AdoptError::NoTable(graph.switch_label(s)))?;
         let ports = fabric.nodes()[graph.switch_node()[s as usize] as usize].num_ports;
-        // Destination LIDs only: an entry for a LID nobody holds now routes nothing.
+        // Destination LIDs only: an entry for a LID nobody holds now routes nothing, nor does
+        // one for a LID no switch delivers (a CA whose switch is gone).
         for dest in graph.dests() {
             let lid = dest.lid;
+            if dest.switch == crate::graph::NO_SWITCH {
+                continue;
+            }
             let port = table.get(usize::from(lid)).copied().unwrap_or(NO_PATH);
             if port != NO_PATH && port > ports {
                 return Err(AdoptError::NoSuchPort {

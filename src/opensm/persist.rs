@@ -240,10 +240,18 @@ impl EngineCtx {
         let t = Instant::now();
         match engine::adopt_tables(fabric.clone(), cfg, &tables) {
             Ok(routed) => {
+                let stand_in =
+                    (routed.fabric.nodes().iter()).any(|n| n.guid == engine::STAND_IN_GUID);
                 let differ = match (routed.fabric.links().len())
                     .saturating_sub(fabric.links().len())
                 {
                     0 => differ,
+                    _ if stand_in => format!(
+                        "{differ}; they route over switch ports that are down now, which no \
+                         pairing into cables explains (a switch gone, with what it linked): \
+                         adopted with a stand-in switch at those ports, what entered it \
+                         re-routed"
+                    ),
                     1 => format!("{differ}; they route over a cable that failed since: re-routed"),
                     n => format!(
                         "{differ}; they route over {n} cables that failed since (told apart by \
