@@ -885,9 +885,40 @@ fn a_standby_stands_in_for_a_switch_gone_before_the_takeover() {
         let out = run(&f, &cfg).unwrap();
         let tables = tables_of(&out);
         let g = &out.graph;
-        for s in [0, g.num_switches() / 2, g.num_switches() - 1] {
-            let case = format!("{spec}, {lanes} lanes, switch {s} gone");
-            let cut = without_switch(&f, g.switch_guid(s as u32));
+        // Each switch alone, and the middle one with a cable elsewhere (the stand-in takes the
+        // cable's two ends too).
+        let mid = g.num_switches() / 2;
+        for (s, and_cable) in [
+            (0, false),
+            (mid, false),
+            (g.num_switches() - 1, false),
+            (mid, true),
+        ] {
+            let case = format!("{spec}, {lanes} lanes, switch {s} gone, a cable too: {and_cable}");
+            let mut cut = without_switch(&f, g.switch_guid(s as u32));
+            if and_cable {
+                let node = |guid: u64| cut.nodes().iter().position(|n| n.guid == guid);
+                let far = (0..g.num_switches() as u32)
+                    .map(|t| node(g.switch_guid(t)).unwrap() as u32)
+                    .find(|&n| {
+                        // A switch not next to the gone one.
+                        cut.nodes()[n as usize].guid != g.switch_guid(s as u32)
+                            && !(g.out_channels(s as u32)).any(|c| {
+                                g.switch_guid(g.chan_head()[c as usize])
+                                    == cut.nodes()[n as usize].guid
+                            })
+                            && g.switch_guid(s as u32) != cut.nodes()[n as usize].guid
+                    })
+                    .unwrap();
+                let cable = *(cut.links().iter())
+                    .find(|l| {
+                        (l.a.node == far || l.b.node == far)
+                            && cut.nodes()[l.a.node as usize].kind == NodeKind::Switch
+                            && cut.nodes()[l.b.node as usize].kind == NodeKind::Switch
+                    })
+                    .unwrap();
+                cut = cut.retain(|_| true, |l| *l != cable);
+            }
             let back = match adopt_tables(cut.clone(), &cfg, &tables) {
                 Err(AdoptError::NotLayerable(_)) if lanes == 1 => continue,
                 other => other.unwrap_or_else(|e| panic!("{case}: {e}")),
@@ -896,8 +927,15 @@ fn a_standby_stands_in_for_a_switch_gone_before_the_takeover() {
             assert!(stand_in, "{case}");
             let next = run_from(&cut, &cfg, Some(back.view()), &rc).unwrap();
             let master = run_from(&cut, &cfg, Some(prior_of(&f, &cfg, &out)), &rc).unwrap();
-            assert!(matches!(next.mode, RouteMode::Incremental(_)), "{case}");
-            assert!(matches!(master.mode, RouteMode::Incremental(_)), "{case}");
+            // Incremental where the master's own re-route is. (With a cable too, the master's
+            // layers may leave the re-routed paths no room where the stand-in's derived ones do:
+            // it computes in full and moves more.)
+            let incremental = matches!(master.mode, RouteMode::Incremental(_));
+            assert!(
+                matches!(next.mode, RouteMode::Incremental(_)) || !incremental,
+                "{case}"
+            );
+            assert!(incremental || and_cable, "{case}");
             let (dn, dm) = (
                 changes((&f, &out), (&cut, &next)),
                 changes((&f, &out), (&cut, &master)),
@@ -906,6 +944,10 @@ fn a_standby_stands_in_for_a_switch_gone_before_the_takeover() {
                 dn.paths_moved <= dm.paths_moved + dn.paths / 100
                     && dn.ca_pairs_moved <= dm.ca_pairs_moved + dn.ca_pairs / 100,
                 "{case}: the standby moved {dn:?}, the master {dm:?}"
+            );
+            eprintln!(
+                "{case}: paths moved {} (master {}), CA pairs {} ({})",
+                dn.paths_moved, dm.paths_moved, dn.ca_pairs_moved, dm.ca_pairs_moved
             );
             let gn = &next.graph;
             let same_routes = next.routing.lft == master.routing.lft;
