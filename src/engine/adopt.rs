@@ -329,10 +329,20 @@ fn failed_cables(
     };
     let may_pair =
         |a: PortRef, b: PortRef| a.node != b.node && (forwards_to(a, b) || forwards_to(b, a));
+    // Asked once per pair of ports, not once per step of the search below.
+    let n = down.len();
+    let allowed: Vec<bool> = (0..n * n)
+        .map(|k| may_pair(down[k / n], down[k % n]))
+        .collect();
     let mut pairings = Vec::new();
     let mut current = Vec::new();
-    let mut free = vec![true; down.len()];
-    if !enumerate_pairings(down, &may_pair, &mut free, &mut current, &mut pairings) {
+    let mut free = vec![true; n];
+    let mut steps = MAX_PAIRING_STEPS;
+    let search = PairingSearch {
+        down,
+        allowed: &allowed,
+    };
+    if !search.enumerate(&mut free, &mut current, &mut pairings, &mut steps) {
         return None;
     }
     // Parallel cables pair either way: a pairing is told by the switches it joins.
@@ -368,35 +378,55 @@ fn failed_cables(
     }
 }
 
-/// Every pairing of the `free` ports of `down` into pairs `may_pair` allows, appended to `out`;
-/// false once more than [`MAX_PAIRINGS`] are found.
-fn enumerate_pairings(
-    down: &[PortRef],
-    may_pair: &impl Fn(PortRef, PortRef) -> bool,
-    free: &mut [bool],
-    current: &mut Vec<Cable>,
-    out: &mut Vec<Vec<Cable>>,
-) -> bool {
-    let Some(i) = free.iter().position(|&f| f) else {
-        out.push(current.clone());
-        return out.len() <= MAX_PAIRINGS;
-    };
-    free[i] = false;
-    for j in i + 1..down.len() {
-        if !free[j] || !may_pair(down[i], down[j]) {
-            continue;
-        }
-        free[j] = false;
-        current.push((down[i], down[j]));
-        let more = enumerate_pairings(down, may_pair, free, current, out);
-        current.pop();
-        free[j] = true;
-        if !more {
+/// Steps (partial pairings extended) the search for pairings may take: where the tables allow
+/// many pairs but few pairings complete (the ports around a switch that is gone), the search
+/// would otherwise try exponentially many partial ones (the 18-ary 3-tree without a middle
+/// switch, 36 ports: minutes). Past it the ports are not told apart.
+const MAX_PAIRING_STEPS: usize = 1 << 16;
+
+/// The search for pairings of `down` ports (`allowed[i * n + j]`: whether ports `i` and `j`
+/// may have been one cable).
+struct PairingSearch<'a> {
+    down: &'a [PortRef],
+    allowed: &'a [bool],
+}
+
+impl PairingSearch<'_> {
+    /// Every pairing of the `free` ports into allowed pairs, appended to `out`; false once more
+    /// than [`MAX_PAIRINGS`] are found or `steps` run out.
+    fn enumerate(
+        &self,
+        free: &mut [bool],
+        current: &mut Vec<Cable>,
+        out: &mut Vec<Vec<Cable>>,
+        steps: &mut usize,
+    ) -> bool {
+        let Some(left) = steps.checked_sub(1) else {
             return false;
+        };
+        *steps = left;
+        let Some(i) = free.iter().position(|&f| f) else {
+            out.push(current.clone());
+            return out.len() <= MAX_PAIRINGS;
+        };
+        let n = self.down.len();
+        free[i] = false;
+        for j in i + 1..n {
+            if !free[j] || !self.allowed[i * n + j] {
+                continue;
+            }
+            free[j] = false;
+            current.push((self.down[i], self.down[j]));
+            let more = self.enumerate(free, current, out, steps);
+            current.pop();
+            free[j] = true;
+            if !more {
+                return false;
+            }
         }
+        free[i] = true;
+        true
     }
-    free[i] = true;
-    true
 }
 
 /// How many table entries of `fabric`'s switches for its destinations do not take a hop one
@@ -635,4 +665,45 @@ pub fn disagreements(routed: super::RoutedRef<'_>, tables: &[(u64, Vec<u8>)]) ->
                 .count()
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ports every pair of which may have been a cable, but one that pairs with none, the last
+    /// to be paired: no pairing completes, and every partial one of the others (23!! of them
+    /// here) would be tried. The search stops after its steps and says the ports are not told
+    /// apart.
+    #[test]
+    fn the_search_for_pairings_is_bounded() {
+        let n = 24;
+        let down: Vec<PortRef> = (0..n as u32)
+            .map(|node| PortRef { node, port: 1 })
+            .collect();
+        let allowed: Vec<bool> = (0..n * n)
+            .map(|k| (k / n != k % n) && k / n != n - 1 && k % n != n - 1)
+            .collect();
+        let search = PairingSearch {
+            down: &down,
+            allowed: &allowed,
+        };
+        let (mut free, mut current, mut out) = (vec![true; n], Vec::new(), Vec::new());
+        let mut steps = MAX_PAIRING_STEPS;
+        assert!(!search.enumerate(&mut free, &mut current, &mut out, &mut steps));
+        assert_eq!(steps, 0);
+        assert!(out.is_empty());
+        // Four ports, two ways to pair them: both found, within the steps.
+        let allowed: Vec<bool> = (0..16)
+            .map(|k| k / 4 != k % 4 && (k / 4 + k % 4) != 3)
+            .collect();
+        let search = PairingSearch {
+            down: &down[..4],
+            allowed: &allowed,
+        };
+        let (mut free, mut current, mut out) = (vec![true; 4], Vec::new(), Vec::new());
+        let mut steps = MAX_PAIRING_STEPS;
+        assert!(search.enumerate(&mut free, &mut current, &mut out, &mut steps));
+        assert_eq!(out.len(), 2, "{out:?}");
+    }
 }
