@@ -15,6 +15,12 @@
 //!   an incremental re-route after one cable fails, medians of ADOPT_RUNS=5
 //!   (ADOPT_SPECS=spec;spec...; ADOPT_LOG=1 prints the re-route's log).
 //!
+//! - stand-in: a standby whose tables route over a switch that failed while no master ran
+//!   (`engine::adopt_tables` with a stand-in switch), a leaf, a middle and the last switch in
+//!   turn: its adoption beside adopting the same tables unchanged, its re-route beside the
+//!   master's own re-route of that fault, and whether their tables agree
+//!   (STANDIN_SPECS=spec;spec..., default ktree:18,3).
+//!
 //! Timings are wall clock of one run: quote them with `uptime`'s load; `benches/core.rs` has the
 //! criterion medians.
 
@@ -45,6 +51,9 @@ fn main() {
     }
     if wanted("adopt") {
         adopt();
+    }
+    if wanted("stand-in") {
+        stand_in();
     }
 }
 
@@ -327,5 +336,75 @@ fn adopt() {
             master.routing.num_layers,
             t_adopt / t_reroute,
         );
+    }
+}
+
+fn stand_in() {
+    let specs = std::env::var("STANDIN_SPECS").unwrap_or_else(|_| "ktree:18,3".into());
+    let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+    cfg.mcast_lane = McastLane::PLUGIN_DEFAULT;
+    let rc = RerouteConfig::default();
+    for spec in specs.split(';') {
+        let f = topo::by_name(spec).expect("fabric spec");
+        let out = engine::run_from(&f, &cfg, None, &rc).expect("routing");
+        let master = Routed::new(f.clone(), cfg.clone(), out);
+        let g = &master.graph;
+        let tables: Vec<(u64, Vec<u8>)> = (0..g.num_switches() as u32)
+            .map(|s| (g.switch_guid(s), master.routing.lft.table(s).to_vec()))
+            .collect();
+        let t = Instant::now();
+        let unchanged = engine::adopt_tables(f.clone(), &cfg, &tables).map(|_| ());
+        let t_unchanged = t.elapsed().as_secs_f64();
+        for s in [0, g.num_switches() / 2, g.num_switches() - 1] {
+            let gone = g.switch_guid(s as u32);
+            let x = f
+                .nodes()
+                .iter()
+                .position(|n| n.guid == gone)
+                .expect("a switch") as u32;
+            // The switch and the CAs it alone linked: what OpenSM no longer finds.
+            let mut lost = vec![gone];
+            for n in 0..f.nodes().len() as u32 {
+                let mut ends = f.links().iter().filter_map(|l| match (l.a.node, l.b.node) {
+                    (a, b) if a == n => Some(b),
+                    (a, b) if b == n => Some(a),
+                    _ => None,
+                });
+                if f.nodes()[n as usize].kind == NodeKind::Ca && ends.all(|e| e == x) {
+                    lost.push(f.nodes()[n as usize].guid);
+                }
+            }
+            let cut = f.retain(|n| !lost.contains(&n.guid), |_| true);
+            let t = Instant::now();
+            let adopted = engine::adopt_tables(cut.clone(), &cfg, &tables);
+            let t_adopt = t.elapsed().as_secs_f64();
+            let adopted = match adopted {
+                Ok(a) => a,
+                Err(e) => {
+                    println!("{spec}, switch {s} gone: not adopted after {t_adopt:.3} s ({e})");
+                    continue;
+                }
+            };
+            let t = Instant::now();
+            let next = engine::run_from(&cut, &cfg, Some(adopted.view()), &rc).expect("re-route");
+            let t_next = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let own = engine::run_from(&cut, &cfg, Some(master.view()), &rc).expect("re-route");
+            let t_own = t.elapsed().as_secs_f64();
+            let mode = |o: &engine::EngineOutput| match o.mode {
+                engine::RouteMode::Incremental(_) => "incremental",
+                _ => "full",
+            };
+            println!(
+                "{spec}, switch {s} gone ({} CA(s) with it): adopted with a stand-in in {t_adopt:.3} \
+                 s (the same tables unchanged: {t_unchanged:.3} s, {}); re-routed ({}) in \
+                 {t_next:.3} s, the master's own re-route ({}) {t_own:.3} s; the same LFTs: {}",
+                lost.len() - 1,
+                if unchanged.is_ok() { "adopted" } else { "refused" },
+                mode(&next),
+                mode(&own),
+                next.routing.lft == own.routing.lft
+            );
+        }
     }
 }
