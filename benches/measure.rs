@@ -252,23 +252,40 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// dfsssp-rs as the plug-in runs it by default.
+fn plugin_config() -> EngineConfig {
+    let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+    cfg.mcast_lane = McastLane::PLUGIN_DEFAULT;
+    cfg
+}
+
+/// `spec`'s fabric, a master's routing of it, and the switches' tables as a standby reads them
+/// back.
+fn master_tables(
+    spec: &str,
+    cfg: &EngineConfig,
+    rc: &RerouteConfig,
+) -> (dfsssp_rs::fabric::Fabric, Routed, Vec<(u64, Vec<u8>)>) {
+    let f = topo::by_name(spec).expect("fabric spec");
+    let out = engine::run_from(&f, cfg, None, rc).expect("routing");
+    let master = Routed::new(f.clone(), cfg.clone(), out);
+    let g = &master.graph;
+    let tables = (0..g.num_switches() as u32)
+        .map(|s| (g.switch_guid(s), master.routing.lft.table(s).to_vec()))
+        .collect();
+    (f, master, tables)
+}
+
 fn adopt() {
     let specs = std::env::var("ADOPT_SPECS").unwrap_or_else(|_| {
         "ktree:18,3;torus:6x6x6,4;dragonfly:4,2,2,9;random:64,36,16,512,seed=1".into()
     });
     let runs: usize =
         std::env::var("ADOPT_RUNS").map_or(5, |c| c.parse().expect("ADOPT_RUNS: a number"));
-    let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
-    cfg.mcast_lane = McastLane::PLUGIN_DEFAULT;
-    let rc = RerouteConfig::default();
+    let (cfg, rc) = (plugin_config(), RerouteConfig::default());
     for spec in specs.split(';') {
-        let f = topo::by_name(spec).expect("fabric spec");
-        let out = engine::run_from(&f, &cfg, None, &rc).expect("routing");
-        let master = Routed::new(f.clone(), cfg.clone(), out);
+        let (f, master, tables) = master_tables(spec, &cfg, &rc);
         let g = &master.graph;
-        let tables: Vec<(u64, Vec<u8>)> = (0..g.num_switches() as u32)
-            .map(|s| (g.switch_guid(s), master.routing.lft.table(s).to_vec()))
-            .collect();
         let mut adopted = None;
         let mut times = Vec::new();
         for _ in 0..runs {
@@ -341,17 +358,10 @@ fn adopt() {
 
 fn stand_in() {
     let specs = std::env::var("STANDIN_SPECS").unwrap_or_else(|_| "ktree:18,3".into());
-    let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
-    cfg.mcast_lane = McastLane::PLUGIN_DEFAULT;
-    let rc = RerouteConfig::default();
+    let (cfg, rc) = (plugin_config(), RerouteConfig::default());
     for spec in specs.split(';') {
-        let f = topo::by_name(spec).expect("fabric spec");
-        let out = engine::run_from(&f, &cfg, None, &rc).expect("routing");
-        let master = Routed::new(f.clone(), cfg.clone(), out);
+        let (f, master, tables) = master_tables(spec, &cfg, &rc);
         let g = &master.graph;
-        let tables: Vec<(u64, Vec<u8>)> = (0..g.num_switches() as u32)
-            .map(|s| (g.switch_guid(s), master.routing.lft.table(s).to_vec()))
-            .collect();
         let t = Instant::now();
         let unchanged = engine::adopt_tables(f.clone(), &cfg, &tables).map(|_| ());
         let t_unchanged = t.elapsed().as_secs_f64();

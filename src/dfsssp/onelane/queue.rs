@@ -88,10 +88,15 @@ impl SwitchQueue {
             if p <= key {
                 break;
             }
-            self.heap[i] = p;
-            self.pos[unpack(p).1 as usize] = i as u32;
+            self.place(i, p);
             i = parent;
         }
+        self.place(i, key);
+    }
+
+    /// Puts `key` at `i`, its switch's position with it.
+    #[inline(always)]
+    fn place(&mut self, i: usize, key: u128) {
         self.heap[i] = key;
         self.pos[unpack(key).1 as usize] = i as u32;
     }
@@ -114,12 +119,10 @@ impl SwitchQueue {
             if key <= least {
                 break;
             }
-            self.heap[i] = least;
-            self.pos[unpack(least).1 as usize] = i as u32;
+            self.place(i, least);
             i = c;
         }
-        self.heap[i] = key;
-        self.pos[unpack(key).1 as usize] = i as u32;
+        self.place(i, key);
     }
 }
 
