@@ -16,7 +16,7 @@
 //! since), pairing those ports into cables costs, per candidate pairing (at most
 //! [`MAX_PAIRINGS`]), a switch graph with its all-pairs distances, `O(S·(S+C))`, and one pass
 //! over the tables, `O(S·L)`. Where no pairing explains them (a switch gone), a stand-in switch
-//! takes their other ends ([`with_stand_in`]): `O(P·L·S)` for `P` such ports.
+//! takes their other ends ([`with_stand_in`]): `O(L·(S+P))` for `L` LIDs in the tables.
 
 use super::{remove_deadlocks, EngineConfig, EngineKind, Routed};
 use crate::fabric::{Fabric, PortRef};
@@ -86,6 +86,20 @@ pub fn adopt_tables(
 /// assigns (its company ID is all ones), so it meets no real node.
 pub const STAND_IN_GUID: u64 = 0xffff_ff00_5354_414e;
 
+/// How a route along the tables from a switch towards one LID ends ([`with_stand_in`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Unknown,
+    /// On the walk at hand (met again: a loop).
+    Walking,
+    /// Delivered after that many switch-to-switch hops.
+    Delivered(u32),
+    /// Over a port that is down now.
+    Down,
+    /// No entry, a loop, or a port to nothing that delivers.
+    Lost,
+}
+
 /// `fabric` with one switch standing in for whatever the `down` ports faced (a switch gone with
 /// its cables, several switches or cables the tables do not tell apart), linked to each of them,
 /// and `tables` with a table for it; `None` when the tables route no LID to those ports that
@@ -103,7 +117,8 @@ pub const STAND_IN_GUID: u64 = 0xffff_ff00_5354_414e;
 /// every route through it is re-routed. Only the layers derived for the routes that stay may
 /// differ from those the master derived with its real tables (default mode; with
 /// `canonical_sls` the layers are derived again from the tables after the re-route).
-/// `O(P·L·S)` for `P` down ports and `L` LIDs, and `O(L·S)` per LID tried as its LID.
+/// `O(L·(S+P))` for `L` LIDs in the tables and `P` down ports: every route walked once per LID,
+/// loops included.
 fn with_stand_in(
     fabric: &Fabric,
     tables: &[(u64, Vec<u8>)],
@@ -139,55 +154,70 @@ fn with_stand_in(
             }
         }
     }
-    // Hops from switch `n` to `lid` along the tables (`None` where they do not deliver it or
-    // enter a down port first).
-    let walk = |mut n: u32, lid: usize| -> Option<usize> {
-        let &(to, exit) = held.get(&lid)?;
-        for hops in 0..=switches.len() {
-            let p = entry(n, lid)?;
-            if n == to && p == exit {
-                return Some(hops);
-            }
-            if is_down(n, p) {
-                return None;
-            }
-            n = links
-                .remote(n as usize, p)
-                .map(|r| r.node)
-                .filter(|&r| switch(r))?;
-        }
-        None
-    };
-    // Its LID: held by nobody now, forwarded over a down port, and every switch's route to it
-    // ends in a down port.
-    let reaches_down = |lid: usize| {
-        switches.iter().all(|&s| {
+    // Switch index of every node (switches only), for the walks' marks.
+    let mut index = vec![u32::MAX; fabric.nodes().len()];
+    for (i, &n) in switches.iter().enumerate() {
+        index[n as usize] = i as u32;
+    }
+    let (mut ends, mut path) = (vec![End::Unknown; switches.len()], Vec::new());
+    // How every switch's route to `lid` along the tables ends (in `ends`, by switch index),
+    // each switch walked once: `O(S)` per LID, loops included.
+    let mut follow = |lid: usize, ends: &mut [End]| {
+        ends.fill(End::Unknown);
+        let target = held.get(&lid).copied();
+        for &s in &switches {
             let mut n = s;
-            for _ in 0..=switches.len() {
+            path.clear();
+            // The end, and whether it is the last switch's own (else the next switch's).
+            let (mut end, own) = loop {
+                let k = index[n as usize] as usize;
+                match ends[k] {
+                    End::Unknown => {}
+                    End::Walking => break (End::Lost, false),
+                    known => break (known, false),
+                }
+                ends[k] = End::Walking;
+                path.push(k);
                 let Some(p) = entry(n, lid) else {
-                    return false;
+                    break (End::Lost, true);
                 };
+                if target == Some((n, p)) {
+                    break (End::Delivered(0), true);
+                }
                 if is_down(n, p) {
-                    return true;
+                    break (End::Down, true);
                 }
                 match links.remote(n as usize, p).filter(|r| switch(r.node)) {
                     Some(r) => n = r.node,
-                    None => return false,
+                    None => break (End::Lost, true),
                 }
+            };
+            let mut own = own;
+            while let Some(k) = path.pop() {
+                if !own {
+                    if let End::Delivered(h) = end {
+                        end = End::Delivered(h + 1);
+                    }
+                }
+                own = false;
+                ends[k] = end;
             }
-            false
-        })
+        }
     };
     // LIDs nobody holds now that every switch routes to the down ports: the gone switch's own
     // (the lowest) and its CAs'.
-    let gone: Vec<usize> = (down.iter())
+    let mut gone = Vec::new();
+    let candidates: std::collections::BTreeSet<usize> = (down.iter())
         .filter_map(|d| table(d.node).map(|t| (d.port, t)))
         .flat_map(|(port, t)| (1..t.len()).filter(move |&l| t[l] == port))
         .filter(|l| !held.contains_key(l) && *l <= usize::from(crate::fabric::MAX_UNICAST_LID))
-        .collect::<std::collections::BTreeSet<usize>>()
-        .into_iter()
-        .filter(|&l| reaches_down(l))
         .collect();
+    for l in candidates {
+        follow(l, &mut ends);
+        if ends.iter().all(|&e| e == End::Down) {
+            gone.push(l);
+        }
+    }
     let (&lid, cas) = gone.split_first()?;
     let ports = u8::try_from(down.len() + cas.len())
         .ok()
@@ -203,12 +233,20 @@ fn with_stand_in(
     for (i, &l) in cas.iter().enumerate() {
         own[l] = (down.len() + i + 1) as u8;
     }
-    for (&l, _) in held.iter() {
+    // Every destination to the down port whose switch's route arrives in the fewest hops
+    // without entering a down port (ties to the lowest port).
+    let mut dests: Vec<usize> = held.keys().copied().filter(|&l| l < len).collect();
+    dests.sort_unstable();
+    for l in dests {
+        follow(l, &mut ends);
         let best = (down.iter().enumerate())
-            .filter_map(|(i, d)| walk(d.node, l).map(|h| (h, i)))
+            .filter_map(|(i, d)| match ends[index[d.node as usize] as usize] {
+                End::Delivered(h) => Some((h, i)),
+                _ => None,
+            })
             .min();
-        if let (Some((_, i)), Some(slot)) = (best, own.get_mut(l)) {
-            *slot = i as u8 + 1;
+        if let Some((_, i)) = best {
+            own[l] = i as u8 + 1;
         }
     }
     let mut with = crate::fabric::FabricBuilder::from_fabric(fabric.clone());

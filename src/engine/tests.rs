@@ -964,3 +964,30 @@ fn a_standby_stands_in_for_a_switch_gone_before_the_takeover() {
         }
     }
 }
+
+/// Tables that loop besides routing over a switch that is gone: the stand-in's walks see the
+/// loop once (each switch walked once per LID) and the adoption is refused, not hung.
+#[test]
+fn a_stand_in_refuses_tables_that_loop() {
+    let cfg = EngineConfig::new(EngineKind::Dfsssp);
+    let f = crate::topo::by_name("ktree:4,3").unwrap();
+    let out = run(&f, &cfg).unwrap();
+    let g = &out.graph;
+    let mut tables = tables_of(&out);
+    // Two neighbours send a LID of a third switch to each other.
+    let c = g.out_channels(0).start;
+    let h = g.chan_head()[c as usize];
+    let far = g
+        .dests()
+        .iter()
+        .find(|d| d.switch != 0 && d.switch != h && d.exit_port != 0)
+        .unwrap();
+    tables[0].1[usize::from(far.lid)] = g.chan_port()[c as usize];
+    tables[h as usize].1[usize::from(far.lid)] = g.chan_head_port()[c as usize];
+    let gone = g.switch_guid(g.num_switches() as u32 - 1);
+    let cut = without_switch(&f, gone);
+    assert!(matches!(
+        adopt_tables(cut, &cfg, &tables),
+        Err(AdoptError::Incomplete(_))
+    ));
+}
