@@ -117,8 +117,9 @@ enum End {
 /// every route through it is re-routed. Only the layers derived for the routes that stay may
 /// differ from those the master derived with its real tables (default mode; with
 /// `canonical_sls` the layers are derived again from the tables after the re-route).
-/// `O(L·(S+P))` for `L` LIDs in the tables and `P` down ports: every route walked once per LID,
-/// loops included.
+/// `O(L·(S+P))` for `L` LIDs in the tables and `P` down ports, every switch walked at most once
+/// per LID, loops included (for a LID still held, only the routes from the down ports'
+/// switches: usually a few hops each).
 fn with_stand_in(
     fabric: &Fabric,
     tables: &[(u64, Vec<u8>)],
@@ -159,13 +160,17 @@ fn with_stand_in(
     for (i, &n) in switches.iter().enumerate() {
         index[n as usize] = i as u32;
     }
-    let (mut ends, mut path) = (vec![End::Unknown; switches.len()], Vec::new());
-    // How every switch's route to `lid` along the tables ends (in `ends`, by switch index),
-    // each switch walked once: `O(S)` per LID, loops included.
-    let mut follow = |lid: usize, ends: &mut [End]| {
-        ends.fill(End::Unknown);
+    let (mut ends, mut path, mut touched) =
+        (vec![End::Unknown; switches.len()], Vec::new(), Vec::new());
+    // How the routes to `lid` along the tables from the switches `from` end (in `ends`, by
+    // switch index; the others' left Unknown), each switch walked at most once: `O(S)` per LID,
+    // loops included, and the few hops of the routes from `from` where they are short.
+    let mut follow = |lid: usize, from: &[u32], ends: &mut [End]| {
+        for k in touched.drain(..) {
+            ends[k] = End::Unknown;
+        }
         let target = held.get(&lid).copied();
-        for &s in &switches {
+        for &s in from {
             let mut n = s;
             path.clear();
             // The end, and whether it is the last switch's own (else the next switch's).
@@ -178,6 +183,7 @@ fn with_stand_in(
                 }
                 ends[k] = End::Walking;
                 path.push(k);
+                touched.push(k);
                 let Some(p) = entry(n, lid) else {
                     break (End::Lost, true);
                 };
@@ -213,7 +219,7 @@ fn with_stand_in(
         .filter(|l| !held.contains_key(l) && *l <= usize::from(crate::fabric::MAX_UNICAST_LID))
         .collect();
     for l in candidates {
-        follow(l, &mut ends);
+        follow(l, &switches, &mut ends);
         if ends.iter().all(|&e| e == End::Down) {
             gone.push(l);
         }
@@ -237,8 +243,9 @@ fn with_stand_in(
     // without entering a down port (ties to the lowest port).
     let mut dests: Vec<usize> = held.keys().copied().filter(|&l| l < len).collect();
     dests.sort_unstable();
+    let neighbours: Vec<u32> = down.iter().map(|d| d.node).collect();
     for l in dests {
-        follow(l, &mut ends);
+        follow(l, &neighbours, &mut ends);
         let best = (down.iter().enumerate())
             .filter_map(|(i, d)| match ends[index[d.node as usize] as usize] {
                 End::Delivered(h) => Some((h, i)),
