@@ -174,7 +174,7 @@ fn with_stand_in(
             let mut n = s;
             path.clear();
             // The end, and whether it is the last switch's own (else the next switch's).
-            let (mut end, own) = loop {
+            let (mut end, mut at_last) = loop {
                 let k = index[n as usize] as usize;
                 match ends[k] {
                     End::Unknown => {}
@@ -198,14 +198,13 @@ fn with_stand_in(
                     None => break (End::Lost, true),
                 }
             };
-            let mut own = own;
             while let Some(k) = path.pop() {
-                if !own {
+                if !at_last {
                     if let End::Delivered(h) = end {
                         end = End::Delivered(h + 1);
                     }
                 }
-                own = false;
+                at_last = false;
                 ends[k] = end;
             }
         }
