@@ -367,24 +367,8 @@ fn stand_in() {
         let t_unchanged = t.elapsed().as_secs_f64();
         for s in [0, g.num_switches() / 2, g.num_switches() - 1] {
             let gone = g.switch_guid(s as u32);
-            let x = f
-                .nodes()
-                .iter()
-                .position(|n| n.guid == gone)
-                .expect("a switch") as u32;
-            // The switch and the CAs it alone linked: what OpenSM no longer finds.
-            let mut lost = vec![gone];
-            for n in 0..f.nodes().len() as u32 {
-                let mut ends = f.links().iter().filter_map(|l| match (l.a.node, l.b.node) {
-                    (a, b) if a == n => Some(b),
-                    (a, b) if b == n => Some(a),
-                    _ => None,
-                });
-                if f.nodes()[n as usize].kind == NodeKind::Ca && ends.all(|e| e == x) {
-                    lost.push(f.nodes()[n as usize].guid);
-                }
-            }
-            let cut = f.retain(|n| !lost.contains(&n.guid), |_| true);
+            // What OpenSM still finds: the switch and the CAs it alone linked are gone.
+            let cut = f.without_switch(gone);
             let t = Instant::now();
             let adopted = engine::adopt_tables(cut.clone(), &cfg, &tables);
             let t_adopt = t.elapsed().as_secs_f64();
@@ -409,7 +393,7 @@ fn stand_in() {
                 "{spec}, switch {s} gone ({} CA(s) with it): adopted with a stand-in in {t_adopt:.3} \
                  s (the same tables unchanged: {t_unchanged:.3} s, {}); re-routed ({}) in \
                  {t_next:.3} s, the master's own re-route ({}) {t_own:.3} s; the same LFTs: {}",
-                lost.len() - 1,
+                f.endpoints().len() - cut.endpoints().len() - 1,
                 if unchanged.is_ok() { "adopted" } else { "refused" },
                 mode(&next),
                 mode(&own),

@@ -178,6 +178,27 @@ impl Fabric {
     }
 
     /// Every node; a node's index here is what [`PortRef::node`] and [`Endpoint::node`] hold.
+    /// The fabric without the node of GUID `gone` and the CAs and routers linked to it alone:
+    /// what a subnet manager still finds after that switch failed (its CAs are cut off).
+    pub fn without_switch(&self, gone: u64) -> Fabric {
+        let x = self.nodes.iter().position(|n| n.guid == gone);
+        let cut_off = |i: usize| {
+            self.nodes[i].kind != NodeKind::Switch
+                && (self.links.iter())
+                    .filter_map(|l| match (l.a.node as usize, l.b.node as usize) {
+                        (a, b) if a == i => Some(b),
+                        (a, b) if b == i => Some(a),
+                        _ => None,
+                    })
+                    .all(|e| Some(e) == x)
+        };
+        let lost: std::collections::HashSet<u64> = (0..self.nodes.len())
+            .filter(|&i| Some(i) == x || cut_off(i))
+            .map(|i| self.nodes[i].guid)
+            .collect();
+        self.retain(|n| !lost.contains(&n.guid), |_| true)
+    }
+
     pub fn nodes(&self) -> &[Node] {
         &self.nodes
     }
@@ -572,6 +593,46 @@ impl TryFrom<FabricRecord> for Fabric {
 
 #[cfg(test)]
 mod tests {
+    /// A leaf switch gone takes its CAs with it; a spine gone takes no CA; an unknown GUID
+    /// changes nothing.
+    #[test]
+    fn a_switch_gone_takes_the_cas_it_alone_linked() {
+        let f = crate::topo::by_name("ktree:4,3").unwrap();
+        let switches: Vec<&Node> = (f.nodes().iter())
+            .filter(|n| n.kind == NodeKind::Switch)
+            .collect();
+        let cas = |f: &Fabric| f.nodes().iter().filter(|n| n.kind == NodeKind::Ca).count();
+        let leaf = (0..f.nodes().len())
+            .find(|&i| {
+                f.nodes()[i].kind == NodeKind::Switch
+                    && f.links().iter().any(|l| {
+                        let other = if l.a.node as usize == i {
+                            l.b.node
+                        } else {
+                            l.a.node
+                        };
+                        (l.a.node as usize == i || l.b.node as usize == i)
+                            && f.nodes()[other as usize].kind == NodeKind::Ca
+                    })
+            })
+            .unwrap();
+        let its_cas = (f.links().iter())
+            .filter(|l| l.a.node as usize == leaf || l.b.node as usize == leaf)
+            .filter(|l| {
+                let other = if l.a.node as usize == leaf { l.b } else { l.a };
+                f.nodes()[other.node as usize].kind == NodeKind::Ca
+            })
+            .count();
+        assert!(its_cas > 0);
+        let cut = f.without_switch(f.nodes()[leaf].guid);
+        assert_eq!(cut.switch_count(), switches.len() - 1);
+        assert_eq!(cas(&cut), cas(&f) - its_cas);
+        assert!(cut.links().len() < f.links().len());
+        let spine = switches.last().unwrap().guid;
+        assert_eq!(cas(&f.without_switch(spine)), cas(&f));
+        assert_eq!(f.without_switch(1).nodes().len(), f.nodes().len());
+    }
+
     use super::*;
     use crate::graph::SwitchGraph;
     use crate::testkit::two_switches;

@@ -203,25 +203,6 @@ fn without(f: &Fabric, gone: &[Link]) -> Fabric {
     f.retain(|_| true, |l| !gone.contains(l))
 }
 
-/// `f` without switch `x` (a node index) and the CAs linked to it alone: what OpenSM finds after
-/// that switch failed.
-fn without_switch(f: &Fabric, x: u32) -> Fabric {
-    let mut gone = vec![f.nodes()[x as usize].guid];
-    for n in 0..f.nodes().len() as u32 {
-        let ends: Vec<u32> = (f.links().iter())
-            .filter_map(|l| match (l.a.node, l.b.node) {
-                (a, b) if a == n => Some(b),
-                (a, b) if b == n => Some(a),
-                _ => None,
-            })
-            .collect();
-        if f.nodes()[n as usize].kind == NodeKind::Ca && ends.iter().all(|&e| e == x) {
-            gone.push(f.nodes()[n as usize].guid);
-        }
-    }
-    f.retain(|n| !gone.contains(&n.guid), |_| true)
-}
-
 /// Entries of `t` that leave switch `guid` by `port`.
 fn uses_port(t: &Tables, guid: u64, port: u8) -> usize {
     t.lfts
@@ -714,7 +695,7 @@ fn takeover_on(spec: &str, name: &str, storage: Storage, how: Takeover) -> HaPai
             for cable in &cables {
                 sim.console(&format!("Unlink {}", port_name(&f, cable.a)));
             }
-            (None, without_switch(&f, switch))
+            (None, f.without_switch(f.nodes()[switch as usize].guid))
         }
         Takeover::PriorityRaised => {
             let conf = b.dir.join("osm.conf");

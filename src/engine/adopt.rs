@@ -66,20 +66,19 @@ pub fn adopt_tables(
         Err(e @ AdoptError::DownPorts { .. }) => e,
         other => return other,
     };
-    let down = down_ports_used(&fabric, tables);
-    if let Some(cables) = failed_cables(&fabric, tables, &down) {
-        // (A pairing of the ports around a switch that is gone can fit the tables' hops too;
-        // the tables then do not route on it.)
-        if let Ok(routed) = adopt_on(with_cables(fabric.clone(), &cables)?, cfg, tables) {
-            return Ok(routed);
-        }
+    // LIDs nobody holds now that the tables deliver beyond the down ports: a switch is gone
+    // there, which no pairing of those ports into cables could be (one may fit the tables' hops,
+    // on a fat tree whose ports and GUIDs are shuffled: the cables then route around nothing).
+    if let Some((with, tables)) =
+        with_stand_in(&fabric, tables, &unlinked_ports_used(&fabric, tables, None))
+    {
+        return adopt_on(with, cfg, &tables);
     }
-    let Some((with, tables)) =
-        with_stand_in(&fabric, tables, &unlinked_ports_used(&fabric, tables))
-    else {
-        return Err(refused);
-    };
-    adopt_on(with, cfg, &tables)
+    let down = down_ports_used(&fabric, tables);
+    match failed_cables(&fabric, tables, &down) {
+        Some(cables) => adopt_on(with_cables(fabric, &cables)?, cfg, tables),
+        None => Err(refused),
+    }
 }
 
 /// Node (and port) GUID of the stand-in switch ([`with_stand_in`]): not a GUID an IBA vendor
@@ -129,8 +128,7 @@ fn with_stand_in(
     if down.is_empty() {
         return None;
     }
-    let by_guid: std::collections::HashMap<u64, &[u8]> =
-        tables.iter().map(|(g, t)| (*g, t.as_slice())).collect();
+    let by_guid = tables_by_guid(tables);
     let links = fabric.port_table();
     let switch = |n: u32| fabric.nodes()[n as usize].kind == NodeKind::Switch;
     let switches: Vec<u32> = (0..fabric.nodes().len() as u32)
@@ -139,22 +137,7 @@ fn with_stand_in(
     let table = |n: u32| by_guid.get(&fabric.nodes()[n as usize].guid).copied();
     let entry = |n: u32, lid: usize| table(n).and_then(|t| t.get(lid).copied());
     let is_down = |n: u32, p: u8| down.binary_search(&PortRef { node: n, port: p }).is_ok();
-    // Where a LID is delivered now: (switch, port to the CA, or 0 for the switch's own).
-    let mut held: std::collections::HashMap<usize, (u32, u8)> = Default::default();
-    for e in fabric.endpoints() {
-        let at = match switch(e.node) {
-            true => Some((e.node, 0)),
-            false => links
-                .remote(e.node as usize, e.port)
-                .filter(|r| switch(r.node))
-                .map(|r| (r.node, r.port)),
-        };
-        if let Some(at) = at {
-            for lid in e.lids() {
-                held.insert(lid as usize, at);
-            }
-        }
-    }
+    let held: std::collections::HashMap<usize, (u32, u8)> = delivery_points(fabric).collect();
     // Switch index of every node (switches only), for the walks' marks.
     let mut index = vec![u32::MAX; fabric.nodes().len()];
     for (i, &n) in switches.iter().enumerate() {
@@ -340,25 +323,12 @@ fn failed_cables(
         _ if down.is_empty() || down.len() % 2 == 1 => return None,
         _ => {}
     }
-    let by_guid: std::collections::HashMap<u64, &[u8]> =
-        tables.iter().map(|(g, t)| (*g, t.as_slice())).collect();
+    let by_guid = tables_by_guid(tables);
     // The LIDs each switch delivers itself: its own and its CAs'.
     let mut delivered: std::collections::HashMap<u32, Vec<u16>> = Default::default();
-    let links = fabric.port_table();
-    for e in fabric.endpoints() {
-        let switch =
-            |node: u32| fabric.nodes()[node as usize].kind == crate::fabric::NodeKind::Switch;
-        let at = if switch(e.node) {
-            Some(e.node)
-        } else {
-            links
-                .remote(e.node as usize, e.port)
-                .map(|r| r.node)
-                .filter(|&n| switch(n))
-        };
-        if let Some(at) = at {
-            let lids = e.lids().filter_map(|l| u16::try_from(l).ok());
-            delivered.entry(at).or_default().extend(lids);
+    for (lid, (at, _)) in delivery_points(fabric) {
+        if let Ok(lid) = u16::try_from(lid) {
+            delivered.entry(at).or_default().push(lid);
         }
     }
     let forwards_to = |a: PortRef, b: PortRef| {
@@ -509,55 +479,33 @@ fn off_shortest(fabric: &Fabric, by_guid: &std::collections::HashMap<u64, &[u8]>
 
 /// The switch ports, unlinked in `fabric`, that `tables` forward some LID of `fabric` over.
 fn down_ports_used(fabric: &Fabric, tables: &[(u64, Vec<u8>)]) -> Vec<PortRef> {
-    use crate::fabric::NodeKind;
-    let lids: Vec<u16> = fabric
-        .endpoints()
-        .iter()
-        .flat_map(|e| e.lids())
-        .filter_map(|l| u16::try_from(l).ok())
-        .filter(|&l| l != 0)
-        .collect();
-    let linked = fabric.port_table();
-    let by_guid: std::collections::HashMap<u64, &[u8]> =
-        tables.iter().map(|(g, t)| (*g, t.as_slice())).collect();
-    let mut ports = std::collections::BTreeSet::new();
-    for (node, n) in fabric.nodes().iter().enumerate() {
-        if n.kind != NodeKind::Switch {
-            continue;
-        }
-        let Some(table) = by_guid.get(&n.guid) else {
-            continue;
-        };
-        for &lid in &lids {
-            let port = table.get(usize::from(lid)).copied().unwrap_or(NO_PATH);
-            let on_switch_port = port != 0 && port != NO_PATH && port <= n.num_ports;
-            if on_switch_port && linked.remote(node, port).is_none() {
-                ports.insert((node as u32, port));
-            }
-        }
-    }
-    ports
-        .into_iter()
-        .map(|(node, port)| PortRef { node, port })
-        .collect()
+    let lids: Vec<usize> = delivery_points(fabric).map(|(lid, _)| lid).collect();
+    unlinked_ports_used(fabric, tables, Some(&lids))
 }
 
-/// The switch ports, unlinked in `fabric`, that `tables` forward any LID over (not only those
-/// of `fabric`'s destinations: also those of CAs and switches gone): they were linked when the
-/// tables were written. Sorted.
-fn unlinked_ports_used(fabric: &Fabric, tables: &[(u64, Vec<u8>)]) -> Vec<PortRef> {
+/// The switch ports, unlinked in `fabric`, that `tables` forward one of `lids` over (`None`: any
+/// LID, also those of CAs and switches gone; they were linked when the tables were written).
+/// Sorted.
+fn unlinked_ports_used(
+    fabric: &Fabric,
+    tables: &[(u64, Vec<u8>)],
+    lids: Option<&[usize]>,
+) -> Vec<PortRef> {
     use crate::fabric::NodeKind;
     let linked = fabric.port_table();
-    let by_guid: std::collections::HashMap<u64, &[u8]> =
-        tables.iter().map(|(g, t)| (*g, t.as_slice())).collect();
+    let by_guid = tables_by_guid(tables);
     let mut ports = Vec::new();
     for (node, n) in fabric.nodes().iter().enumerate() {
         let Some(table) = by_guid.get(&n.guid).filter(|_| n.kind == NodeKind::Switch) else {
             continue;
         };
         let mut used = [false; 256];
-        for &p in table.iter() {
-            used[usize::from(p)] = true;
+        match lids {
+            Some(lids) => lids
+                .iter()
+                .filter_map(|&l| table.get(l))
+                .for_each(|&p| used[usize::from(p)] = true),
+            None => table.iter().for_each(|&p| used[usize::from(p)] = true),
         }
         for port in 1..=n.num_ports {
             if used[usize::from(port)] && linked.remote(node, port).is_none() {
@@ -571,6 +519,29 @@ fn unlinked_ports_used(fabric: &Fabric, tables: &[(u64, Vec<u8>)]) -> Vec<PortRe
     ports
 }
 
+/// `tables` (node GUID, port per LID) by node GUID.
+fn tables_by_guid(tables: &[(u64, Vec<u8>)]) -> std::collections::HashMap<u64, &[u8]> {
+    tables.iter().map(|(g, t)| (*g, t.as_slice())).collect()
+}
+
+/// Every LID `fabric` delivers now, with where: the switch, and the port to its CA (0 for the
+/// switch's own LID). A CA linked to no switch delivers nothing.
+fn delivery_points(fabric: &Fabric) -> impl Iterator<Item = (usize, (u32, u8))> + '_ {
+    let links = fabric.port_table();
+    let switch = |n: u32| fabric.nodes()[n as usize].kind == crate::fabric::NodeKind::Switch;
+    fabric.endpoints().iter().flat_map(move |e| {
+        let at = match switch(e.node) {
+            true => Some((e.node, 0)),
+            false => links
+                .remote(e.node as usize, e.port)
+                .filter(|r| switch(r.node))
+                .map(|r| (r.node, r.port)),
+        };
+        at.into_iter()
+            .flat_map(move |at| e.lids().map(move |lid| (lid as usize, at)))
+    })
+}
+
 /// [`adopt_tables`] on `fabric` as it is.
 fn adopt_on(
     fabric: Fabric,
@@ -582,8 +553,7 @@ fn adopt_on(
     }
     let graph = SwitchGraph::new(&fabric).map_err(|e| AdoptError::Fabric(e.to_string()))?;
     let mut lft = Lft::new(graph.num_switches(), graph.max_lid());
-    let by_guid: std::collections::HashMap<u64, &[u8]> =
-        tables.iter().map(|(g, t)| (*g, t.as_slice())).collect();
+    let by_guid = tables_by_guid(tables);
     let (mut down, mut down_switches) = (0, 0);
     for s in 0..graph.num_switches() as u32 {
         let down_before = down;
@@ -693,8 +663,7 @@ pub(crate) fn derive_layers(
 /// kept by this SM (its state file, its own earlier mastership) is what the switches hold, so
 /// it may be continued as it is. `O(S * L)`.
 pub fn disagreements(routed: super::RoutedRef<'_>, tables: &[(u64, Vec<u8>)]) -> usize {
-    let by_guid: std::collections::HashMap<u64, &[u8]> =
-        tables.iter().map(|(g, t)| (*g, t.as_slice())).collect();
+    let by_guid = tables_by_guid(tables);
     let g = routed.graph;
     (0..g.num_switches() as u32)
         .map(|s| {

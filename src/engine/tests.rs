@@ -9,26 +9,6 @@ fn first_cable_cut(f: &Fabric) -> Fabric {
     f.retain(|_| true, |l| *l != cable)
 }
 
-/// `f` without the switch of node GUID `gone` and the CAs it alone linked: what OpenSM
-/// discovers after that switch failed.
-fn without_switch(f: &Fabric, gone: u64) -> Fabric {
-    let x = f.nodes().iter().position(|n| n.guid == gone).unwrap() as u32;
-    let behind: std::collections::HashSet<u32> = (0..f.nodes().len() as u32)
-        .filter(|&n| f.nodes()[n as usize].kind != NodeKind::Switch)
-        .filter(|&n| {
-            let mut ends = f.links().iter().filter_map(|l| match (l.a.node, l.b.node) {
-                (a, b) if a == n => Some(b),
-                (a, b) if b == n => Some(a),
-                _ => None,
-            });
-            ends.all(|e| e == x)
-        })
-        .collect();
-    let gone_cas: std::collections::HashSet<u64> =
-        behind.iter().map(|&n| f.nodes()[n as usize].guid).collect();
-    f.retain(|n| n.guid != gone && !gone_cas.contains(&n.guid), |_| true)
-}
-
 /// The switches' tables of `out` as a standby reads them back: (node GUID, port per LID).
 fn tables_of(out: &EngineOutput) -> Vec<(u64, Vec<u8>)> {
     switch_tables(&out.graph, &out.routing)
@@ -869,6 +849,9 @@ fn a_standby_stands_in_for_a_switch_gone_before_the_takeover() {
     for (spec, lanes, canonical) in [
         ("ktree:4,3", 8, false),
         ("ktree:8,3", 8, false),
+        // Ports, GUIDs and LIDs in random order: the stand-in's LID is then any of the gone
+        // switch's, not necessarily its own.
+        ("ktree:8,3,shuffle=1", 8, false),
         ("torus:4x4x4,2", 8, false),
         ("torus:4x4x4,2", 8, true),
         ("random:64,36,16,512,seed=1", 8, false),
@@ -895,7 +878,7 @@ fn a_standby_stands_in_for_a_switch_gone_before_the_takeover() {
             (mid, true),
         ] {
             let case = format!("{spec}, {lanes} lanes, switch {s} gone, a cable too: {and_cable}");
-            let mut cut = without_switch(&f, g.switch_guid(s as u32));
+            let mut cut = f.without_switch(g.switch_guid(s as u32));
             if and_cable {
                 let node = |guid: u64| cut.nodes().iter().position(|n| n.guid == guid);
                 let far = (0..g.num_switches() as u32)
@@ -923,8 +906,13 @@ fn a_standby_stands_in_for_a_switch_gone_before_the_takeover() {
                 Err(AdoptError::NotLayerable(_)) if lanes == 1 => continue,
                 other => other.unwrap_or_else(|e| panic!("{case}: {e}")),
             };
+            // A stand-in, unless no route of a switch still there crossed the gone one (a spine
+            // that only its own LID's routes led to): then the tables fit the fabric as it is.
             let stand_in = (back.fabric.nodes().iter()).any(|n| n.guid == STAND_IN_GUID);
-            assert!(stand_in, "{case}");
+            assert!(
+                stand_in || back.fabric.links().len() == cut.links().len(),
+                "{case}"
+            );
             let next = run_from(&cut, &cfg, Some(back.view()), &rc).unwrap();
             let master = run_from(&cut, &cfg, Some(prior_of(&f, &cfg, &out)), &rc).unwrap();
             // Incremental where the master's own re-route is. (With a cable too, the master's
@@ -985,7 +973,7 @@ fn a_stand_in_refuses_tables_that_loop() {
     tables[0].1[usize::from(far.lid)] = g.chan_port()[c as usize];
     tables[h as usize].1[usize::from(far.lid)] = g.chan_head_port()[c as usize];
     let gone = g.switch_guid(g.num_switches() as u32 - 1);
-    let cut = without_switch(&f, gone);
+    let cut = f.without_switch(gone);
     assert!(matches!(
         adopt_tables(cut, &cfg, &tables),
         Err(AdoptError::Incomplete(_))
