@@ -298,7 +298,18 @@ fn adopt() {
         let adopted = match adopted.expect("runs >= 1") {
             Ok(a) => a,
             Err(e) => {
-                println!("{spec}: a standby computes from scratch after {t_adopt:.3} s ({e})");
+                // What the standby then routes: on an unchanged fabric a computation from
+                // scratch is the master's own, unless a candidate stopped at its time budget.
+                let t = Instant::now();
+                let out = engine::run_from(&f, &cfg, None, &rc).expect("routing");
+                let t_fresh = t.elapsed().as_secs_f64();
+                let fresh = Routed::new(f.clone(), cfg.clone(), out);
+                println!(
+                    "{spec}: a standby computes from scratch after {t_adopt:.3} s ({e}): in \
+                     {t_fresh:.3} s, {} entries differ from the master's, SLs {:.2}% changed",
+                    engine::disagreements(fresh.view(), &tables),
+                    sl_changed_pct(&master, &fresh),
+                );
                 continue;
             }
         };

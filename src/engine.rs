@@ -682,7 +682,7 @@ fn relayered(
     )
     .ok()?;
     let dist = SwitchDistances::new(graph);
-    let (report, sl_offset) = remove_deadlocks(graph, &mut routing, cfg, &dist).ok()?;
+    let (report, sl_offset) = remove_deadlocks(graph, &mut routing, cfg, &dist, true).ok()?;
     let legal = report.one_lane.as_ref().and_then(|o| o.legal_rerouted)?;
     if sl_offset != p.sl_offset {
         return None;
@@ -1102,15 +1102,21 @@ fn layers_for_deadlock_removal(cfg: &EngineConfig) -> (u8, bool) {
 
 /// Deadlock removal of routes already in the tables, as `cfg`'s engine runs it on its final
 /// routes (its lanes, its options; `dist` all switch distances), with the SL offset of layer 0
-/// it gives.
+/// it gives. With `refuse_escape`, for callers that would refuse the Up*/Down* escape's moved
+/// routes, it stops where cycle breaking needs more than the lanes
+/// ([`DfssspOptions::refuse_escape`]).
 fn remove_deadlocks(
     graph: &SwitchGraph,
     routing: &mut Routing,
     cfg: &EngineConfig,
     dist: &SwitchDistances,
+    refuse_escape: bool,
 ) -> Result<(LayerReport, u8), dfsssp::DfssspError> {
     let (budget, always) = layers_for_deadlock_removal(cfg);
-    let opts = dfsssp_options(cfg);
+    let opts = DfssspOptions {
+        refuse_escape,
+        ..dfsssp_options(cfg)
+    };
     let report = dfsssp::make_deadlock_free_with(graph, routing, budget, &opts, Some(dist))?;
     let sl_offset = u8::from(always || report.spare_lane);
     Ok((report, sl_offset))

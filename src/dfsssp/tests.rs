@@ -213,6 +213,47 @@ fn escape_without_reclaim_leaves_overflowing_destinations_on_updown() {
 }
 
 #[test]
+fn refusing_the_escape_stops_before_it_and_moves_nothing() {
+    // A caller that keeps the routes as they are (a standby deriving layers) is told that cycle
+    // breaking needs more than the budget, with the routes untouched; one lane more fits.
+    let f = grid(&[4, 4], true, 1);
+    let g = SwitchGraph::new(&f).unwrap();
+    let orig = sssp::route(&g);
+    let opts = DfssspOptions {
+        one_lane: false,
+        refuse_escape: true,
+        ..Default::default()
+    };
+    let mut r = orig.clone();
+    let escaped = make_deadlock_free_with(
+        &g,
+        &mut r,
+        1,
+        &DfssspOptions {
+            refuse_escape: false,
+            ..opts.clone()
+        },
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        escaped.escape_layer,
+        Some(0),
+        "without the refusal it escapes: {escaped:?}"
+    );
+    let mut r = orig.clone();
+    assert_eq!(
+        make_deadlock_free_with(&g, &mut r, 1, &opts, None).unwrap_err(),
+        DfssspError::EscapeRefused { budget: 1 }
+    );
+    assert!(r.lft == orig.lft, "the routes stay as they were");
+    let rep = make_deadlock_free_with(&g, &mut r, 8, &opts, None).unwrap();
+    assert!(rep.escape_layer.is_none(), "{rep:?}");
+    assert!(r.lft == orig.lft);
+    check_deadlock_free(&g, &r);
+}
+
+#[test]
 fn five_ring_with_one_lane_escapes() {
     let f = grid(&[5], true, 1);
     let (g, orig, r, rep) = run(&f, 1);

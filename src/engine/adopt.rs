@@ -616,7 +616,10 @@ fn adopt_on(
 /// the layer spread over the lanes (`dfsssp`'s one lane). A fat tree re-routed incrementally
 /// after a cable fault needs them: its layers cycle through such routes (a switch above the
 /// leaves turns down, then up). Those tables derive to the same layers again. Any other change
-/// (the Up*/Down* escape, which moves data routes) is refused.
+/// is refused: where cycle breaking needs more than the lanes, before the Up*/Down* escape
+/// runs (it would move data routes). Such tables (a faulty torus, a random fabric) are then
+/// routed from scratch, which on an unchanged fabric gives the master's own routing (the
+/// `adopt` bench checks it).
 pub(crate) fn derive_layers(
     graph: &SwitchGraph,
     lft: Lft,
@@ -635,8 +638,12 @@ pub(crate) fn derive_layers(
     };
     let before = routing.lft.clone();
     // (Broken routes fail here or in the verification below.)
-    let (report, sl_offset) = remove_deadlocks(graph, &mut routing, cfg, &dist)
-        .map_err(|e| AdoptError::Incomplete(e.to_string()))?;
+    let (report, sl_offset) = match remove_deadlocks(graph, &mut routing, cfg, &dist, true) {
+        Err(e @ crate::dfsssp::DfssspError::EscapeRefused { .. }) => {
+            return Err(AdoptError::NotLayerable(e.to_string()))
+        }
+        other => other.map_err(|e| AdoptError::Incomplete(e.to_string()))?,
+    };
     let made_legal = (report.one_lane.as_ref()).and_then(|o| o.legal_rerouted);
     let only_switch_lids = || {
         (0..graph.num_switches() as u32).all(|s| {
@@ -645,9 +652,9 @@ pub(crate) fn derive_layers(
                 .all(|d| d.exit_port == 0 || now[usize::from(d.lid)] == was[usize::from(d.lid)])
         })
     };
-    if report.escape_layer.is_some()
-        || (made_legal.is_none() && routing.lft != before && !only_switch_lids())
-    {
+    // (Where cycle breaking needs more than the lanes, the escape would move data routes: it
+    // was refused above before it ran.)
+    if made_legal.is_none() && routing.lft != before && !only_switch_lids() {
         return Err(AdoptError::NotLayerable(format!(
             "other routes (more than {} layer(s) by cycle breaking)",
             report.budget

@@ -979,3 +979,32 @@ fn a_stand_in_refuses_tables_that_loop() {
         Err(AdoptError::Incomplete(_))
     ));
 }
+
+/// Tables whose routes need the Up*/Down* escape (a faulty torus, a faulty Kautz graph: cycle
+/// breaking needs more than the lanes) are refused before the escape runs, which would move
+/// data routes; the standby then computes from scratch, and on an unchanged fabric that is the
+/// master's own routing: the same tables and the same layers.
+#[test]
+fn escape_tables_are_refused_and_routed_again_as_the_master_routed_them() {
+    for spec in ["torus:4x4x4,2,cut=5", "kautz:3,5,4,cut=5"] {
+        let f = crate::topo::by_name(spec).unwrap();
+        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.mcast_lane = McastLane::PLUGIN_DEFAULT;
+        let out = run(&f, &cfg).unwrap();
+        let report = out.layer_report.as_ref().unwrap();
+        assert!(
+            report.escape_layer.is_some(),
+            "{spec}: routed without the escape"
+        );
+        match adopt_tables(f.clone(), &cfg, &tables_of(&out)) {
+            Err(AdoptError::NotLayerable(why)) => {
+                assert!(why.contains("more than 7 layer(s)"), "{spec}: {why}")
+            }
+            other => panic!("{spec}: {:?}", other.map(|_| ())),
+        }
+        let again = run(&f, &cfg).unwrap();
+        assert_eq!(again.routing.lft, out.routing.lft, "{spec}");
+        assert_eq!(again.routing.layers, out.routing.layers, "{spec}");
+        assert_eq!(again.sl_offset, out.sl_offset, "{spec}");
+    }
+}
