@@ -30,7 +30,9 @@ mod candidates;
 mod full_why;
 pub(crate) mod routed;
 
-pub use adopt::{adopt_tables, disagreements, AdoptError, STAND_IN_GUID};
+pub use adopt::{
+    adopt_tables, adopt_tables_how, disagreements, AdoptError, LayersFrom, STAND_IN_GUID,
+};
 pub use full_why::FullWhy;
 pub use routed::{Routed, RoutedRef};
 

@@ -62,9 +62,30 @@ pub fn adopt_tables(
     cfg: &EngineConfig,
     tables: &[(u64, Vec<u8>)],
 ) -> Result<Routed, AdoptError> {
+    adopt_tables_how(fabric, cfg, tables).map(|(routed, _)| routed)
+}
+
+/// Where an adopted routing's layers come from ([`adopt_tables_how`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayersFrom {
+    /// Derived from the tables by the canonical rule ([`derive_layers`]).
+    Derived,
+    /// The tables' routes need the Up*/Down* escape, so no derivation gives their layers; they
+    /// are, entry for entry, this engine's computation from scratch of the fabric with the
+    /// cables that failed since, whose layers are taken ([`recomputed`]).
+    Recomputed,
+}
+
+/// [`adopt_tables`], and where the layers come from.
+pub fn adopt_tables_how(
+    fabric: Fabric,
+    cfg: &EngineConfig,
+    tables: &[(u64, Vec<u8>)],
+) -> Result<(Routed, LayersFrom), AdoptError> {
+    let derived = |r: Routed| (r, LayersFrom::Derived);
     let refused = match adopt_on(fabric.clone(), cfg, tables) {
         Err(e @ AdoptError::DownPorts { .. }) => e,
-        other => return other,
+        other => return other.map(derived),
     };
     // LIDs nobody holds now that the tables deliver beyond the down ports: a switch is gone
     // there, which no pairing of those ports into cables could be (one may fit the tables' hops,
@@ -72,13 +93,59 @@ pub fn adopt_tables(
     if let Some((with, tables)) =
         with_stand_in(&fabric, tables, &unlinked_ports_used(&fabric, tables, None))
     {
-        return adopt_on(with, cfg, &tables);
+        return adopt_on(with, cfg, &tables).map(derived);
     }
     let down = down_ports_used(&fabric, tables);
-    match failed_cables(&fabric, tables, &down) {
-        Some(cables) => adopt_on(with_cables(fabric, &cables)?, cfg, tables),
-        None => Err(refused),
+    let Some(cables) = failed_cables(&fabric, tables, &down) else {
+        return Err(refused);
+    };
+    let with = with_cables(fabric, &cables)?;
+    match adopt_on(with.clone(), cfg, tables) {
+        Err(AdoptError::NotLayerable(why)) => recomputed(with, cfg, tables, why),
+        other => other.map(derived),
     }
+}
+
+/// Tables refused for their layers (`why`: their routes need the Up*/Down* escape, which no
+/// derivation from the routes reproduces) on `fabric`, the fabric with the cables that failed
+/// since: where they are, entry for entry, this engine's computation from scratch of that
+/// fabric (the master computed them, then the cables failed while no master ran, or during the
+/// takeover), that computation is the routing they hold, its layers included, and the re-route
+/// that follows moves only what crossed the cables, as after the master's own computation.
+/// Otherwise refused (the standby computes from scratch). Not tried where no cable failed: the
+/// computation from scratch that follows a refusal is then that very routing, at no more cost.
+/// Deterministic where the computation is (a candidate stopped at its time budget may differ:
+/// then refused). Cost: a computation from scratch.
+fn recomputed(
+    fabric: Fabric,
+    cfg: &EngineConfig,
+    tables: &[(u64, Vec<u8>)],
+    why: String,
+) -> Result<(Routed, LayersFrom), AdoptError> {
+    let refused = |also: &str| AdoptError::NotLayerable(format!("{why}{also}"));
+    let out = super::run(&fabric, cfg).map_err(|e| {
+        refused(&format!(
+            "; this fabric's computation from scratch failed: {e}"
+        ))
+    })?;
+    let by_guid = tables_by_guid(tables);
+    let (g, lft) = (&out.graph, &out.routing.lft);
+    let same = (0..g.num_switches() as u32).all(|s| {
+        let table = by_guid.get(&g.switch_guid(s)).copied().unwrap_or(&[]);
+        (g.dests().iter())
+            .filter(|d| d.switch != crate::graph::NO_SWITCH)
+            .all(|d| table.get(usize::from(d.lid)) == Some(&lft.port(s, d.lid)))
+    });
+    if !same {
+        return Err(refused(
+            " (nor are they this fabric's computation from scratch, with the cables that failed \
+             since)",
+        ));
+    }
+    Ok((
+        Routed::new(fabric, cfg.clone(), out),
+        LayersFrom::Recomputed,
+    ))
 }
 
 /// Node (and port) GUID of the stand-in switch ([`with_stand_in`]): not a GUID an IBA vendor

@@ -1008,3 +1008,60 @@ fn escape_tables_are_refused_and_routed_again_as_the_master_routed_them() {
         assert_eq!(again.sl_offset, out.sl_offset, "{spec}");
     }
 }
+
+/// A cable fails while no master runs, on a fabric whose routes need the Up*/Down* escape (no
+/// derivation reproduces their layers): the tables are the master's computation from scratch
+/// of the fabric with that cable, so the standby takes that computation as the routing they
+/// hold, and its re-route moves what the master's own re-route of the fault moves, nothing more.
+/// (Before, it computed from scratch: most LFT entries and SLs changed.)
+#[test]
+fn escape_tables_with_a_cable_gone_are_recomputed_and_re_routed() {
+    for spec in ["torus:4x4x4,2,cut=5", "kautz:3,5,4,cut=5"] {
+        let f = crate::topo::by_name(spec).unwrap();
+        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.mcast_lane = McastLane::PLUGIN_DEFAULT;
+        let rc = RerouteConfig::default();
+        let out = run_from(&f, &cfg, None, &rc).unwrap();
+        let tables = tables_of(&out);
+        let cut = first_cable_cut(&f);
+        let (back, from) = adopt_tables_how(cut.clone(), &cfg, &tables).unwrap();
+        assert_eq!(from, LayersFrom::Recomputed, "{spec}");
+        assert!(back.routing.lft == out.routing.lft, "{spec}");
+        assert!(back.routing.layers == out.routing.layers, "{spec}");
+        let next = run_from(&cut, &cfg, Some(back.view()), &rc).unwrap();
+        let master = run_from(&cut, &cfg, Some(prior_of(&f, &cfg, &out)), &rc).unwrap();
+        assert!(next.routing.lft == master.routing.lft, "{spec}");
+        assert!(next.routing.layers == master.routing.layers, "{spec}");
+        let d = changes((&f, &out), (&cut, &next));
+        let fresh = run(&cut, &cfg).unwrap();
+        let d_fresh = changes((&f, &out), (&cut, &fresh));
+        assert!(
+            d.ca_pairs_moved < d_fresh.ca_pairs_moved,
+            "{spec}: {} against {}",
+            d.summary(),
+            d_fresh.summary()
+        );
+        println!(
+            "{spec}: re-routed from the recomputed tables: {}; from scratch: {}",
+            d.summary(),
+            d_fresh.summary()
+        );
+        // Tables that are not the computation from scratch (changed in one entry) are refused.
+        let mut other = tables.clone();
+        let (s, d) = (0, out.graph.dests().iter().find(|d| d.switch != 0).unwrap());
+        let row = &mut other[s].1;
+        let port = row[usize::from(d.lid)];
+        let alt = (out.graph.out_channels(s as u32))
+            .map(|c| out.graph.chan_port()[c as usize])
+            .find(|&p| p != port)
+            .unwrap();
+        row[usize::from(d.lid)] = alt;
+        assert!(
+            matches!(
+                adopt_tables_how(cut.clone(), &cfg, &other),
+                Err(AdoptError::NotLayerable(_) | AdoptError::Incomplete(_))
+            ),
+            "{spec}"
+        );
+    }
+}

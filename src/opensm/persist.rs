@@ -238,8 +238,8 @@ impl EngineCtx {
             kept,
         } = rb;
         let t = Instant::now();
-        match engine::adopt_tables(fabric.clone(), cfg, &tables) {
-            Ok(routed) => {
+        match engine::adopt_tables_how(fabric.clone(), cfg, &tables) {
+            Ok((routed, from)) => {
                 let stand_in =
                     (routed.fabric.nodes().iter()).any(|n| n.guid == engine::STAND_IN_GUID);
                 let differ = match (routed.fabric.links().len())
@@ -266,9 +266,17 @@ impl EngineCtx {
                         engine::NO_DATA_REROUTED
                     ),
                 };
+                let layers = match from {
+                    engine::LayersFrom::Derived => "derived from the routes",
+                    engine::LayersFrom::Recomputed => {
+                        "taken from this fabric's computation from scratch, which gives these \
+                         very tables (their routes need the Up*/Down* escape, whose layers no \
+                         derivation from the routes reproduces),"
+                    }
+                };
                 self.log.info(&format!(
                     "{name}: adopted the routing the switches hold ({read}, {refused} request(s) \
-                     refused; {} layer(s) derived from the routes in {:.3} s{differ}); verified in full \
+                     refused; {} layer(s) {layers} in {:.3} s{differ}); verified in full \
                      when read, so only what changed since is re-routed and checked again",
                     routed.routing.num_layers,
                     t.elapsed().as_secs_f64()
