@@ -82,6 +82,11 @@ pub fn adopt_tables_how(
     cfg: &EngineConfig,
     tables: &[(u64, Vec<u8>)],
 ) -> Result<(Routed, LayersFrom), AdoptError> {
+    if let Some(known) = without_joined(&fabric, tables) {
+        // Nodes that joined since (a CA or switch up during the takeover): the tables are the
+        // routing of the fabric without them, and the re-route adds them as it adds any join.
+        return adopt_tables_how(known, cfg, tables);
+    }
     let derived = |r: Routed| (r, LayersFrom::Derived);
     let refused = match adopt_on(fabric.clone(), cfg, tables) {
         Err(e @ AdoptError::DownPorts { .. }) => e,
@@ -607,6 +612,52 @@ fn delivery_points(fabric: &Fabric) -> impl Iterator<Item = (usize, (u32, u8))> 
         at.into_iter()
             .flat_map(move |at| e.lids().map(move |lid| (lid as usize, at)))
     })
+}
+
+/// `fabric` without the nodes that joined since the tables were written, if any: the CAs and
+/// switches none of whose LIDs any table routes (an entry to a port, or to port 0 of the switch
+/// that holds the LID: a switch's table that was never programmed, all zeros, routes nothing
+/// else). `None` where every node has a routed LID, or where no switch would be left.
+/// `O(S·L)`.
+fn without_joined(fabric: &Fabric, tables: &[(u64, Vec<u8>)]) -> Option<Fabric> {
+    use crate::fabric::NodeKind;
+    // (switch GUID, LID) of every switch's own LIDs.
+    let own: std::collections::HashSet<(u64, u32)> = (fabric.endpoints().iter())
+        .filter(|e| fabric.nodes()[e.node as usize].kind == NodeKind::Switch)
+        .flat_map(|e| {
+            e.lids()
+                .map(move |l| (fabric.nodes()[e.node as usize].guid, l))
+        })
+        .collect();
+    let mut routed = vec![false; usize::from(fabric.max_lid()) + 1];
+    for (guid, table) in tables {
+        for (lid, &port) in table.iter().enumerate().take(routed.len()).skip(1) {
+            if port != NO_PATH && (port != 0 || own.contains(&(*guid, lid as u32))) {
+                routed[lid] = true;
+            }
+        }
+    }
+    let mut joined = vec![false; fabric.nodes().len()];
+    let mut any_lid = vec![false; fabric.nodes().len()];
+    for e in fabric.endpoints() {
+        let n = e.node as usize;
+        let this = e
+            .lids()
+            .any(|l| routed.get(l as usize).copied().unwrap_or(false));
+        joined[n] = (!any_lid[n] || joined[n]) && !this;
+        any_lid[n] = true;
+    }
+    let switches_left = (0..fabric.nodes().len())
+        .filter(|&n| fabric.nodes()[n].kind == NodeKind::Switch && !joined[n])
+        .count();
+    if !joined.contains(&true) || switches_left == 0 {
+        return None;
+    }
+    let by_guid: std::collections::HashSet<u64> = (0..fabric.nodes().len())
+        .filter(|&n| joined[n])
+        .map(|n| fabric.nodes()[n].guid)
+        .collect();
+    Some(fabric.retain(|n| !by_guid.contains(&n.guid), |_| true))
 }
 
 /// [`adopt_tables`] on `fabric` as it is.

@@ -1065,3 +1065,62 @@ fn escape_tables_with_a_cable_gone_are_recomputed_and_re_routed() {
         );
     }
 }
+
+/// Nodes that join while no master runs (a CA whose port comes up, a switch back with its CAs)
+/// have LIDs no table routes: the tables are the routing of the fabric without them, adopted as
+/// such, and the re-route adds them as the master's own re-route of the join would: the same
+/// tables and layers, nothing computed from scratch. (Before, the tables were refused as
+/// incomplete and the standby computed from scratch.)
+#[test]
+fn nodes_joining_before_the_takeover_are_added_by_the_re_route() {
+    for (spec, switch) in [
+        ("torus:4x4x4,2", false),
+        ("ktree:4,3", true),
+        ("ktree:4,3", false),
+    ] {
+        let f = crate::topo::by_name(spec).unwrap();
+        let before = if switch {
+            // A leaf switch (with its CAs) that was down while the master computed.
+            let leaf = f.links().iter().find_map(|l| {
+                let (a, b) = (&f.nodes()[l.a.node as usize], &f.nodes()[l.b.node as usize]);
+                match (a.kind, b.kind) {
+                    (NodeKind::Ca, NodeKind::Switch) => Some(b.guid),
+                    (NodeKind::Switch, NodeKind::Ca) => Some(a.guid),
+                    _ => None,
+                }
+            });
+            f.without_switch(leaf.unwrap())
+        } else {
+            let ca = f
+                .nodes()
+                .iter()
+                .rev()
+                .find(|n| n.kind == NodeKind::Ca)
+                .unwrap()
+                .guid;
+            f.retain(|n| n.guid != ca, |_| true)
+        };
+        let case = format!("{spec}, a {} joining", if switch { "switch" } else { "CA" });
+        let mut cfg = EngineConfig::new(EngineKind::Dfsssp);
+        cfg.mcast_lane = McastLane::PLUGIN_DEFAULT;
+        let rc = RerouteConfig::default();
+        let out = run_from(&before, &cfg, None, &rc).unwrap();
+        let back = adopt_tables(f.clone(), &cfg, &tables_of(&out)).unwrap();
+        assert_eq!(back.fabric.nodes().len(), before.nodes().len(), "{case}");
+        assert!(back.routing.lft == out.routing.lft, "{case}");
+        let next = run_from(&f, &cfg, Some(back.view()), &rc).unwrap();
+        let master = run_from(&f, &cfg, Some(prior_of(&before, &cfg, &out)), &rc).unwrap();
+        assert!(next.routing.lft == master.routing.lft, "{case}");
+        assert!(next.routing.layers == master.routing.layers, "{case}");
+        assert_eq!(
+            matches!(next.mode, RouteMode::Incremental(_)),
+            matches!(master.mode, RouteMode::Incremental(_)),
+            "{case}"
+        );
+        println!(
+            "{case}: {:?}, {}",
+            next.mode,
+            changes((&before, &out), (&f, &next)).summary()
+        );
+    }
+}

@@ -258,6 +258,20 @@ impl EngineCtx {
                          the tables' hops): re-routed"
                     ),
                 };
+                let known: std::collections::HashSet<u64> =
+                    routed.fabric.nodes().iter().map(|n| n.guid).collect();
+                let differ = match fabric
+                    .nodes()
+                    .iter()
+                    .filter(|n| !known.contains(&n.guid))
+                    .count()
+                {
+                    0 => differ,
+                    n => format!(
+                        "{differ}; {n} node(s) joined since (no table routes their LIDs): added \
+                         by the re-route"
+                    ),
+                };
                 // Uploaded with the re-route that follows, not counted in its changes.
                 let differ = match engine::disagreements(routed.view(), &tables) {
                     0 => differ,
