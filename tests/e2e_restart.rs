@@ -1023,7 +1023,19 @@ fn two_cables_failing_before_the_takeover_move_only_what_crossed_them() {
 /// around `said` ("they route over {said} that failed since"), it computes nothing from
 /// scratch, and at most `max_lft` % of the LFT entries and 2% of the SLs change.
 fn cables_failing_before_the_takeover(name: &str, cables: usize, said: &str, max_lft: f64) {
-    let pair = takeover(
+    cables_failing_before_the_takeover_on("torus:4x4x4,2", name, cables, said, max_lft);
+}
+
+/// [`cables_failing_before_the_takeover`] on the fabric `spec`; the pair, for more checks.
+fn cables_failing_before_the_takeover_on(
+    spec: &str,
+    name: &str,
+    cables: usize,
+    said: &str,
+    max_lft: f64,
+) -> HaPair {
+    let pair = takeover_on(
+        spec,
         name,
         Storage::OwnAndSwitchTables,
         Takeover::MasterDiesThenCablesFail(cables),
@@ -1032,8 +1044,11 @@ fn cables_failing_before_the_takeover(name: &str, cables: usize, said: &str, max
     let line = format!("they route over {said} that failed since");
     assert_eq!(b.count(&line), 1, "{}", b.log());
     assert_eq!(b.count(FULL), 0, "{}", b.log());
-    eprintln!("{said} failed before the takeover: {lft:.2}% LFT entries, {sl:.2}% SLs changed");
+    eprintln!(
+        "{spec}: {said} failed before the takeover: {lft:.2}% LFT entries, {sl:.2}% SLs changed"
+    );
     assert!(lft <= max_lft && sl <= 2.0, "{lft}% / {sl}%");
+    pair
 }
 
 /// The same on the torus with 5% of its cables missing, whose routes need the Up*/Down* escape
@@ -1044,28 +1059,20 @@ fn cables_failing_before_the_takeover(name: &str, cables: usize, said: &str, max
 /// scratch.
 #[test]
 fn a_cable_failing_before_the_takeover_of_escape_routes_moves_only_what_crossed_it() {
-    let pair = takeover_on(
+    let pair = cables_failing_before_the_takeover_on(
         "torus:4x4x4,2,cut=5",
         "restart-ha-escape",
-        Storage::OwnAndSwitchTables,
-        Takeover::MasterDiesThenCablesFail(1),
-    );
-    let (b, (lft, sl)) = (&pair.b, pair.churn);
-    assert_eq!(
-        b.count("they route over a cable that failed since"),
         1,
-        "{}",
-        b.log()
+        "a cable",
+        2.0,
     );
+    let b = &pair.b;
     assert_eq!(
         b.count("computation from scratch, which gives these"),
         1,
         "{}",
         b.log()
     );
-    assert_eq!(b.count(FULL), 0, "{}", b.log());
-    eprintln!("escape routes, a cable failed before the takeover: {lft:.2}% LFT entries, {sl:.2}% SLs changed");
-    assert!(lft <= 2.0 && sl <= 2.0, "{lft}% / {sl}%");
 }
 
 /// No shared storage: a CA left under the master (which re-routed without it) and comes back
