@@ -13,7 +13,10 @@
 //! - adopt: the routing phase a standby adds when it takes over from the switches' tables
 //!   (`engine::adopt_tables`: routes from the tables, their layers derived and verified) beside
 //!   an incremental re-route after one cable fails, medians of ADOPT_RUNS=5
-//!   (ADOPT_SPECS=spec;spec...; ADOPT_LOG=1 prints the re-route's log).
+//!   (ADOPT_SPECS=spec;spec...; ADOPT_LOG=1 prints the re-route's log). Where the tables are
+//!   refused (their routes need the Up*/Down* escape), what the standby computes from scratch
+//!   against the master's, and the takeover with a cable failed before it (the fabric with the
+//!   cable computed from scratch and compared with the tables, then the re-route).
 //!
 //! - stand-in: a standby whose tables route over a switch that failed while no master ran
 //!   (`engine::adopt_tables` with a stand-in switch), a leaf, a middle and the last switch in
@@ -310,6 +313,31 @@ fn adopt() {
                     engine::disagreements(fresh.view(), &tables),
                     sl_changed_pct(&master, &fresh),
                 );
+                // A cable failed before the takeover: the fabric with it computed from scratch
+                // and compared with the tables (`engine::adopt::recomputed`), then the re-route.
+                let cable = *switch_cables(&f).get(13).expect("a switch-to-switch cable");
+                let cut = f.retain(|_| true, |l| *l != cable);
+                let t = Instant::now();
+                match engine::adopt_tables_how(cut.clone(), &cfg, &tables) {
+                    Ok((adopted, from)) => {
+                        let t_adopt = t.elapsed().as_secs_f64();
+                        let t = Instant::now();
+                        let out = engine::run_from(&cut, &cfg, Some(adopted.view()), &rc)
+                            .expect("re-route");
+                        let t_reroute = t.elapsed().as_secs_f64();
+                        let after = Routed::new(cut.clone(), cfg.clone(), out);
+                        let d = reroute::diff(routed_fabric(&master), routed_fabric(&after));
+                        println!(
+                            "  with a cable failed before the takeover: adopted ({from:?}) in \
+                             {t_adopt:.3} s, re-routed in {t_reroute:.3} s: {}",
+                            d.summary()
+                        );
+                    }
+                    Err(e) => println!(
+                        "  with a cable failed before the takeover: refused after {:.3} s ({e})",
+                        t.elapsed().as_secs_f64()
+                    ),
+                }
                 continue;
             }
         };
