@@ -133,24 +133,14 @@ fn recomputed(
             "; this fabric's computation from scratch failed: {e}"
         ))
     })?;
-    let by_guid = tables_by_guid(tables);
-    let (g, lft) = (&out.graph, &out.routing.lft);
-    let same = (0..g.num_switches() as u32).all(|s| {
-        let table = by_guid.get(&g.switch_guid(s)).copied().unwrap_or(&[]);
-        (g.dests().iter())
-            .filter(|d| d.switch != crate::graph::NO_SWITCH)
-            .all(|d| table.get(usize::from(d.lid)) == Some(&lft.port(s, d.lid)))
-    });
-    if !same {
+    let routed = Routed::new(fabric, cfg.clone(), out);
+    if disagreements(routed.view(), tables) > 0 {
         return Err(refused(
             " (nor are they this fabric's computation from scratch, with the cables that failed \
              since)",
         ));
     }
-    Ok((
-        Routed::new(fabric, cfg.clone(), out),
-        LayersFrom::Recomputed,
-    ))
+    Ok((routed, LayersFrom::Recomputed))
 }
 
 /// Node (and port) GUID of the stand-in switch ([`with_stand_in`]): not a GUID an IBA vendor
@@ -637,16 +627,19 @@ fn without_joined(fabric: &Fabric, tables: &[(u64, Vec<u8>)]) -> Option<Fabric> 
             }
         }
     }
-    let mut joined = vec![false; fabric.nodes().len()];
-    let mut any_lid = vec![false; fabric.nodes().len()];
+    // Per node: whether it holds a LID, and whether a table routes one of them.
+    let (mut holds, mut reached) = (
+        vec![false; fabric.nodes().len()],
+        vec![false; fabric.nodes().len()],
+    );
     for e in fabric.endpoints() {
         let n = e.node as usize;
-        let this = e
+        holds[n] = true;
+        reached[n] |= e
             .lids()
             .any(|l| routed.get(l as usize).copied().unwrap_or(false));
-        joined[n] = (!any_lid[n] || joined[n]) && !this;
-        any_lid[n] = true;
     }
+    let joined: Vec<bool> = holds.iter().zip(&reached).map(|(&h, &r)| h && !r).collect();
     let switches_left = (0..fabric.nodes().len())
         .filter(|&n| fabric.nodes()[n].kind == NodeKind::Switch && !joined[n])
         .count();
