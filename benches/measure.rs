@@ -24,6 +24,11 @@
 //!   master's own re-route of that fault, and whether their tables agree
 //!   (STANDIN_SPECS=spec;spec..., default ktree:18,3).
 //!
+//! - small: the engine's whole run (routing, deadlock removal, verification; no metrics) on the
+//!   families' small fabrics, QoS on and off, medians of SMALL_RUNS=50 in one process
+//!   (SMALL_SPECS=spec;spec...): where the routing itself takes well under a millisecond, what
+//!   the engine costs around it (threads, hand-overs to rayon's pool) shows here.
+//!
 //! Timings are wall clock of one run: quote them with `uptime`'s load; `benches/core.rs` has the
 //! criterion medians.
 
@@ -57,6 +62,43 @@ fn main() {
     }
     if wanted("stand-in") {
         stand_in();
+    }
+    if wanted("small") {
+        small_fabrics();
+    }
+}
+
+fn small_fabrics() {
+    let specs = std::env::var("SMALL_SPECS").unwrap_or_else(|_| {
+        "rail:2,4,2,8;dragonfly:4,2,2,9;torus:4x4x4,2;director:16,9,2,16-18,shuffle=1;\
+         fattree2:36,2:1,bundle=2,uneven=14,shuffle=1;fattree2:36,2:1;torus:4x4x4,2,cut=5"
+            .into()
+    });
+    let runs: usize = std::env::var("SMALL_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50)
+        .max(1);
+    println!("small: the engine's run, median of {runs} [ms] (QoS on / QoS off)");
+    for spec in specs.split(';') {
+        let f = topo::by_name(spec).expect("fabric spec");
+        let mut line = format!("{spec:<50}");
+        for qos in [true, false] {
+            let mut cfg = plugin_config();
+            cfg.qos = qos;
+            cfg.defer_metrics = true;
+            let times = (0..runs)
+                .map(|_| {
+                    let t = Instant::now();
+                    let out = engine::run(&f, &cfg).expect("routed");
+                    let ms = t.elapsed().as_secs_f64() * 1e3;
+                    drop(out);
+                    ms
+                })
+                .collect();
+            line += &format!(" {:8.3}", median(times));
+        }
+        println!("{line}");
     }
 }
 

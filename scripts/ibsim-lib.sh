@@ -178,7 +178,7 @@ routing_phase() {
         function t(line,   hms) { split($3, hms, ":"); return hms[1]*3600 + hms[2]*60 + hms[3] + $4/1e6 }
         /building routing with/ { if (end || !start) { start = t($0); end = 0 } }
         /tables configured on all switches/ { end = t($0) }
-        END { if (start && end) printf "%.3f\n", end - start; else print "n/a" }
+        END { if (start && end) printf "%.4f\n", end - start; else print "n/a" }
     ' "$1"
 }
 

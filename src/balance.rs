@@ -945,8 +945,7 @@ pub fn channel_loads(g: &SwitchGraph, lft: &Lft) -> Vec<u64> {
     let (ns, nc, nd) = (g.num_switches(), g.num_channels(), g.dests().len());
     let chunks = (rayon::current_num_threads() * 4).clamp(1, nd.max(1));
     let per = nd.div_ceil(chunks).max(1);
-    (0..chunks)
-        .into_par_iter()
+    crate::par::sized((0..chunks).into_par_iter(), ns * nd)
         .map(|k| {
             let mut load = vec![0u64; nc];
             let mut paths = DestPaths::new(ns);

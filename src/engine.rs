@@ -1144,6 +1144,12 @@ fn sssp_with_layer0(
     // Rows go over in batches: a wake-up per destination would cost the balancing thread.
     const BATCH: usize = 64;
     let ns = g.num_switches();
+    if !crate::par::worth_it(ns * g.dests().len()) {
+        // A thread and its wake-ups cost more than the collector's work on a small fabric.
+        let mut c = dfsssp::Layer0Collector::new(g, opts, Some(dist));
+        let (r, efi, fed) = sssp::route_with_efi_feeding(g, dist, &mut |di, row| c.add(di, row));
+        return (r, efi, c.finish().filter(|_| fed));
+    }
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::channel::<(Vec<usize>, Vec<u8>)>();
         let collector = scope.spawn(move || {

@@ -57,6 +57,7 @@ pub mod io;
 pub mod lid;
 pub mod metrics;
 pub mod multicast;
+pub(crate) mod par;
 // The only module allowed `unsafe`: the FFI boundary with OpenSM.
 #[cfg(feature = "opensm")]
 #[allow(unsafe_code)]

@@ -281,7 +281,14 @@ fn mesh_with_parallel_links() {
 /// scripts/test.sh builds it with.)
 #[cfg(feature = "test-hooks")]
 fn falls_back(name: &str, how: &str, expect: &str) {
-    let f = fabric("fattree2:4");
+    falls_back_on("fattree2:4", name, how, expect);
+}
+
+/// [`falls_back`] on `spec`: on a small fabric OpenSM's LID matrix is written after the
+/// routing, on a larger one beside it on a helper thread; a failure must be undone either way.
+#[cfg(feature = "test-hooks")]
+fn falls_back_on(spec: &str, name: &str, how: &str, expect: &str) {
+    let f = fabric(spec);
     let sim = Sim::start(name, &f);
     let run = sim.opensm(&OpenSm::new("sssp-rs").env("DFSSSP_RS_INJECT_FAILURE", how));
     run.assert_configured_by("minhop");
@@ -339,6 +346,25 @@ fn failed_lid_matrix_is_undone_and_falls_back_to_minhop() {
         "inject-lid-matrix",
         "lid-matrix",
         "(injected failure, a test hook); the new tables of all",
+    );
+}
+
+/// The same on a fabric large enough (108 switches, 35k switch-LID pairs) for the helper
+/// thread, and with a panic while it writes.
+#[cfg(feature = "test-hooks")]
+#[test]
+fn failures_beside_the_lid_matrix_helper_are_undone_and_fall_back_to_minhop() {
+    falls_back_on(
+        "ktree:6,3",
+        "inject-lid-matrix-helper",
+        "lid-matrix",
+        "(injected failure, a test hook); the new tables of all",
+    );
+    falls_back_on(
+        "ktree:6,3",
+        "inject-panic-helper",
+        "panic",
+        "sssp-rs: routing panicked: DFSSSP_RS_INJECT_FAILURE=panic",
     );
 }
 

@@ -464,11 +464,9 @@ impl<'a> Breaker<'a> {
             .div_ceil(4 * rayon::current_num_threads())
             .max(1);
         let pass_nodes = &self.pass_nodes;
-        let shares: Vec<(Vec<u32>, u64, Vec<usize>)> = self
-            .trees
-            .par_rows_mut()
-            .enumerate()
-            .chunks(share)
+        let work = ns * self.trees.rows();
+        let rows = self.trees.par_rows_mut().enumerate().chunks(share);
+        let shares: Vec<(Vec<u32>, u64, Vec<usize>)> = crate::par::sized(rows, work)
             .map(|rows| {
                 // (Slot `ne`: no edge.)
                 let mut shift = vec![0u32; ne + 1];
@@ -721,8 +719,8 @@ impl<'a> Breaker<'a> {
         let touched = &self.touched;
         if ns > 0 {
             let trees = &self.trees;
-            dl.par_chunks_mut(ns)
-                .enumerate()
+            let work = dl.len();
+            crate::par::sized(dl.par_chunks_mut(ns).enumerate(), work)
                 .filter(|(di, _)| touched[*di])
                 .for_each(|(di, out)| {
                     // (Only a destination with a row is ever touched.)
@@ -915,10 +913,9 @@ fn pass_nodes(g: &SwitchGraph, ei: &EdgeIndex, trees: &TreeIndex) -> Vec<PassNod
         return nodes;
     }
     let chan = |s: u32, p: u8| g.channel_at(s, p).unwrap_or(NO_CHANNEL);
-    nodes
-        .par_chunks_mut(ns)
-        .zip(trees.par_rows())
-        .for_each(|(out, (di, row))| {
+    let work = nodes.len();
+    crate::par::sized(nodes.par_chunks_mut(ns).zip(trees.par_rows()), work).for_each(
+        |(out, (di, row))| {
             let root = g.dests()[di].switch;
             let size = usize::from(row[0].end);
             for (o, n) in out[..size].iter_mut().zip(row).skip(1) {
@@ -929,7 +926,8 @@ fn pass_nodes(g: &SwitchGraph, ei: &EdgeIndex, trees: &TreeIndex) -> Vec<PassNod
                     o.parent = trees.position(di, h);
                 }
             }
-        });
+        },
+    );
     nodes
 }
 
@@ -951,9 +949,9 @@ fn edge_dest_lists(
     // order (destinations without one have no path that can move), in parallel; then two
     // sequential passes bucket them by edge.
     let mut eid = vec![NO_EDGE; ns * trees.rows()];
-    eid.par_chunks_mut(ns)
-        .zip(trees.par_rows())
-        .for_each(|(row, (di, _))| {
+    let work = eid.len();
+    crate::par::sized(eid.par_chunks_mut(ns).zip(trees.par_rows()), work).for_each(
+        |(row, (di, _))| {
             let col = &cols[di * ns..(di + 1) * ns];
             for (s, e) in row.iter_mut().enumerate() {
                 let Some(c1) = g.channel_at(s as u32, col[s]) else {
@@ -964,7 +962,8 @@ fn edge_dest_lists(
                     *e = ei.edge(g, c1, c2);
                 }
             }
-        });
+        },
+    );
     let mut start = vec![0u32; ne + 1];
     for &e in &eid {
         if e != NO_EDGE {

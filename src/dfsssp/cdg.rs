@@ -541,19 +541,25 @@ impl TreeIndex {
             pos: Vec::with_capacity(ns * rows),
             nodes: Vec::with_capacity(ns * rows),
         };
-        ti.pos
-            .par_extend(rayon::iter::repeat_n(NOT_IN_TREE, ns * rows));
-        ti.nodes
-            .par_extend(rayon::iter::repeat_n(TreeNode::default(), ns * rows));
-        if ns > 0 {
+        if crate::par::worth_it(ns * rows) {
             ti.pos
+                .par_extend(rayon::iter::repeat_n(NOT_IN_TREE, ns * rows));
+            ti.nodes
+                .par_extend(rayon::iter::repeat_n(TreeNode::default(), ns * rows));
+        } else {
+            ti.pos.resize(ns * rows, NOT_IN_TREE);
+            ti.nodes.resize(ns * rows, TreeNode::default());
+        }
+        if ns > 0 {
+            let rows_in = ti
+                .pos
                 .par_chunks_mut(ns)
                 .zip(ti.nodes.par_chunks_mut(ns))
-                .zip(ti.dest.par_iter())
-                .for_each_init(
-                    || EulerScratch::new(ns),
-                    |sc, ((pos, nodes), &di)| fill_row(g, cols, di as usize, sc, pos, nodes),
-                );
+                .zip(ti.dest.par_iter());
+            crate::par::sized(rows_in, ns * rows).for_each_init(
+                || EulerScratch::new(ns),
+                |sc, ((pos, nodes), &di)| fill_row(g, cols, di as usize, sc, pos, nodes),
+            );
         }
         ti
     }

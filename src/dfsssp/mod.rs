@@ -585,7 +585,9 @@ fn breaking_run(
     let mut needed = if speculate {
         // (Every path is still counted: the probe only marks.)
         let total: Vec<u64> = edge_totals(&br.counts).into_iter().map(u64::from).collect();
-        let (needed, pre) = rayon::join(
+        let work = g.num_switches() * g.dests().len();
+        let (needed, pre) = crate::par::join(
+            work,
             || breaking(&mut br),
             || {
                 // A failure here is found again (and reported) by the escape itself.
@@ -769,21 +771,22 @@ pub(crate) fn layers_from_dest_major(
     if ns == 0 || stride == 0 {
         return;
     }
-    layers
+    let work = ns * dests.len();
+    let blocks = layers
         .values_mut()
         .par_chunks_mut(stride * TILE)
-        .enumerate()
-        .for_each(|(ti, block)| {
-            let s0 = ti * TILE;
-            for &di in dests {
-                let di = di as usize;
-                let src = &dl[di * ns + s0..di * ns + (s0 + TILE).min(ns)];
-                let lid = usize::from(g.dests()[di].lid);
-                for (k, &l) in src.iter().enumerate() {
-                    block[k * stride + lid] = l;
-                }
+        .enumerate();
+    crate::par::sized(blocks, work).for_each(|(ti, block)| {
+        let s0 = ti * TILE;
+        for &di in dests {
+            let di = di as usize;
+            let src = &dl[di * ns + s0..di * ns + (s0 + TILE).min(ns)];
+            let lid = usize::from(g.dests()[di].lid);
+            for (k, &l) in src.iter().enumerate() {
+                block[k * stride + lid] = l;
             }
-        });
+        }
+    });
 }
 
 /// Calls `f(switch, lid, layer)` for every routed (switch, LID) path.
@@ -796,8 +799,8 @@ fn layer_sums(
     weight: impl Fn(u32) -> u64 + Sync,
 ) -> Vec<u64> {
     let nl = usize::from(MAX_LAYERS);
-    (0..g.num_switches() as u32)
-        .into_par_iter()
+    let work = g.num_switches() * g.dests().len();
+    crate::par::sized((0..g.num_switches() as u32).into_par_iter(), work)
         .fold(
             || vec![0u64; nl],
             |mut v, s| {
@@ -889,26 +892,24 @@ fn balance(
     if stride == 0 {
         return;
     }
-    layers
-        .values_mut()
-        .par_chunks_mut(stride)
-        .enumerate()
-        .for_each(|(s, lrow)| {
-            let row = routing.lft.table(s as u32);
-            for (di, d) in g.dests().iter().enumerate() {
-                let lid = usize::from(d.lid);
-                if d.switch == NO_SWITCH || row[lid] == NO_PATH {
-                    continue;
-                }
-                let l = usize::from(lrow[lid]);
-                let k = share[l];
-                if k > 1 {
-                    lrow[lid] = base[l] + ((s + di) as u64 % k) as u8;
-                } else {
-                    lrow[lid] = base[l];
-                }
+    let work = g.num_switches() * g.dests().len();
+    let rows = layers.values_mut().par_chunks_mut(stride).enumerate();
+    crate::par::sized(rows, work).for_each(|(s, lrow)| {
+        let row = routing.lft.table(s as u32);
+        for (di, d) in g.dests().iter().enumerate() {
+            let lid = usize::from(d.lid);
+            if d.switch == NO_SWITCH || row[lid] == NO_PATH {
+                continue;
             }
-        });
+            let l = usize::from(lrow[lid]);
+            let k = share[l];
+            if k > 1 {
+                lrow[lid] = base[l] + ((s + di) as u64 % k) as u8;
+            } else {
+                lrow[lid] = base[l];
+            }
+        }
+    });
 }
 
 #[cfg(test)]

@@ -292,16 +292,19 @@ impl<'a> Layer0Collector<'a> {
             return None;
         }
         let mut counts0 = self.switch_counts;
-        counts0
-            .par_iter_mut()
-            .zip(&self.ca_counts)
-            .for_each(|(a, b)| *a += b);
+        add_counts(&mut counts0, &self.ca_counts);
         Some(Layer0 {
             cols: self.cols,
             counts0,
             ca_counts: self.ca_counts,
         })
     }
+}
+
+/// `to[e] += from[e]` for every edge, in parallel on large fabrics.
+fn add_counts(to: &mut [u32], from: &[u32]) {
+    let work = to.len();
+    crate::par::sized(to.par_iter_mut().zip(from), work).for_each(|(a, b)| *a += b);
 }
 
 /// Destination-major copy of the LFT: `cols[di * S + s] = lft.port(s, dests[di].lid)`, built in
@@ -314,18 +317,17 @@ fn transpose(g: &SwitchGraph, lft: &Lft) -> Vec<u8> {
     if ns == 0 {
         return cols;
     }
-    cols.par_chunks_mut(ns * TILE)
-        .enumerate()
-        .for_each(|(ti, block)| {
-            let d0 = ti * TILE;
-            let dests = &g.dests()[d0..(d0 + TILE).min(nd)];
-            for s in 0..ns {
-                let row = lft.table(s as u32);
-                for (k, d) in dests.iter().enumerate() {
-                    block[k * ns + s] = row[usize::from(d.lid)];
-                }
+    let work = cols.len();
+    crate::par::sized(cols.par_chunks_mut(ns * TILE).enumerate(), work).for_each(|(ti, block)| {
+        let d0 = ti * TILE;
+        let dests = &g.dests()[d0..(d0 + TILE).min(nd)];
+        for s in 0..ns {
+            let row = lft.table(s as u32);
+            for (k, d) in dests.iter().enumerate() {
+                block[k * ns + s] = row[usize::from(d.lid)];
             }
-        });
+        }
+    });
     cols
 }
 
@@ -338,10 +340,7 @@ fn build_layer0(prep: &Prepared, cols: &[u8]) -> Result<(Vec<u32>, Vec<u32>), Df
         attached.partition(|&di| prep.g.dests()[di].exit_port != 0);
     let ca_counts = count_routes(prep, cols, &ca)?;
     let mut counts0 = count_routes(prep, cols, &switch)?;
-    counts0
-        .par_iter_mut()
-        .zip(&ca_counts)
-        .for_each(|(a, b)| *a += b);
+    add_counts(&mut counts0, &ca_counts);
     Ok((counts0, ca_counts))
 }
 
@@ -352,8 +351,7 @@ fn count_routes(prep: &Prepared, cols: &[u8], dests: &[usize]) -> Result<Vec<u32
     let ns = prep.g.num_switches();
     let ne = prep.ei.num_edges();
     let chunk = (dests.len() / (rayon::current_num_threads() * 2)).max(64);
-    dests
-        .par_chunks(chunk)
+    crate::par::sized(dests.par_chunks(chunk), dests.len() * ns)
         .map(|dis| {
             let mut tree = DestTree::new(ns);
             let mut counts = vec![0u32; ne];

@@ -98,7 +98,9 @@ fn count_apart(
     second: &[usize],
 ) -> Result<(Vec<u32>, Vec<u32>), DfssspError> {
     let mut other = vec![0u32; base.len()];
-    let (a, b) = rayon::join(
+    let work = (first.len() + second.len()) * prep.g.num_switches();
+    let (a, b) = crate::par::join(
+        work,
         || add_routes(prep, cols, first, &mut base),
         || add_routes(prep, cols, second, &mut other),
     );
@@ -262,7 +264,7 @@ fn minimal_routes(prep: &Prepared, cols: &[u8], switch_dests: &[usize]) -> bool 
     let g = prep.g;
     let ns = g.num_switches();
     let all = prep.dist();
-    switch_dests.par_iter().all(|&di| {
+    crate::par::sized(switch_dests.par_iter(), switch_dests.len() * ns).all(|&di| {
         let dist = all.to(g.dests()[di].switch);
         let col = &cols[di * ns..(di + 1) * ns];
         (0..ns as u32).all(|s| match g.channel_at(s, col[s as usize]) {

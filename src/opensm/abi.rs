@@ -278,6 +278,9 @@ unsafe extern "C" fn engine_setup(
             re.path_sl = Some(cb_path_sl);
             re.update_sl2vl = Some(cb_update_sl2vl);
         }
+        // rayon's pool starts its threads at its first use: here, at OpenSM's start, rather
+        // than inside the first sweep's routing phase (its workers sleep until work comes).
+        rayon::current_num_threads();
         c.log.verbose(&format!(
             "{}: set up as an OpenSM routing engine",
             c.name.to_string_lossy()

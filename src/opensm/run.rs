@@ -53,16 +53,21 @@ impl EngineCtx {
         // SAFETY: as above; OpenSM's lock is held again whatever the setup did with it.
         let mut osm = unsafe { LockedSubnet::new(self.osm) };
         // OpenSM's LID matrix depends on the fabric alone: written beside the routing, on a
-        // thread that takes only what the routing leaves of the cores, then on both.
+        // thread that takes only what the routing leaves of the cores, then on both. On a small
+        // fabric starting that thread costs more than the matrix: written after the routing.
         let fail_from =
             (hook.as_deref() == Some("lid-matrix")).then(|| subnet.fabric.switch_count() / 2);
         let matrix = LidMatrixWriter::new(api, &mut osm, &subnet.fabric, fail_from)?;
         let helper = raw::IdleHelper::default();
         let prior = setup.prior;
+        let beside_routing =
+            crate::par::worth_it(subnet.fabric.switch_count() * subnet.fabric.endpoints().len());
         let (out, beside) = std::thread::scope(|scope| {
-            let beside = scope.spawn(|| {
-                helper.enter();
-                matrix.work();
+            let beside = beside_routing.then(|| {
+                scope.spawn(|| {
+                    helper.enter();
+                    matrix.work();
+                })
             });
             let out = catch_unwind(AssertUnwindSafe(|| {
                 // (While the LID matrix is being written.)
@@ -100,7 +105,7 @@ impl EngineCtx {
                 helper.raise();
                 matrix.stop();
             }
-            (out, beside.join())
+            (out, beside.map_or(Ok(()), |b| b.join()))
         });
         // On any failure from here on, the hop counts written are reset; a panic then goes on
         // to the callback's guard, which logs it and gives OpenSM its fallback.

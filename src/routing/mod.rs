@@ -116,16 +116,17 @@ pub fn scatter_columns(columns: &[(usize, &[u8])], ns: usize, out: &mut [u8]) {
         return;
     }
     let stride = out.len() / ns;
-    out.par_chunks_mut(BLOCK * stride)
-        .enumerate()
-        .for_each(|(b, block)| {
+    let work = ns * columns.len();
+    crate::par::sized(out.par_chunks_mut(BLOCK * stride).enumerate(), work).for_each(
+        |(b, block)| {
             let (s0, width) = (b * BLOCK, block.len() / stride);
             for &(lid, column) in columns {
                 for (k, &v) in column[s0..s0 + width].iter().enumerate() {
                     block[k * stride + lid] = v;
                 }
             }
-        });
+        },
+    );
 }
 
 /// A switch-by-LID table of small numbers (hop counts, virtual layers), same shape as [`Lft`].

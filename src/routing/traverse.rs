@@ -258,8 +258,7 @@ pub fn walked_hops(g: &SwitchGraph, lft: &Lft) -> SwitchLidTable {
     let chunks = (rayon::current_num_threads() * 4).clamp(1, nd.max(1));
     let per = nd.div_ceil(chunks).max(1);
     // Destination-major per chunk (one tree per LID), then scattered into the switch rows.
-    let parts: Vec<Vec<u8>> = (0..chunks)
-        .into_par_iter()
+    let parts: Vec<Vec<u8>> = crate::par::sized((0..chunks).into_par_iter(), ns * nd)
         .map(|k| {
             let part = &dests[(k * per).min(nd)..((k + 1) * per).min(nd)];
             let mut out = vec![NO_PATH; part.len() * ns];
@@ -310,35 +309,33 @@ pub fn minimal_hops(
     let dests: Vec<&Dest> = (g.dests().iter())
         .filter(|d| d.lid <= lft.max_lid)
         .collect();
-    let all_minimal = hops
-        .values_mut()
-        .par_chunks_mut(stride.max(1))
-        .enumerate()
-        .all(|(s, row)| {
-            let s = s as u32;
-            let table = lft.table(s);
-            dests.iter().all(|d| {
-                let (lid, port) = (usize::from(d.lid), table[usize::from(d.lid)]);
-                if d.switch == NO_SWITCH {
-                    return port == NO_PATH;
-                }
-                let to = dist.to(d.switch);
-                let here = to[s as usize];
-                if s == d.switch {
-                    row[lid] = u8::from(d.exit_port != 0);
-                    return port == d.exit_port;
-                }
-                if here == u16::MAX {
-                    return port == NO_PATH;
-                }
-                let Some(c) = (port != NO_PATH).then(|| g.channel_at(s, port)).flatten() else {
-                    return false;
-                };
-                let h = u32::from(here) + u32::from(d.exit_port != 0);
-                row[lid] = h.min(u32::from(NO_PATH) - 1) as u8;
-                to[g.chan_head()[c as usize] as usize].wrapping_add(1) == here
-            })
-        });
+    let work = ns * dests.len();
+    let rows = hops.values_mut().par_chunks_mut(stride.max(1)).enumerate();
+    let all_minimal = crate::par::sized(rows, work).all(|(s, row)| {
+        let s = s as u32;
+        let table = lft.table(s);
+        dests.iter().all(|d| {
+            let (lid, port) = (usize::from(d.lid), table[usize::from(d.lid)]);
+            if d.switch == NO_SWITCH {
+                return port == NO_PATH;
+            }
+            let to = dist.to(d.switch);
+            let here = to[s as usize];
+            if s == d.switch {
+                row[lid] = u8::from(d.exit_port != 0);
+                return port == d.exit_port;
+            }
+            if here == u16::MAX {
+                return port == NO_PATH;
+            }
+            let Some(c) = (port != NO_PATH).then(|| g.channel_at(s, port)).flatten() else {
+                return false;
+            };
+            let h = u32::from(here) + u32::from(d.exit_port != 0);
+            row[lid] = h.min(u32::from(NO_PATH) - 1) as u8;
+            to[g.chan_head()[c as usize] as usize].wrapping_add(1) == here
+        })
+    });
     all_minimal.then_some(hops)
 }
 

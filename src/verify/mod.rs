@@ -377,8 +377,7 @@ fn verify_with(
             // Source-major: each source's first hops read its own table row in order.
             let chunks = (rayon::current_num_threads() * 4).clamp(1, ns.max(1));
             let per = ns.div_ceil(chunks).max(1);
-            (0..chunks)
-                .into_par_iter()
+            crate::par::sized((0..chunks).into_par_iter(), ns * g.dests().len())
                 .map(|k| {
                     let mut res = ChunkResult::new(nl);
                     for s in (k * per).min(ns) as u32..((k + 1) * per).min(ns) as u32 {
@@ -469,8 +468,7 @@ impl<'a> Check<'a> {
         let (ns, nl, nd) = (g.num_switches(), usize::from(r.num_layers), dests.len());
         let chunks = (rayon::current_num_threads() * 2).clamp(1, nd.max(1));
         let per = nd.div_ceil(chunks).max(1);
-        (0..chunks)
-            .into_par_iter()
+        crate::par::sized((0..chunks).into_par_iter(), ns * nd)
             .map(|k| {
                 let mut res = ChunkResult::new(nl);
                 res.loads = loads.then(|| vec![0u64; g.num_channels()]);
@@ -686,8 +684,7 @@ fn merge(
     }
     if let Some(sl) = slot_layers {
         for (layer, acc) in bits.iter_mut().enumerate().take(8) {
-            let part: Vec<u64> = sl
-                .par_chunks(64)
+            let part: Vec<u64> = crate::par::sized(sl.par_chunks(64), sl.len())
                 .map(|c| {
                     c.iter()
                         .enumerate()
@@ -732,8 +729,8 @@ fn finish(
 ) -> Result<VerifyReport, VerifyError> {
     report.paths = report.paths_per_layer.iter().sum();
     report.layers_used = report.paths_per_layer.iter().filter(|&&p| p > 0).count() as u8;
-    let checked: Vec<(u64, Option<Vec<u32>>)> = bits
-        .par_iter()
+    let work = slots.len() as usize * bits.len();
+    let checked: Vec<(u64, Option<Vec<u32>>)> = crate::par::sized(bits.par_iter(), work)
         .map(|b| {
             let mut edges: Vec<(u32, u32)> = Vec::new();
             if let Some(b) = b {

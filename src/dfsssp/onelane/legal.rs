@@ -72,34 +72,33 @@ pub(crate) fn run(
     }
     let comp = g.components();
     let dirs = Directions::new(g, ud);
-    let per_dest: Vec<(usize, Changes, u64)> = g
-        .dests()
-        .par_iter()
-        .enumerate()
-        .filter(|(_, d)| d.switch != NO_SWITCH)
-        .map_init(
-            || Scratch {
-                state: vec![State::Unknown; ns],
-                next: vec![NO_CHANNEL; ns],
-                depth: vec![0; ns],
-                stack: Vec::new(),
-                unfixed: Vec::new(),
-            },
-            |sc, (di, d)| {
-                super::super::past_deadline(deadline, start)?;
-                let row = &input[di * ns..(di + 1) * ns];
-                let changes = route_dest(g, ud, &dirs, &comp, d, row, sc)?;
-                let to = prep.dist().to(d.switch);
-                let last_link = u8::from(d.exit_port != 0);
-                let longer = changes
-                    .iter()
-                    .filter(|&&(s, _, h)| u16::from(h - last_link) != to[s as usize])
-                    .count() as u64;
-                Ok((di, changes, longer))
-            },
-        )
-        .filter(|r| !matches!(r, Ok((_, c, _)) if c.is_empty()))
-        .collect::<Result<_, DfssspError>>()?;
+    let work = ns * g.dests().len();
+    let per_dest: Vec<(usize, Changes, u64)> =
+        crate::par::sized(g.dests().par_iter().enumerate(), work)
+            .filter(|(_, d)| d.switch != NO_SWITCH)
+            .map_init(
+                || Scratch {
+                    state: vec![State::Unknown; ns],
+                    next: vec![NO_CHANNEL; ns],
+                    depth: vec![0; ns],
+                    stack: Vec::new(),
+                    unfixed: Vec::new(),
+                },
+                |sc, (di, d)| {
+                    super::super::past_deadline(deadline, start)?;
+                    let row = &input[di * ns..(di + 1) * ns];
+                    let changes = route_dest(g, ud, &dirs, &comp, d, row, sc)?;
+                    let to = prep.dist().to(d.switch);
+                    let last_link = u8::from(d.exit_port != 0);
+                    let longer = changes
+                        .iter()
+                        .filter(|&&(s, _, h)| u16::from(h - last_link) != to[s as usize])
+                        .count() as u64;
+                    Ok((di, changes, longer))
+                },
+            )
+            .filter(|r| !matches!(r, Ok((_, c, _)) if c.is_empty()))
+            .collect::<Result<_, DfssspError>>()?;
     let routed = g.dests().iter().filter(|d| d.switch != NO_SWITCH).count();
     let mut out = OneLaneOutcome {
         roots: ud.roots.clone(),

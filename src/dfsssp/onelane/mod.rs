@@ -271,6 +271,7 @@ pub(super) fn route(
         // routes.
         let spec = BisectionSpec::new(ONE_LANE_PICK_PATTERNS, ONE_LANE_PICK_SEED);
         let seedings = [Seeding::Sifted, Seeding::Unseeded];
+        // (Two routings' worth of work: in parallel even on small fabrics.)
         let mut runs = seedings
             .par_iter()
             .map(|&seeding| {
@@ -382,9 +383,8 @@ fn data_turns(g: &SwitchGraph, ei: &EdgeIndex, input: &[u8]) -> Vec<u64> {
     let sources: Vec<u32> = (0..ns as u32)
         .filter(|&s| g.terminal_count()[s as usize] > 0)
         .collect();
-    input
-        .par_chunks(ns)
-        .zip(g.dests().par_iter())
+    let rows = input.par_chunks(ns).zip(g.dests().par_iter());
+    crate::par::sized(rows, input.len())
         .fold(
             || vec![0u64; words],
             |mut marks, (row, d)| {
@@ -433,9 +433,8 @@ pub(crate) fn legal_input_dests(g: &SwitchGraph, ud: &UpDown, input: &[u8]) -> u
         return 0;
     }
     let chan = |s: u32, row: &[u8]| g.channel_at(s, row[s as usize]);
-    input
-        .par_chunks(ns)
-        .zip(g.dests().par_iter())
+    let rows = input.par_chunks(ns).zip(g.dests().par_iter());
+    crate::par::sized(rows, input.len())
         .filter(|(row, d)| {
             d.switch != NO_SWITCH
                 && (0..ns as u32).all(|s| {
