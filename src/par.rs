@@ -10,8 +10,10 @@
 use rayon::iter::IndexedParallelIterator;
 
 /// Units of work, roughly one (switch, LID) path each, below which a loop stays on the calling
-/// thread.
-pub(crate) const INLINE_BELOW: usize = 1 << 14;
+/// thread. (`cargo bench --bench measure -- small`: 2^16 against 2^14 took fattree2:36,2:1 from
+/// 4.0-4.1 to 3.6-3.8 ms and director:16,9,2,16-18 from 3.2-3.3 to 2.7-2.8 ms with QoS on;
+/// 2^18 made ktree:8,3 slower, 11-12 against 13 ms.)
+pub(crate) const INLINE_BELOW: usize = 1 << 16;
 
 /// Whether `work` units are worth handing to the pool.
 #[inline]

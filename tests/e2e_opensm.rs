@@ -349,19 +349,19 @@ fn failed_lid_matrix_is_undone_and_falls_back_to_minhop() {
     );
 }
 
-/// The same on a fabric large enough (108 switches, 35k switch-LID pairs) for the helper
+/// The same on a fabric large enough (192 switches, 135k switch-LID pairs) for the helper
 /// thread, and with a panic while it writes.
 #[cfg(feature = "test-hooks")]
 #[test]
 fn failures_beside_the_lid_matrix_helper_are_undone_and_fall_back_to_minhop() {
     falls_back_on(
-        "ktree:6,3",
+        "ktree:8,3",
         "inject-lid-matrix-helper",
         "lid-matrix",
         "(injected failure, a test hook); the new tables of all",
     );
     falls_back_on(
-        "ktree:6,3",
+        "ktree:8,3",
         "inject-panic-helper",
         "panic",
         "sssp-rs: routing panicked: DFSSSP_RS_INJECT_FAILURE=panic",
