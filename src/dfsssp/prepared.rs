@@ -302,7 +302,7 @@ impl<'a> Layer0Collector<'a> {
 }
 
 /// `to[e] += from[e]` for every edge, in parallel on large fabrics.
-fn add_counts(to: &mut [u32], from: &[u32]) {
+pub(super) fn add_counts(to: &mut [u32], from: &[u32]) {
     let work = to.len();
     crate::par::sized(to.par_iter_mut().zip(from), work).for_each(|(a, b)| *a += b);
 }

@@ -24,7 +24,7 @@ use crate::updown::{best_roots, UpDown, UpDownRouter};
 
 use super::cdg::{topological_order, CountChange, DestTree};
 use super::dyntopo::{DepEdge, DynTopo, TopoScratch};
-use super::prepared::{Prepared, UnfittedDests, WorkingRoutes};
+use super::prepared::{add_counts, Prepared, UnfittedDests, WorkingRoutes};
 use super::{fault_error, DfssspError};
 
 /// How many channels one incremental cycle check may visit before it refuses the dependency.
@@ -107,12 +107,6 @@ fn count_apart(
     a?;
     b?;
     Ok((base, other))
-}
-
-fn add_counts(to: &mut [u32], from: &[u32]) {
-    for (x, y) in to.iter_mut().zip(from) {
-        *x += y;
-    }
 }
 
 /// `ca_counts` (the layer-0 CDG of the CA routes) with the routes to the switch LIDs
