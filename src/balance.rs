@@ -49,22 +49,10 @@ pub struct Balancer {
 /// switch sends stay below 2^32 (CA ports times LIDs, fewer than 2^16 each).
 const DOWN_DEST_SHIFT: u32 = 40;
 
-/// How a fat tree's balancer ([`Balancer::for_tree`]) chooses between paths with equal down
-/// parts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TieOrder {
-    /// The branch that ranks first ([`Balancer::rank_level`]) before the less loaded up part
-    /// (all sources converge there too: ftree's choice).
-    RankFirst,
-    /// The less loaded up part first, then the rank.
-    UpLoadFirst,
-}
-
 /// A fat tree's switch levels and, per switch, the load of its path's down part.
 struct TreeCosts {
     level: Vec<u32>,
     cost_down: Vec<u64>,
-    rank_first: bool,
     /// Down parts first for the destination being routed (CA LIDs); switch LIDs, whose routes
     /// carry no CA-to-CA traffic, keep the plain path weight.
     active: bool,
@@ -305,12 +293,12 @@ struct HeadCosts<'a> {
 impl HeadCosts<'_> {
     /// Of the candidate channels `cands` (heads `heads`) of a switch on level `lv`, the one whose
     /// path has the least loaded down part (from its turn to the destination), so the sources of
-    /// a destination go down one branch; then, by `RANK_FIRST`, the branch's rank before or after
-    /// the up part's load, then the channel's own load. With `SHARED`, channels shared with
-    /// sibling LIDs (a penalty unit each, on either part) count before anything else.
+    /// a destination go down one branch; then the branch's rank, the up part's load and the
+    /// channel's own load. With `SHARED`, channels shared with sibling LIDs (a penalty unit
+    /// each, on either part) count before anything else.
     /// Returns (up cost, channel load, rank, channel) and the down part's cost.
     #[inline]
-    fn cheapest<const SHARED: bool, const RANK_FIRST: bool>(
+    fn cheapest<const SHARED: bool>(
         &self,
         cands: &[u32],
         heads: &[u32],
@@ -335,12 +323,8 @@ impl HeadCosts<'_> {
                 continue;
             }
             let r = self.rank[h];
-            let better = (shared, down) < (best_shared, best_down)
-                || if RANK_FIRST {
-                    (r, up, w) < (best.2, best.0, best.1)
-                } else {
-                    (up, w, r) < (best.0, best.1, best.2)
-                };
+            let better =
+                (shared, down) < (best_shared, best_down) || (r, up, w) < (best.2, best.0, best.1);
             if better {
                 (best_shared, best_down, best_head) = (shared, down, head);
                 best = (up, w, r, c);
@@ -396,14 +380,15 @@ impl Balancer {
     /// Paths are compared by the load of their down part first (from the highest switch they
     /// reach to the destination): every source of a destination then goes down the same branch,
     /// as d-mod-k and ftree route, whatever the loads of the sources' own uplinks, which differ
-    /// between leaves of different sizes. Between equal down parts, `ties` decides ([`TieOrder`]).
-    pub fn for_tree(g: &SwitchGraph, level: Vec<u32>, ties: TieOrder) -> Self {
+    /// between leaves of different sizes. Between equal down parts the branch that ranks first
+    /// ([`Balancer::rank_level`]) wins, before the less loaded up part (all sources converge
+    /// there too: ftree's choice).
+    pub fn for_tree(g: &SwitchGraph, level: Vec<u32>) -> Self {
         let height = level.iter().copied().max().unwrap_or(0);
         Balancer {
             tree: Some(TreeCosts {
                 level,
                 cost_down: vec![u64::MAX; g.num_switches()],
-                rank_first: ties == TieOrder::RankFirst,
                 active: true,
                 head: vec![NO_SWITCH; g.num_switches()],
                 usage: vec![0; g.num_switches()],
@@ -513,7 +498,7 @@ impl Balancer {
         if let Some(t) = self.tree.as_mut().filter(|t| t.active) {
             t.cost_down[root as usize] = 0;
             if let Some(groups) = t.same_heads.as_mut() {
-                same_heads = t.rank_first && self.penalized.is_empty();
+                same_heads = self.penalized.is_empty();
                 if same_heads && groups.grouped_for != dag.to {
                     groups.group(dag, &t.level);
                 }
@@ -554,8 +539,6 @@ impl Balancer {
                         let lv = tree.level[s as usize];
                         let groups = tree.same_heads.as_ref().filter(|_| same_heads);
                         let leader = groups.map_or(i, |g| g.leader[i] as usize);
-                        // Specialised on the two flags: the loop runs once per candidate of
-                        // every switch for every destination LID.
                         // The head a group's leader (or a superset's) chose, and the slot of
                         // this switch's channel to it where that is known without a scan.
                         let follow = if leader != i {
@@ -570,11 +553,12 @@ impl Balancer {
                                 None => heads.to_head(cands, hs, head),
                             }
                         } else {
-                            match (self.penalized.is_empty(), tree.rank_first) {
-                                (true, true) => heads.cheapest::<false, true>(cands, hs, lv),
-                                (true, false) => heads.cheapest::<false, false>(cands, hs, lv),
-                                (false, true) => heads.cheapest::<true, true>(cands, hs, lv),
-                                (false, false) => heads.cheapest::<true, false>(cands, hs, lv),
+                            // Specialised on the sibling penalties: the loop runs once per
+                            // candidate of every switch for every destination LID.
+                            if self.penalized.is_empty() {
+                                heads.cheapest::<false>(cands, hs, lv)
+                            } else {
+                                heads.cheapest::<true>(cands, hs, lv)
                             }
                         };
                         best = pick;

@@ -33,7 +33,7 @@
 
 use crate::balance::{
     fill_row, leaf_bound, nearest_sweep, routing_order, routing_order_by, Balancer, DagsAhead,
-    MinimalDag, TieOrder,
+    MinimalDag,
 };
 use crate::graph::{Dest, SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};
 use crate::routing::{transpose_dest_major, Lft, Routing, SwitchLidTable, NO_PATH};
@@ -98,82 +98,25 @@ fn route_with_passes_efi(
     };
     // Fat trees: down parts first, ranked ties and leaves subtree by subtree (see
     // `nearest_sweep`), so the balance does not depend on how ports, GUIDs and LIDs happen to be
-    // numbered. Where that does not reach the load bound (uneven leaves, bundles, faults), the
-    // other order of rank and up load is tried too, and the higher Λ kept.
-    let route_in = |order: TieOrder, feed: Option<&mut RowFeed>| {
-        let bal = Balancer::for_tree(g, levels.clone(), order);
-        route_once(g, dist, reroute_passes, bal, Shape::FatTree, feed)
-    };
-    let (first, second) = if refine_tree(g) && !regular_tree(g, &levels) {
-        // An irregular tree (failed cables or switches, uneven leaves) rarely meets the bound
-        // with the first order, so the other one is routed beside it, on a thread of its own:
-        // the same two routings as one after the other, in about the time of one.
-        std::thread::scope(|scope| {
-            let other = scope.spawn(|| route_in(TieOrder::UpLoadFirst, None));
-            let first = route_in(TieOrder::RankFirst, Some(feed));
-            let second = other
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (first, Some(second))
-        })
-    } else {
-        (route_in(TieOrder::RankFirst, Some(feed)), None)
-    };
-    if first.1 <= leaf_bound(g) || !refine_tree(g) {
-        return first;
-    }
-    let second = second.unwrap_or_else(|| route_in(TieOrder::UpLoadFirst, None));
-    let lambda = |r: &Routing| crate::metrics::judging_lambda(g, &r.lft, TREE_CANDIDATE_PATTERNS);
-    if lambda(&second.0) > lambda(&first.0) {
-        (second.0, second.1, false)
-    } else {
-        first
-    }
-}
-
-/// Whether every switch has as many CA ports, up channels and down channels as the others of
-/// its level (`levels`, leaves 0) and only leaves have CA ports: a complete tree, whose first
-/// routing meets the load bound (no failed cable or switch, even leaves, no aggregation nodes
-/// above the leaves). `O(C)`.
-fn regular_tree(g: &SwitchGraph, levels: &[u32]) -> bool {
-    let mut shape_of_level: Vec<Option<(u32, usize, usize)>> = Vec::new();
-    (0..g.num_switches() as u32).all(|s| {
-        let l = levels[s as usize];
-        let up = g
-            .out_channels(s)
-            .filter(|&c| levels[g.chan_head()[c as usize] as usize] > l)
-            .count();
-        let shape = (
-            g.terminal_count()[s as usize],
-            up,
-            g.out_channels(s).len() - up,
-        );
-        let li = l as usize;
-        // CA ports above the leaves (aggregation nodes) keep the first order from the bound.
-        if li > 0 && shape.0 > 0 {
-            return false;
-        }
-        if shape_of_level.len() <= li {
-            shape_of_level.resize(li + 1, None);
-        }
-        *shape_of_level[li].get_or_insert(shape) == shape
-    })
+    // numbered. (Until 2026-12-08 an irregular tree was also routed with the up part's load
+    // before the rank, and the higher Λ over 64 patterns kept: on 30 irregular trees that order
+    // won twice, by +0.4% and by -0.1% of Λ over 1000 patterns, and it cost up to 40% of the
+    // routing; README, "Faulty and irregular fabrics".)
+    let bal = Balancer::for_tree(g, levels);
+    route_once(g, dist, reroute_passes, bal, Shape::FatTree, Some(feed))
 }
 
 /// (switch, LID) paths above which a fat tree that misses the load bound keeps its first
-/// routing: the other order and the rip-up passes each cost about as much again and gain
-/// little there (the 18-ary 3-tree with 1% of its cables missing: 2.3 s more for Λ 0.6687 ->
-/// 0.6725; with 5%: 0.6281 -> 0.6287; its first routing takes 0.6 s).
+/// routing: the rip-up passes cost about as much again and gain little there (the 18-ary
+/// 3-tree with 1% of its cables missing, when the other tie order was tried too: 2.3 s more
+/// for Λ 0.6687 -> 0.6725; with 5%: 0.6281 -> 0.6287; its first routing takes 0.6 s).
 const TREE_REFINE_MAX_PATHS: usize = 1 << 21;
 
-/// Whether a fat tree that misses the load bound is small enough for the other order and the
-/// rip-up passes ([`TREE_REFINE_MAX_PATHS`]).
+/// Whether a fat tree that misses the load bound is small enough for the rip-up passes
+/// ([`TREE_REFINE_MAX_PATHS`]).
 fn refine_tree(g: &SwitchGraph) -> bool {
     g.num_switches() * g.dests().len() <= TREE_REFINE_MAX_PATHS
 }
-
-/// Bisection patterns that decide between the two fat-tree orders.
-const TREE_CANDIDATE_PATTERNS: u32 = 64;
 
 /// What [`route_once`] is told of the fabric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -392,31 +335,6 @@ mod tests {
     }
 
     #[test]
-    fn complete_trees_are_regular_and_faulty_or_uneven_ones_not() {
-        let regular = |spec: &str| {
-            let g = SwitchGraph::new(&crate::topo::by_name(spec).unwrap()).unwrap();
-            regular_tree(&g, &g.tree_levels().unwrap())
-        };
-        for spec in [
-            "ktree:4,3",
-            "ktree:8,3,shuffle=1",
-            "fattree2:36,2:1",
-            "ktree:3,4",
-        ] {
-            assert!(regular(spec), "{spec}");
-        }
-        for spec in [
-            "ktree:4,3,cut=5",
-            "ktree:8,3,spinedown=1",
-            "fattree3:12,uneven=4",
-            "ktree:6,3,cut=2,faultseed=3",
-            "ktree:4,3,aggr",
-        ] {
-            assert!(!regular(spec), "{spec}");
-        }
-    }
-
-    #[test]
     fn fat_tree_is_perfectly_balanced() {
         // 4 leaves x 4 CAs, 4 spines: every leaf's 4 uplinks carry equal load.
         let f = fat_tree(4, 4, 4, 0);
@@ -593,7 +511,7 @@ mod tests {
             /// nodes and failed cables or spines.
             #[test]
             fn grouped_choices_equal_full_ones(
-                family in 0usize..7, k in 2u32..=5, seed in any::<u64>(), rank_first in any::<bool>()
+                family in 0usize..7, k in 2u32..=5, seed in any::<u64>()
             ) {
                 let spec = match family {
                     0 => format!("ktree:{k},3,shuffle={seed}"),
@@ -608,8 +526,7 @@ mod tests {
                 let g = SwitchGraph::new(&f).unwrap();
                 let levels = g.tree_levels().expect("a tree");
                 let dist = SwitchDistances::new(&g);
-                let ties = if rank_first { TieOrder::RankFirst } else { TieOrder::UpLoadFirst };
-                let bal = || Balancer::for_tree(&g, levels.clone(), ties);
+                let bal = || Balancer::for_tree(&g, levels.clone());
                 let grouped = route_once(&g, &dist, REROUTE_PASSES, bal(), Shape::FatTree, None);
                 let full = route_once(
                     &g,
