@@ -1,7 +1,6 @@
 //! Bounded work: deadlines, and the pace that gives up early on work that cannot meet one (the
 //! candidate routings, [`super::DfssspOptions::deadline`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::DfssspError;
@@ -20,10 +19,8 @@ pub(crate) fn past_deadline(deadline: Option<Instant>, start: Instant) -> Result
 /// Steps of work bounded by a deadline: stopped when past it, and, once [`Pace::SAMPLE`] of the
 /// steps are done, as soon as their pace projects the rest past it, so that work which cannot
 /// finish in time is given up early rather than at the deadline.
-pub(crate) struct Pace<'a> {
+pub(crate) struct Pace {
     deadline: Option<Instant>,
-    /// Raised by the first of several side-by-side runs to stop; the others stop with it.
-    stop: &'a AtomicBool,
     /// When the work began (said in the error), and when its steps began (the pace).
     begun: Instant,
     steps_begun: Instant,
@@ -31,20 +28,14 @@ pub(crate) struct Pace<'a> {
     done: usize,
 }
 
-impl<'a> Pace<'a> {
+impl Pace {
     /// The share of the steps (1/16) after which their pace is trusted.
     const SAMPLE: usize = 16;
 
     /// `total` steps begin now, of work begun at `begun`.
-    pub(crate) fn new(
-        deadline: Option<Instant>,
-        begun: Instant,
-        total: usize,
-        stop: &'a AtomicBool,
-    ) -> Self {
+    pub(crate) fn new(deadline: Option<Instant>, begun: Instant, total: usize) -> Self {
         Pace {
             deadline,
-            stop,
             begun,
             steps_begun: Instant::now(),
             total,
@@ -73,8 +64,7 @@ impl<'a> Pace<'a> {
                 None => Some(Duration::MAX),
             };
         }
-        if now > deadline || projected.is_some() || self.stop.load(Ordering::Relaxed) {
-            self.stop.store(true, Ordering::Relaxed);
+        if now > deadline || projected.is_some() {
             return Err(DfssspError::Stopped { after, projected });
         }
         self.done += 1;
@@ -88,12 +78,10 @@ mod tests {
 
     /// Steps that take `each`, `total` of them, under `deadline`: how many ran, and the error.
     fn run(total: usize, each: Duration, deadline: Duration) -> (usize, DfssspError) {
-        let stop = AtomicBool::new(false);
         let begun = Instant::now();
-        let mut pace = Pace::new(Some(begun + deadline), begun, total, &stop);
+        let mut pace = Pace::new(Some(begun + deadline), begun, total);
         for i in 0..total {
             if let Err(e) = pace.step() {
-                assert!(stop.load(Ordering::Relaxed), "a stop is shared");
                 return (i, e);
             }
             std::thread::sleep(each);
@@ -120,31 +108,13 @@ mod tests {
 
     #[test]
     fn work_that_keeps_its_pace_runs_to_the_end() {
-        let stop = AtomicBool::new(false);
         let begun = Instant::now();
-        let mut pace = Pace::new(Some(begun + Duration::from_secs(60)), begun, 100, &stop);
+        let mut pace = Pace::new(Some(begun + Duration::from_secs(60)), begun, 100);
         for _ in 0..100 {
             pace.step().unwrap();
         }
         // Without a deadline nothing is ever stopped, nor measured.
-        let mut free = Pace::new(None, begun, 1, &stop);
-        stop.store(true, Ordering::Relaxed);
+        let mut free = Pace::new(None, begun, 1);
         free.step().unwrap();
-    }
-
-    #[test]
-    fn a_sibling_stop_stops_this_run_too() {
-        let stop = AtomicBool::new(false);
-        let begun = Instant::now();
-        let mut pace = Pace::new(Some(begun + Duration::from_secs(60)), begun, 100, &stop);
-        pace.step().unwrap();
-        stop.store(true, Ordering::Relaxed);
-        assert!(matches!(
-            pace.step(),
-            Err(DfssspError::Stopped {
-                projected: None,
-                ..
-            })
-        ));
     }
 }

@@ -64,10 +64,9 @@ pub struct LayerReport {
 /// What one-lane routing did ([`onelane`]).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct OneLaneReport {
-    /// How the layer was seeded in the routing kept ("sifted" or "none"), and every candidate's
-    /// estimated Λ.
+    /// How the layer was seeded ("sifted"; "none" where every data route was legal and no
+    /// search ran).
     pub seeding: &'static str,
-    pub lambda_estimates: Vec<(&'static str, f64)>,
     /// Roots of the spanning tree whose routes guarantee that every switch reaches every LID.
     pub tree_roots: Vec<u32>,
     /// Destination LIDs whose input (SSSP) routes are all legal under the spanning tree's
@@ -174,8 +173,7 @@ impl LayerReport {
                 "one lane: balanced searches whose turns go forward in one channel order, \
                  spanning-tree routes (root switch(es) {:?}) where they cannot: {} of {} route(s) follow the tree \
                  from some switch on, {} route(s) longer than minimal, {} search(es) repeated; \
-                 {} destination LID(s) kept their SSSP routes{}; order fitted to the SSSP routes: {} \
-                 (estimated Λ {})",
+                 {} destination LID(s) kept their SSSP routes{}; order fitted to the SSSP routes: {}",
                 o.tree_roots,
                 o.tree_routes,
                 self.routes,
@@ -195,11 +193,6 @@ impl LayerReport {
                     String::new()
                 },
                 o.seeding,
-                o.lambda_estimates
-                    .iter()
-                    .map(|(name, l)| format!("{name} {l:.4}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
             ));
         }
         if let Some(e) = self.escape_layer {

@@ -42,15 +42,12 @@
 //! faults and of how full the layer is. The tables are written only for destinations whose routes
 //! changed.
 
-use std::sync::atomic::AtomicBool;
-
 use rayon::prelude::*;
 use std::time::Instant;
 
 use crate::balance::{routing_order, write_dest, Balancer};
 use crate::bits;
 use crate::graph::{order_by_distance, Dest, SwitchGraph, NO_CHANNEL, NO_SWITCH};
-use crate::metrics::{effective_bisection_bandwidth, BisectionSpec};
 use crate::routing::{Routing, SwitchLidTable, NO_PATH};
 use crate::updown::{best_roots, UpDown, UpDownRouter};
 
@@ -84,12 +81,14 @@ const REROUTE_PASSES: usize = 1;
 /// on every switch: 99.8% of such checks found one, after 670 channels on average).
 pub(crate) const TREE_LIKE_SPAN: usize = 1024;
 
-/// How the layer is seeded before the searches ([`seed_input_turns`]).
+/// How the layer was seeded (the report's word): by the searches' channel order fitted to the
+/// input routes ([`seed_input_turns`]), or not at all where every data route was legal and no
+/// search ran ([`legal`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Seeding {
     /// The greedy seeds, improved by the local search.
     Sifted,
-    /// None: the searches start from the tree's pins alone.
+    /// None: the routes made legal under one Up*/Down* order.
     Unseeded,
 }
 
@@ -223,13 +222,6 @@ pub(crate) fn orientation(prep: &Prepared, counts: &[u32], input: &[u8]) -> Orie
     }
 }
 
-/// Bisection patterns (and their seed, not the default one of `eval`) that estimate Λ of each
-/// one-lane candidate: a few ms on the random 128-switch fabric. Candidates more than about 1%
-/// apart are ranked as by 1000 patterns of seed 1; closer ones (kautz:2,3,2: 0.7619 and 0.7641)
-/// may not be.
-const ONE_LANE_PICK_PATTERNS: u32 = 200;
-const ONE_LANE_PICK_SEED: u64 = 0x6f6e_656c;
-
 /// Stage 2 with a budget of one lane and a cycle in it: one-lane routing ([`onelane`]), which
 /// leaves every route in layer 0.
 pub(super) fn route(
@@ -251,11 +243,11 @@ pub(super) fn route(
     let dests = g.dests().iter().filter(|d| d.switch != NO_SWITCH).count() as u64;
     let tree_like = 2 * legal >= dests || oriented.data_legal;
     let (input, input_weight) = (&routes.cols[..], &routes.counts0[..]);
-    let cands: Vec<_> = if oriented.data_legal {
+    let (out, seeding, cand) = if oriented.data_legal {
         // Every data route legal: every route made legal, no search ([`legal`]).
         let mut cand = routes.routing.clone();
         let out = legal::run(prep, &oriented.ud, input, deadline, &mut cand)?;
-        vec![(f64::NAN, out, Seeding::Unseeded, cand)]
+        (out, Seeding::Unseeded, cand)
     } else {
         let bounds = SearchBounds {
             max_span: match tree_like {
@@ -263,60 +255,21 @@ pub(super) fn route(
                 false => usize::MAX,
             },
             deadline,
-            stop: &AtomicBool::new(false),
         };
-        // Seeds win on most fabrics, but not on every one (a 6x6 mesh): route both ways and
-        // keep the higher estimated Λ, so one lane never does worse than without seeds (up to
-        // the estimate). Independent: routed in parallel, each on its own copy of the input
-        // routes.
-        let spec = BisectionSpec::new(ONE_LANE_PICK_PATTERNS, ONE_LANE_PICK_SEED);
-        let seedings = [Seeding::Sifted, Seeding::Unseeded];
-        // (Two routings' worth of work: in parallel even on small fabrics.)
-        let mut runs = seedings
-            .par_iter()
-            .map(|&seeding| {
-                let mut cand = routes.routing.clone();
-                let out = run(
-                    prep,
-                    &oriented,
-                    input,
-                    input_weight,
-                    seeding,
-                    bounds,
-                    &mut cand,
-                )?;
-                let est =
-                    effective_bisection_bandwidth(g, &cand.lft, &spec).map_or(0.0, |b| b.lambda);
-                Ok((est, out, seeding, cand))
-            })
-            .collect::<Vec<Result<_, DfssspError>>>();
-        // The run that stopped on its pace says why (its sibling stopped with it).
-        let paced = |r: &Result<_, _>| {
-            matches!(
-                r,
-                Err(DfssspError::Stopped {
-                    projected: Some(_),
-                    ..
-                })
-            )
-        };
-        match runs.iter().position(paced) {
-            Some(i) => return runs.swap_remove(i).map(|_| ()),
-            None => runs.into_iter().collect::<Result<_, DfssspError>>()?,
-        }
+        // The layer seeded with the input routes' heaviest acyclic part (sifted). Until
+        // 2026-12-08 it was also routed without seeds, beside it, and the higher Λ estimated over
+        // 200 patterns kept: on 26 fabrics (tori, meshes, hypercubes, dragonflies, rails, random
+        // fabrics, faulty ones among them) the unseeded routing was kept once, on
+        // dragonfly:4,2,2,9, where its estimate was 0.06% higher and its Λ over 1000 patterns
+        // 0.9% lower (README, "Measurements behind the design").
+        let mut cand = routes.routing.clone();
+        let out = run(prep, &oriented, input, input_weight, bounds, &mut cand)?;
+        (out, Seeding::Sifted, cand)
     };
-    let estimates = cands.iter().map(|c| (c.2.name(), c.0)).collect();
-    // The highest estimate; ties to the earlier candidate.
-    let best = cands
-        .into_iter()
-        .reduce(|a, b| if b.0 > a.0 { b } else { a })
-        .expect("a candidate");
     let routing = routes.routing;
-    *routing = best.3;
-    let (out, seeding) = (best.1, best.2);
+    *routing = cand;
     report.one_lane = Some(OneLaneReport {
         seeding: seeding.name(),
-        lambda_estimates: estimates,
         tree_roots: out.roots,
         legal_input_dests: legal,
         tree_like,
@@ -358,7 +311,7 @@ pub(crate) struct Orientation {
 
 /// How far one-lane routing may go.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct SearchBounds<'a> {
+pub(crate) struct SearchBounds {
     /// While the order is fitted, a dependency whose channels lie more than this many positions
     /// apart in it is refused without a cycle check ([`TREE_LIKE_SPAN`] on tree-like fabrics,
     /// else unbounded).
@@ -366,8 +319,6 @@ pub(crate) struct SearchBounds<'a> {
     /// Stop ([`DfssspError::Stopped`]) once past it or projected past it ([`super::Pace`]),
     /// checked per destination.
     pub deadline: Option<Instant>,
-    /// Routings computed side by side stop together: the first to stop raises it.
-    pub stop: &'a AtomicBool,
 }
 
 /// The dependency edges (a bitmap) that routes from switches with CAs to CA LIDs take: the turns of data
@@ -451,15 +402,15 @@ pub(crate) fn legal_input_dests(g: &SwitchGraph, ud: &UpDown, input: &[u8]) -> u
 
 /// Routes every destination of `routing`'s fabric deadlock-free within one layer (module
 /// documentation); rewrites the LFT and hop tables. `oriented` gives the spanning tree's roots;
-/// `input_weight` is the weight of every dependency edge of the input routes (`input`).
-/// `bounds`: how far it may go.
+/// `input_weight` is the weight of every dependency edge of the input routes (`input`), whose
+/// heaviest acyclic part seeds the channel order ([`seed_input_turns`]). `bounds`: how far it
+/// may go.
 pub(crate) fn run(
     prep: &Prepared,
     oriented: &Orientation,
     input: &[u8],
     input_weight: &[u32],
-    seeding: Seeding,
-    bounds: SearchBounds<'_>,
+    bounds: SearchBounds,
     routing: &mut Routing,
 ) -> Result<OneLaneOutcome, DfssspError> {
     let start = Instant::now();
@@ -481,10 +432,10 @@ pub(crate) fn run(
         g,
         ei,
         input_weight,
-        seeding,
         &mut counts,
         &mut topo,
-        bounds.stop,
+        bounds.deadline,
+        start,
     )?;
     let mut out = OneLaneOutcome {
         roots: ud.roots.clone(),
@@ -506,7 +457,7 @@ pub(crate) fn run(
         .iter()
         .map(|&di| last_pass(&g.dests()[di as usize]) + 1)
         .sum();
-    let mut pace = super::Pace::new(bounds.deadline, start, steps, bounds.stop);
+    let mut pace = super::Pace::new(bounds.deadline, start, steps);
     for pass in 0..=REROUTE_PASSES {
         for &di in &dests {
             let d = g.dests()[di as usize];

@@ -2,12 +2,10 @@
 //! their CDG, taken greedily and then improved by sifting channels in the topological order.
 
 use std::cmp::Reverse;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::Instant;
 
 use crate::graph::SwitchGraph;
 
-use super::Seeding;
 use crate::dfsssp::cdg::{topological_order, EdgeIndex};
 use crate::dfsssp::dyntopo::{DepEdge, DynTopo, TopoScratch};
 use crate::dfsssp::DfssspError;
@@ -19,7 +17,7 @@ use crate::dfsssp::DfssspError;
 const SEED_SEARCH_LIMIT: usize = 512;
 const SEED_WORK_PER_EDGE: u64 = 32;
 
-/// How often the seeding looks at the stop flag of the runs beside it (edges or channels).
+/// How often the seeding looks at the deadline (edges or channels).
 const STOP_CHECK_EVERY: usize = 1024;
 
 /// Fits the order `topo` (with the tree's pins in `counts`) to the input routes: their
@@ -32,14 +30,11 @@ pub(super) fn seed_input_turns(
     g: &SwitchGraph,
     ei: &EdgeIndex,
     weight: &[u32],
-    seeding: Seeding,
     counts: &mut [u32],
     topo: &mut DynTopo,
-    stop: &AtomicBool,
+    deadline: Option<Instant>,
+    begun: Instant,
 ) -> Result<(), DfssspError> {
-    if seeding == Seeding::Unseeded {
-        return Ok(());
-    }
     let pinned: Vec<bool> = counts.iter().map(|&n| n > 0).collect();
     let mut cand: Vec<(u32, u32, u32, u32)> = Vec::new();
     for c in 0..g.num_channels() as u32 {
@@ -58,12 +53,10 @@ pub(super) fn seed_input_turns(
     let budget = SEED_WORK_PER_EDGE.saturating_mul(cand.len() as u64);
     let start = topo.searched;
     for (i, &(_, e, c1, c2)) in cand.iter().enumerate() {
-        // A run beside this one stopped (its pace past the deadline): so does this one.
-        if i.is_multiple_of(STOP_CHECK_EVERY) && stop.load(Ordering::Relaxed) {
-            return Err(DfssspError::Stopped {
-                after: Duration::ZERO,
-                projected: None,
-            });
+        // A candidate routing stops here too once past its deadline (the searches' pace judges
+        // only after the order is fitted).
+        if i.is_multiple_of(STOP_CHECK_EVERY) {
+            crate::dfsssp::past_deadline(deadline, begun)?;
         }
         let left = budget.saturating_sub(topo.searched - start);
         let limit = usize::try_from(left).map_or(SEED_SEARCH_LIMIT, |l| l.min(SEED_SEARCH_LIMIT));
@@ -84,7 +77,7 @@ pub(super) fn seed_input_turns(
             }
         },
         &mut order,
-        stop,
+        deadline,
     );
     let mut pos = vec![0u32; order.len()];
     for (i, &c) in order.iter().enumerate() {
@@ -117,13 +110,13 @@ const SIFT_SWEEPS: usize = 4;
 /// and to it that go forward weigh most (`weight` per [`EdgeIndex`] slot; 0 = not an edge), as
 /// long as that is more than where it is. Never lowers the forward weight; every edge of weight
 /// [`PIN_WEIGHT`] that went forward still does. Cost per sweep: the channels' degrees (sorted) plus
-/// the positions moved over. Ends early (every move so far kept) once `stop` is raised.
+/// the positions moved over. Ends early (every move so far kept) once past `deadline`.
 pub(super) fn sift(
     g: &SwitchGraph,
     ei: &EdgeIndex,
     weight: impl Fn(u32) -> u64,
     order: &mut Vec<u32>,
-    stop: &AtomicBool,
+    deadline: Option<Instant>,
 ) {
     let nc = order.len();
     if nc < 2 {
@@ -162,7 +155,9 @@ pub(super) fn sift(
     for _ in 0..SIFT_SWEEPS {
         let mut moved = false;
         for v in 0..nc as u32 {
-            if (v as usize).is_multiple_of(STOP_CHECK_EVERY) && stop.load(Ordering::Relaxed) {
+            if (v as usize).is_multiple_of(STOP_CHECK_EVERY)
+                && deadline.is_some_and(|d| Instant::now() > d)
+            {
                 return;
             }
             let pv = pos[v as usize];

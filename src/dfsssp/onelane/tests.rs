@@ -202,13 +202,7 @@ fn sift_keeps_pins_and_never_loses_weight() {
         (sum, pos)
     };
     let (before, _) = forward(&order);
-    sift(
-        &g,
-        &ei,
-        |e| weight[e as usize],
-        &mut order,
-        &std::sync::atomic::AtomicBool::new(false),
-    );
+    sift(&g, &ei, |e| weight[e as usize], &mut order, None);
     let mut sorted = order.clone();
     sorted.sort_unstable();
     assert_eq!(sorted, (0..nc).collect::<Vec<_>>(), "a permutation");
