@@ -17,6 +17,13 @@
 //! above read it as two 2-rings (the hypercube reading): `torus:4x4x4` is recognised as six
 //! dimensions of size 2. Dimension-order routes over that reading are the 4-ring's with the
 //! half-way tie split by the source's position, and need no dateline.
+//!
+//! **Cost.** With `n` the most distinct neighbours of a switch (at most `2·MAX_DIMS` = 24, `2·d` in
+//! a torus of `d` dimensions): the neighbour lists, `O(C log radix)`; the 4-cycle rules, every pair
+//! of a switch's neighbours intersected in `O(n)`, `O(S·n³)`; positions and the check, `O(d·S·n)`.
+//! So `O(C log radix + S·n³)`, linear in the fabric since `n` is bounded, in `O(S·n)` memory. A
+//! switch of more neighbours stops it while the lists are built, two neighbours with more than one
+//! other in common at that pair.
 
 use crate::graph::SwitchGraph;
 use crate::union_find::UnionFind;

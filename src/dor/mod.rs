@@ -13,6 +13,13 @@
 //! so credit loops can only close around a ring of 5 or more switches (a 3-ring's routes along
 //! it are one hop; a 4-ring is read as two 2-rings); deadlock freedom is left to the layers
 //! ([`crate::dfsssp`]) like any other routing's.
+//!
+//! **Cost.** Recognising the torus ([`coords`]): `O(C log radix + S·n³)`, `n ≤ 24` the distinct
+//! neighbours of a switch (see there), so linear in the fabric. Routing: the channels grouped by
+//! dimension and direction, `O((S+C)·d)` for `d` dimensions (at most [`coords::MAX_DIMS`]); then
+//! every table entry computed directly from the two switches' coordinates in `O(d)`, switches in
+//! parallel: `O(S·D·d)`, no search and no loads. Memory: a rank and a coordinate sum per LID
+//! besides the two tables (ports and hop counts, `S·max_lid` bytes each).
 
 pub mod conf;
 pub mod coords;

@@ -26,6 +26,15 @@
 //!
 //! The output is a plain single-layer [`Routing`]: DFSSSP's deadlock removal, verification and
 //! metrics apply unchanged and see every LID's routes.
+//!
+//! **Cost.** Per port with K = 2^LMC LIDs: the minimal DAG towards its switch, `O(S + C)` (shared
+//! by consecutive ports on one switch), one least-weight tree over it per LID (and one more for
+//! rank 0 when K > 1), `O(S + C)`, and `O(S)` for its row and loads: `O(D·(S + C))` for D LIDs.
+//! With K > 1, path selection adds up to K − 1 searches per source switch with CAs, each over the
+//! DAG between it and the port's switch (`O(S + C)` at most): `O(K·S·(S + C))` per port at worst.
+//! Packing the A ≤ K·S paths builds their split graph (A²/8 bytes) and colours it (color/L:
+//! `O(k·A²)` for k colours), again after each dropping round (each drops at least one path).
+//! Memory: 2·S² bytes of distances, 2·(max LID + 1)·S bytes of rows, as much again in the Routing.
 
 use crate::balance::{routing_order, MinimalDag, SIBLING_PENALTY};
 use crate::graph::{Dest, SwitchDistances, SwitchGraph, NO_CHANNEL, NO_SWITCH};

@@ -1,5 +1,13 @@
 //! The all-pairs pass: connectivity, hop counts and channel loads of every route, from one
 //! destination-major walk of the forwarding tables.
+//!
+//! **Cost.** Per LID (D in all): its column of the tables, gathered 64 LIDs at a time, the paths of
+//! all S switches resolved by following each entry once, a counting sort by hops and the subtree
+//! sums, each `O(S)`: `O(D·S)` in all, in parallel over chunks of LIDs. Before that, the switch
+//! distances (minimal hops, disconnected pairs): one bit-parallel BFS per 64 switches, 2·S² bytes.
+//! [`LidChoice::BySource`] adds up to 128/2^LMC additions per delivering (switch, CA LID) pair and
+//! a 512·S-byte table. Memory: 8·C bytes of channel loads per chunk (8 chunks per thread, all held
+//! until merged) and per thread a 64·S-byte window of the tables plus `O(S)` path scratch.
 
 use rayon::prelude::*;
 

@@ -7,6 +7,15 @@
 //! carrying channel `a` (from `u`) continues on every carrying channel `b` leaving `s` except back
 //! over the same link, and the group's dependencies are all such `(a, b)`; for a tree these are
 //! exactly the pairs of distinct tree links at a switch ([module doc](super)).
+//!
+//! **Cost** (`T_g`, `M_g`: switches with an MFT entry, member switches of group g; E ≤ C·radix
+//! possible dependency edges). [`mft_metrics`]: per group a flood along the carrying channels from
+//! each member switch, `O(M_g·(C + M_g))` at worst, and `O(T_g·radix)` for its links; 48 bytes
+//! per switch, 4 per channel. [`dependency_bits`]: an E-bit set, `O(S + C)` set-up, and per group
+//! every carrying channel into an entry's switch times the channels out, `O(T_g·radix²)` and at
+//! most `O(C + E)`. [`find_cycle`]: `O(C + E)`, about 12 bytes per dependency set. [`joint_check`]:
+//! per VL its groups' dependencies and at most 3 + `L_v` cycle searches (`L_v` unicast layers on
+//! it), with up to four E-bit sets (E/8 bytes each) alive.
 
 use serde::Serialize;
 

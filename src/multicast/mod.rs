@@ -71,6 +71,15 @@
 //!
 //! [`joint_check`] and [`mft_metrics`] judge MFTs from anywhere (OpenSM's dump, another
 //! engine's trees) the same way.
+//!
+//! **Cost** (`M_g` member switches of group g, V VLs in use, E ≤ C·radix possible dependency
+//! edges; [`tree`] and [`analysis`] give the parts). A round builds the trees,
+//! `O(Σ_g (M_g + 17)·(S + C))`, and judges the masks: metrics `O(Σ_g M_g·(C + M_g))`, the joint
+//! check `O((V + L)·(C + E) + V·S)` plus the groups' dependencies. [`TreeMode::Auto`] adds at most
+//! one round per VL with groups; a round with VLs along Up*/Down* fits the orientation unless given
+//! (2·S² bytes of switch distances; per component up to 24 roots tried, each `O(S log S + C)` plus
+//! a pass over those VLs' unicast dependencies). A VL left cyclic costs one `O(C + E)` cycle
+//! search per candidate VL (those in use and one free) for the suggestion.
 
 pub mod analysis;
 pub mod tree;

@@ -1,5 +1,13 @@
 //! The layers of re-routed paths: each goes into its old layer if the layer's channel
 //! dependency graph stays acyclic, else into another, else into a new one within the budget.
+//!
+//! **Cost.** (`E ≤ C·radix` possible dependency edges, `L` layers.) [`LayerChecks::AtEnd`]:
+//! `O(hops)` per path to trace it and set its edge bits, then one `O(C+E)` topological sort per
+//! layer (layers in parallel), `L·E/8` bytes; a cycle there means pass 2 again, per path.
+//! [`LayerChecks::PerPath`]: `O(L·(C+E))` to count the kept edges and order each layer (`4·E` bytes
+//! of counts and `4·C` of positions per layer); per path at most one try per candidate next hop and
+//! layer, each `O(hops)` plus, per edge new to the layer, a Pearce–Kelly check that visits at most
+//! [`SEARCH_LIMIT`] channels each way, `O(SEARCH_LIMIT·radix)`. A new layer costs `O(C+E)`.
 
 use rayon::prelude::*;
 

@@ -22,6 +22,15 @@
 //!
 //! Whatever this cannot do ([`FullReason`]) makes the caller compute everything afresh; the
 //! independent verification runs on the result either way.
+//!
+//! **Cost.** Whatever changed: matching the fabrics, `O(S+C)`, and the old tables copied row by row
+//! into the result (LFT, hop counts, layers: `S·max_lid` bytes each). The survey (`survey.rs`):
+//! `O(S)` per destination it traverses, all `D`, or, from a [`RoutingSummary`] when links were only
+//! lost, only those whose trees crossed a vanished channel (found in `O(max_lid)` per such channel,
+//! the rest from the summary in `O(S+C+D+L·E)`, `E ≤ C·radix`). Pass 2 (`place.rs`): `O(S)` per
+//! destination routed again, `O(radix·log C + hops)` per path routed again plus its layer, and
+//! `O(L·(C+E))` to check the layers (`layering.rs`). A repair (cables or switches back) adds a fresh
+//! computation (the guide), both fabrics' switch distances, `O(S·(S+C))`, and a survey of all `D`.
 
 pub mod diff;
 mod guide;

@@ -1,5 +1,11 @@
 //! Pass 2 of the re-route: new next hops for the paths the survey did not keep, nearest
 //! switches first, each in a layer the layering accepts.
+//!
+//! **Cost.** Per destination, `O(S)` to start its search and clear what it cannot reach; per switch
+//! routed again (only those), a heap entry per channel at it (a Dijkstra with unit weights,
+//! `O(radix·log C)`), its candidates sorted (`O(radix·log radix)`), the kept path it joins, if any,
+//! walked once for the loads (`O(hops)`), and its layer ([`Layering::place`]). The kept switches
+//! cost only the `O(S)` scans. Scratch: `O(S)`, allocated once.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

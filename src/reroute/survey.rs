@@ -1,6 +1,14 @@
 //! Pass 1 of the re-route, the survey: per destination, which switches' paths are kept (every
 //! channel they cross survives, and, when cables or switches came back, they are still shortest),
 //! and the loads and per-layer dependency edges of the kept paths.
+//!
+//! **Cost.** `O(S)` per destination traversed: its old tree resolved from its LFT column (read 64
+//! LIDs at a time), then a few passes over the switches (the guide's tree after a repair; kept or
+//! not, root first; loads and edges, leaves first; what to route again). The edge bits are one per
+//! layer of the kept paths through a switch, so `O(S·L)` at most. Destinations run in parallel
+//! chunks, each with `O(S)` scratch, channel loads (`8·C` bytes) and a bit per layer and possible
+//! dependency edge (`E ≤ C·radix` of them: `L·E/8` bytes). A destination with paths to route again
+//! leaves the kept switches' path lengths for pass 2, `4·S` bytes.
 
 use super::diff::{self, RoutedFabric};
 use super::guide::{Guide, GuideScratch};

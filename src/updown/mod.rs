@@ -37,6 +37,15 @@
 //!
 //! **Balance.** Among the candidate channels the tree is chosen by [`Balancer::choose_tree`], the
 //! same least-accumulated-load rule SSSP uses, so escape routes spread over the fabric too.
+//!
+//! **Cost.** The orientation: a BFS and a sort, `O(C + S log S)`, after the all-pairs switch
+//! distances ([`SwitchDistances`], `O(S·(S+C))`, `2·S²` bytes) and `O(S²)` for the eccentricities
+//! that pick the centre; [`UpDown::fitted`] builds at most 24 orientations per component and
+//! measures each by the caller's weight. Per destination switch, its candidates (`dd`, `T`, the
+//! channels one step closer): `O(S+C)`, shared by its LIDs routed in a row
+//! ([`UpDownRouter::route_dests_tree`] builds them ahead on the other core). Per destination LID,
+//! the balanced choice, its loads and its table column: `O(S+C)`. So [`route`] costs
+//! `O(S·(S+C) + D·(S+C))`, and the tables `2·S·max_lid` bytes.
 
 use crate::balance::{routing_order, write_dest, Balancer};
 use crate::graph::{order_by_distance, SwitchDistances};

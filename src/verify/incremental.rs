@@ -21,6 +21,15 @@
 //! the shortcut does not cover (switches, LIDs, components or layer count changed, a previous
 //! report that does not fit) is verified in full too. The over-approximated edges are what the
 //! next re-route and the next check start from; a full verification resets them.
+//!
+//! **Cost.** Finding the changed LIDs compares the old and new tables entry by entry (LFT and layer
+//! rows, switches in parallel): `O(S·max_lid)` whatever changed, plus `O(max_lid)` per channel that
+//! vanished or is new (its port looked up in its tail's rows). Each changed LID is then checked
+//! twice, in the new tables and in the old, `O(S)` each as in [`super::verify`]; the unchanged ones
+//! are not walked. Carrying the previous edges over and checking every layer's union for a cycle
+//! costs `O(L·(C+E))` (`E ≤ C·radix` possible dependency edges), in `L·E/8` bytes of bits. A change
+//! the shortcut does not cover costs a full verification instead, a cycle in the union one as well:
+//! `O(D·S)` plus the same CDG checks.
 
 use rayon::prelude::*;
 
