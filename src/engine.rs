@@ -794,6 +794,14 @@ pub struct EngineStats {
 /// in milliseconds keep every candidate, so their routes do not depend on the machine's speed.
 const CANDIDATE_BUDGET_FLOOR: Duration = Duration::from_secs(1);
 
+/// What is left of the candidates' budget after `elapsed` since the routing began, `spent` of
+/// it on candidates: the base routing's time (`elapsed - spent`, at least
+/// [`CANDIDATE_BUDGET_FLOOR`]) less `spent`.
+fn candidate_time_left(elapsed: Duration, spent: Duration) -> Duration {
+    let base = elapsed.saturating_sub(spent);
+    base.max(CANDIDATE_BUDGET_FLOOR).saturating_sub(spent)
+}
+
 /// The engine's log: (level, line).
 pub(crate) type Log = Vec<(LogLevel, String)>;
 
@@ -981,19 +989,21 @@ fn make_deadlock_free(
         && budget >= 2
         && sssp_efi.is_some_and(|efi| efi > crate::balance::leaf_bound(graph));
     let opts = dfsssp_options(cfg);
-    // The candidates together may take as long again as the routing so far (at least
-    // CANDIDATE_BUDGET_FLOOR): no candidate costs more than it can win.
-    let deadline = || DfssspOptions {
-        deadline: Some(Instant::now() + start.elapsed().max(CANDIDATE_BUDGET_FLOOR)),
+    // The candidates together may take as long again as the base routing (SSSP and its
+    // deadlock removal; at least CANDIDATE_BUDGET_FLOOR): no candidate costs more than it can
+    // win. `spent`: the candidates' time so far, not the base routing's, and off the budget.
+    let deadline = |spent: Duration| DfssspOptions {
+        deadline: Some(Instant::now() + candidate_time_left(start.elapsed(), spent)),
         ..opts.clone()
     };
+    let dor_began = Instant::now();
     // Dimension-order routes on tori (and meshes), where the coordinates can be inferred, are
     // judged first, against the SSSP routes: where they measure better, the SSSP routes are not
     // made deadlock-free (on a regular torus that is most of the routing's cost), and the
     // one-lane candidate has never measured better than they do (20 regular tori, meshes and
     // hypercubes, by 3-13%; README, "Candidate routings"), so it is not computed.
     let dor = (cfg.qos && cfg.dor_candidate && budget >= 2 && sssp_efi.is_some())
-        .then(|| candidates::dor_candidate(graph, dist, budget, &deadline()))
+        .then(|| candidates::dor_candidate(graph, dist, budget, &deadline(Duration::ZERO)))
         .flatten();
     let dor = match dor {
         Some(c @ candidates::DorCandidate::Ready(_)) => {
@@ -1010,12 +1020,13 @@ fn make_deadlock_free(
         }
         other => other,
     };
+    let dor_spent = dor_began.elapsed();
     // The one-lane candidate starts from the same SSSP routes, with their CDG: copied (only
     // where dimension order was not taken above), not built again.
     let one_lane_candidate = wants_one_lane.then(|| (routing.clone(), layer0.clone()));
     let report =
         dfsssp::make_deadlock_free_fed(graph, &mut routing, layer0, budget, &opts, Some(dist))?;
-    let candidate_opts = deadline();
+    let candidate_opts = deadline(dor_spent);
     let mut layered = candidates::Layered {
         routing,
         report,

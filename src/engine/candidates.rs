@@ -1,5 +1,15 @@
 //! Routings judged by measured Λ beside the layers' minimal routes: the one-lane search's, and
 //! dimension-order routes on tori and meshes.
+//!
+//! **Cost.** Each candidate is a whole routing: dimension-order routes made deadlock-free by cycle
+//! breaking ([`crate::dor`], [`crate::dfsssp`]), or the one-lane search from a copy of the SSSP
+//! tables and their layer-0 CDG, spread over the lanes where it wins. Each verdict measures Λ over
+//! [`CANDIDATE_PATTERNS`] patterns, `O(64·(P + F log F + F·h))` for P CA ports, F = P/2 flows of h
+//! hops: two routings for the one-lane candidate, up to three for dimension order. The
+//! candidates share one budget, the base routing's time (SSSP and its deadlock removal; at least
+//! 1 s): the one-lane candidate gets what dimension order left of it. Deadlock removal checks its
+//! deadline between phases, the one-lane search while it runs (fitting its order, then its
+//! pace); Λ and the DOR tables are not bounded by it.
 
 use crate::dfsssp::{self, DfssspOptions, LayerReport};
 use crate::dor;

@@ -50,6 +50,26 @@ fn prior_of<'a>(f: &'a Fabric, cfg: &'a EngineConfig, out: &'a EngineOutput) -> 
 /// Where minimal routes reach the load bound (a complete fat tree) the search is not run.
 /// (Without the dimension-order candidate, which on tori is taken first and then leaves the
 /// one-lane candidate out: `dimension_order_taken_leaves_the_one_lane_candidate_out`.)
+/// The candidates share one budget, the base routing's time (at least the floor): what dimension
+/// order spent is neither base nor left for the one-lane candidate.
+#[test]
+fn candidates_share_one_budget_of_the_base_routings_time() {
+    let s = |ms: u64| Duration::from_millis(ms);
+    // 3 s of base routing, no candidate yet: 3 s left.
+    assert_eq!(candidate_time_left(s(3000), s(0)), s(3000));
+    // 3 s of base routing and 2 s of dimension order (5 s elapsed): 1 s left, not 5.
+    assert_eq!(candidate_time_left(s(5000), s(2000)), s(1000));
+    // Dimension order took the whole budget: nothing left.
+    assert_eq!(candidate_time_left(s(6000), s(3000)), s(0));
+    assert_eq!(candidate_time_left(s(7000), s(4000)), s(0));
+    // A fast base routing still leaves the floor.
+    assert_eq!(candidate_time_left(s(20), s(0)), CANDIDATE_BUDGET_FLOOR);
+    assert_eq!(
+        candidate_time_left(s(320), s(300)),
+        CANDIDATE_BUDGET_FLOOR - s(300)
+    );
+}
+
 #[test]
 fn qos_on_is_never_below_qos_off() {
     let lambda = |spec: &str, qos: bool| {
