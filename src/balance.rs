@@ -6,6 +6,15 @@
 //! - [`routing_order`]: the order destinations are routed in;
 //! - one row writer ([`dest_entries`]) turning a destination's tree into LFT ports and hop counts,
 //!   for tables laid out by switch ([`write_dest`]) or by destination ([`fill_row`]).
+//!
+//! **Cost.** Per destination LID the choice reads each candidate of the minimal DAG once:
+//! `O(S + C)` with the resets, its row and the loads, plus `O(S)` per LMC sibling whose channels it
+//! avoids. On fat trees each distance level is ranked by a counting sort (`O(S)` over all levels),
+//! then within branches up to the tree's height (`O(S log S)` at worst); `SameHeads` groups once
+//! per destination switch and pass: sorts, `O(C log C + S·radix·log S)`, and subset checks against
+//! the groups sharing a first head. A routing ([`crate::sssp`]): `O(D·(S + C))` a pass, one rip-up
+//! pass at most, [`nearest_sweep`] `O(S²)` on fat trees; ports and hops destination-major, then
+//! switch-major, `S·(max_lid+1)` bytes each, and a copy of the ports for the rip-up.
 
 mod dag;
 

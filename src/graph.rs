@@ -5,6 +5,14 @@
 //! *channel* with a dense id (parallel links are separate channels), and every LID is a [`Dest`]
 //! attached to one switch and leaving it by one port. Tables elsewhere are flat arrays indexed by
 //! these ids.
+//!
+//! **Cost.** [`SwitchGraph::new`]: sorts of the switches by GUID, the channels and the LIDs,
+//! `O(S log S + C log C + D log D)`, and a hash map of every link's two ends; flat arrays of
+//! `O(S + C + D)` words, and 4 bytes per switch port and per LID up to `max_lid`.
+//! [`SwitchDistances`]: one sweep over the channels per BFS level and batch of 64 destination
+//! switches, `O(⌈S/64⌉·(e+1)·(S + C) + S²)` for e the largest distance, at worst `O(S·(S + C))`;
+//! `2·S²` bytes, and `24·S` per batch in progress (one per thread). [`SwitchGraph::tree_levels`],
+//! [`SwitchGraph::components`] and [`SwitchGraph::bfs_distances_to`]: one search each, `O(S + C)`.
 
 use std::collections::HashMap;
 

@@ -14,6 +14,15 @@
 //! ([`super::dyntopo`]). A destination where some switch has no such channel keeps its SSSP tree and
 //! is left to cycle breaking. CA routes never change; switch-LID routes stay minimal (hops are
 //! unchanged), only their balance may suffer, which matters little for management traffic.
+//!
+//! **Cost.** [`fit`]: the CA routes' CDG where the caller has not kept it, a minimality check and
+//! a recount at the end (each `O(S)` per switch LID), a topological order, `O(C + E)` for the
+//! E ≤ C·radix dependency edges, and copies of the E 4-byte counters. Per switch LID, `O(S + C)`
+//! to order its switches and scan their minimal channels, and at most one cycle check per
+//! candidate channel: free where the order already agrees, else two searches of at most
+//! `SEARCH_LIMIT` + 1 channels and their ≤ radix edges each, so `O(C·SEARCH_LIMIT·radix)` per
+//! switch LID at worst. [`fit_updown`]: `O(S + C)` per switch LID once an orientation is chosen
+//! (at most 24 candidate roots per component, each orientation measured over the E edges).
 
 use rayon::prelude::*;
 
