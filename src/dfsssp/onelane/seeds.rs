@@ -18,7 +18,7 @@ const SEED_SEARCH_LIMIT: usize = 512;
 const SEED_WORK_PER_EDGE: u64 = 32;
 
 /// How often the seeding looks at the deadline (edges or channels).
-const STOP_CHECK_EVERY: usize = 1024;
+const DEADLINE_CHECK_EVERY: usize = 1024;
 
 /// Fits the order `topo` (with the tree's pins in `counts`) to the input routes: their
 /// dependency edges that fit together, one count each. A greedy pass takes them
@@ -55,7 +55,7 @@ pub(super) fn seed_input_turns(
     for (i, &(_, e, c1, c2)) in cand.iter().enumerate() {
         // A candidate routing stops here too once past its deadline (the searches' pace judges
         // only after the order is fitted).
-        if i.is_multiple_of(STOP_CHECK_EVERY) {
+        if i.is_multiple_of(DEADLINE_CHECK_EVERY) {
             crate::dfsssp::past_deadline(deadline, begun)?;
         }
         let left = budget.saturating_sub(topo.searched - start);
@@ -155,7 +155,7 @@ pub(super) fn sift(
     for _ in 0..SIFT_SWEEPS {
         let mut moved = false;
         for v in 0..nc as u32 {
-            if (v as usize).is_multiple_of(STOP_CHECK_EVERY)
+            if (v as usize).is_multiple_of(DEADLINE_CHECK_EVERY)
                 && deadline.is_some_and(|d| Instant::now() > d)
             {
                 return;

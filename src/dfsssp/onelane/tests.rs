@@ -287,3 +287,35 @@ fn faulty_fat_tree_keeps_every_data_route_in_one_layer() {
         }
     }
 }
+
+/// Fitting the channel order stops on a candidate's deadline by itself (the searches' pace
+/// judges only after it), and runs to the end without one.
+#[test]
+fn fitting_the_order_stops_past_its_deadline() {
+    use super::seeds::seed_input_turns;
+    use crate::dfsssp::cdg::EdgeIndex;
+    use crate::dfsssp::dyntopo::DynTopo;
+    use crate::dfsssp::DfssspError;
+    use std::time::{Duration, Instant};
+    let f = crate::topo::by_name("torus:4x4x4,1").unwrap();
+    let g = SwitchGraph::new(&f).unwrap();
+    let ei = EdgeIndex::new(&g);
+    let order: Vec<u32> = (0..g.num_channels() as u32).collect();
+    let weight: Vec<u32> = (0..ei.num_edges() as u32).map(|e| 1 + e % 7).collect();
+    let fit = |deadline: Option<Instant>| {
+        let mut counts = vec![0u32; ei.num_edges()];
+        let mut topo = DynTopo::from_order(&order);
+        let begun = Instant::now();
+        seed_input_turns(&g, &ei, &weight, &mut counts, &mut topo, deadline, begun)
+    };
+    let past = Instant::now().checked_sub(Duration::from_millis(1));
+    assert!(past.is_some(), "a past instant");
+    match fit(past) {
+        Err(DfssspError::Stopped {
+            projected: None, ..
+        }) => {}
+        other => panic!("not stopped: {other:?}"),
+    }
+    fit(None).unwrap();
+    fit(Some(Instant::now() + Duration::from_secs(600))).unwrap();
+}
